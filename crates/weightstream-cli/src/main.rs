@@ -1,0 +1,44 @@
+//! `weightstream`: inspect, load, convert and benchmark quantized checkpoints.
+
+mod cmd;
+mod human;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "weightstream",
+    version,
+    about = "Load quantized model weights (GGUF Q4_0/Q8_0, FP8 safetensors) as BF16, fast",
+    long_about = "weightstream streams quantized checkpoint weights into memory and dequantizes \
+them to BF16: on the GPU when there is one, on the CPU otherwise, with the same bits either way.\n\n\
+Checkpoints: a .gguf file, a .safetensors file, or a directory of safetensors shards \
+(with model.safetensors.index.json, or *.safetensors beside config.json).",
+    after_help = "Examples:\n  \
+weightstream inspect model.gguf                 what is inside: tensors, dtypes, shapes, metadata\n  \
+weightstream inspect ./DeepSeek-FP8 --json      the same, as JSON for scripts\n\n\
+Run `weightstream <command> --help` for each command's options."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Inspect(cmd::inspect::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(a) => cmd::inspect::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}

@@ -1,0 +1,42 @@
+//! How a failed command tells the user: one line on stderr, or a JSON object
+//! under `--json`, and exit status 1.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+use weightstream::Error;
+
+pub struct Failure {
+    pub error: Error,
+    pub json: bool,
+}
+
+pub type CmdResult = Result<(), Failure>;
+
+pub trait OrFail<T> {
+    fn or_fail(self, json: bool) -> Result<T, Failure>;
+}
+
+impl<T, E: Into<Error>> OrFail<T> for Result<T, E> {
+    fn or_fail(self, json: bool) -> Result<T, Failure> {
+        self.map_err(|e| Failure { error: e.into(), json })
+    }
+}
+
+impl Failure {
+    pub fn report(&self) -> ExitCode {
+        let e = &self.error;
+        if self.json {
+            let mut obj = json!({"kind": e.code(), "message": e.to_string()});
+            if let Error::Format(f) = e {
+                obj["file"] = json!(f.file.display().to_string());
+                obj["tensor"] = json!(f.tensor);
+                obj["offset"] = json!(f.offset);
+            }
+            eprintln!("{}", json!({ "error": obj }));
+        } else {
+            eprintln!("error: {e}");
+        }
+        ExitCode::FAILURE
+    }
+}

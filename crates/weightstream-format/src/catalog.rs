@@ -1,0 +1,286 @@
+//! The catalog: every tensor of a checkpoint, format-neutral, validated.
+//!
+//! Readers produce it; the planner consumes it. A tensor's `encoding` says how
+//! its bytes become BF16 (what the dequant kernels implement), or why they
+//! cannot.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::gguf::{GgmlType, MetadataValue};
+use crate::safetensors::StDtype;
+use crate::source::SharedSource;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Gguf,
+    Safetensors,
+}
+
+/// A tensor's storage type, in its own format's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    Ggml(GgmlType),
+    St(StDtype),
+}
+
+impl Dtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::Ggml(t) => t.name(),
+            Dtype::St(d) => d.name(),
+        }
+    }
+}
+
+impl Serialize for Dtype {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Fp8Format {
+    E4M3,
+    E5M2,
+}
+
+/// How a tensor's stored bytes become BF16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Encoding {
+    F32,
+    F16,
+    BF16,
+    Q4_0,
+    Q8_0,
+    Fp8(Fp8Format),
+}
+
+impl Encoding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::F32 => "F32",
+            Encoding::F16 => "F16",
+            Encoding::BF16 => "BF16",
+            Encoding::Q4_0 => "Q4_0",
+            Encoding::Q8_0 => "Q8_0",
+            Encoding::Fp8(Fp8Format::E4M3) => "F8_E4M3",
+            Encoding::Fp8(Fp8Format::E5M2) => "F8_E5M2",
+        }
+    }
+
+    /// Elements per independently decodable block, and its size in bytes.
+    /// Chunks of a tensor start and end on these boundaries.
+    pub fn block(self) -> (u64, u64) {
+        match self {
+            Encoding::F32 => (1, 4),
+            Encoding::F16 | Encoding::BF16 => (1, 2),
+            Encoding::Q4_0 => (32, 18),
+            Encoding::Q8_0 => (32, 34),
+            Encoding::Fp8(_) => (1, 1),
+        }
+    }
+}
+
+/// Storage type of an FP8 scale tensor. Each converts to f32 exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum ScaleDtype {
+    F32,
+    BF16,
+    F16,
+    /// Power-of-two exponents (OCP MX): 2^(e - 127), 0xFF is NaN.
+    E8M0,
+}
+
+impl ScaleDtype {
+    pub fn size(self) -> u64 {
+        match self {
+            ScaleDtype::F32 => 4,
+            ScaleDtype::BF16 | ScaleDtype::F16 => 2,
+            ScaleDtype::E8M0 => 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScaleKind {
+    PerTensor,
+    PerChannel,
+    Block,
+}
+
+/// How one scale value covers the weight matrix: element (r, c) of the
+/// `[rows, cols]` weight uses scale `[r / block_rows][c / block_cols]` of a
+/// `[grid_rows, grid_cols]` scale matrix. Per-tensor and per-channel scales
+/// are blocks that span the whole matrix or a whole row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ScaleLayout {
+    pub kind: ScaleKind,
+    pub block_rows: u64,
+    pub block_cols: u64,
+    pub grid_rows: u64,
+    pub grid_cols: u64,
+}
+
+impl ScaleLayout {
+    pub fn describe(&self) -> String {
+        match self.kind {
+            ScaleKind::PerTensor => "per-tensor".into(),
+            ScaleKind::PerChannel => format!("per-channel [{}, 1]", self.grid_rows),
+            ScaleKind::Block => format!(
+                "block {}x{} [{}, {}]",
+                self.block_rows, self.block_cols, self.grid_rows, self.grid_cols
+            ),
+        }
+    }
+}
+
+/// An FP8 weight's link to its scale tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ScaleRef {
+    /// Index of the scale tensor in `Catalog::tensors`.
+    pub tensor: usize,
+    pub dtype: ScaleDtype,
+    pub layout: ScaleLayout,
+}
+
+/// What a tensor is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Role {
+    /// A model tensor: loaded and handed out.
+    Data,
+    /// The scale of the FP8 weight at this index: consumed by its dequant.
+    Scale { weight: usize },
+    /// An activation scale (`input_scale`): not needed to dequantize weights.
+    InputScale,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TensorInfo {
+    pub name: String,
+    pub dtype: Dtype,
+    /// Row-major, outermost dimension first (as numpy and torch show it).
+    pub shape: Vec<u64>,
+    /// Index into `Catalog::files`.
+    pub file: usize,
+    /// Absolute byte offset in its file.
+    pub offset: u64,
+    pub nbytes: u64,
+    pub role: Role,
+    pub scale: Option<ScaleRef>,
+}
+
+impl TensorInfo {
+    pub fn n_elems(&self) -> u64 {
+        // Validated at open: the product fits.
+        self.shape.iter().product()
+    }
+
+    /// `[rows, cols]` of the tensor seen as a row-major matrix: the innermost
+    /// dimension against all the others.
+    pub fn matrix(&self) -> (u64, u64) {
+        match self.shape.split_last() {
+            None => (1, 1),
+            Some((&cols, rest)) => (rest.iter().product(), cols),
+        }
+    }
+
+    /// How this tensor becomes BF16, or why it cannot.
+    pub fn encoding(&self) -> Result<Encoding, String> {
+        let unsupported = || {
+            Err(format!(
+                "dtype {} cannot be dequantized to BF16 (supported: F32, F16, BF16, Q4_0, Q8_0, F8_E4M3, F8_E5M2)",
+                self.dtype.name()
+            ))
+        };
+        match self.dtype {
+            Dtype::Ggml(t) => match t.name() {
+                "F32" => Ok(Encoding::F32),
+                "F16" => Ok(Encoding::F16),
+                "BF16" => Ok(Encoding::BF16),
+                "Q4_0" => Ok(Encoding::Q4_0),
+                "Q8_0" => Ok(Encoding::Q8_0),
+                _ => unsupported(),
+            },
+            Dtype::St(d) => match d {
+                StDtype::F32 => Ok(Encoding::F32),
+                StDtype::F16 => Ok(Encoding::F16),
+                StDtype::BF16 => Ok(Encoding::BF16),
+                StDtype::F8_E4M3 => Ok(Encoding::Fp8(Fp8Format::E4M3)),
+                StDtype::F8_E5M2 => Ok(Encoding::Fp8(Fp8Format::E5M2)),
+                _ => unsupported(),
+            },
+        }
+    }
+}
+
+/// One file of a checkpoint and the source that reads it.
+#[derive(Clone)]
+pub struct CatalogFile {
+    pub path: PathBuf,
+    pub source: SharedSource,
+}
+
+impl std::fmt::Debug for CatalogFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogFile").field("path", &self.path).field("len", &self.source.len()).finish()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Metadata {
+    Gguf { version: u32, alignment: u64, kv: Vec<(String, MetadataValue)> },
+    Safetensors(BTreeMap<String, String>),
+}
+
+impl Metadata {
+    pub fn to_json(&self) -> Json {
+        match self {
+            Metadata::Gguf { kv, .. } => Json::Object(kv.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            Metadata::Safetensors(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect()),
+        }
+    }
+
+    pub fn gguf_value(&self, key: &str) -> Option<&MetadataValue> {
+        match self {
+            Metadata::Gguf { kv, .. } => kv.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            Metadata::Safetensors(_) => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub format: Format,
+    /// What the user opened: a file or a checkpoint directory.
+    pub root: PathBuf,
+    pub files: Vec<CatalogFile>,
+    pub metadata: Metadata,
+    /// In file order (file index, then offset).
+    pub tensors: Vec<TensorInfo>,
+    /// `config.json` beside safetensors shards, when present.
+    pub config: Option<Json>,
+}
+
+impl Catalog {
+    pub fn tensor(&self, name: &str) -> Option<(usize, &TensorInfo)> {
+        self.tensors.iter().enumerate().find(|(_, t)| t.name == name)
+    }
+
+    /// Tensors a load hands out (scales and activation scales are consumed
+    /// or dropped).
+    pub fn data_tensors(&self) -> impl Iterator<Item = (usize, &TensorInfo)> {
+        self.tensors.iter().enumerate().filter(|(_, t)| t.role == Role::Data)
+    }
+
+    /// Sum of all files' sizes.
+    pub fn file_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.source.len()).sum()
+    }
+}

@@ -1,0 +1,245 @@
+//! Pairing FP8 weights with their scale tensors.
+//!
+//! Conventions recognised (REFERENCE.md section 2):
+//! - `X.weight_scale_inv` (DeepSeek-V3/R1, Qwen3-FP8): F32 blocks of
+//!   `weight_block_size` from config.json, default 128x128; multiplied.
+//! - `X.weight_scale` (compressed-tensors, FBGEMM): per-tensor (1 value),
+//!   per-channel `(out, 1)` or block-shaped; dtype F32, BF16 or F16.
+//! - `X.input_scale`, `X.k_scale`, `X.v_scale`, `X.q_scale`: activation
+//!   scales, not needed to dequantize weights: recognised and left out.
+//! Scales may also be E8M0 (powers of two).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+use crate::catalog::{Dtype, Role, ScaleDtype, ScaleKind, ScaleLayout, ScaleRef, TensorInfo};
+use crate::error::{ErrorKind, FormatError, Result};
+use crate::safetensors::StDtype;
+
+pub const SCALE_INV_SUFFIX: &str = "_scale_inv";
+pub const SCALE_SUFFIX: &str = "_scale";
+const ACTIVATION_SCALE_SUFFIXES: &[&str] = &[".input_scale", ".k_scale", ".v_scale", ".q_scale"];
+pub const DEFAULT_BLOCK: (u64, u64) = (128, 128);
+
+fn is_fp8(t: &TensorInfo) -> bool {
+    matches!(t.dtype, Dtype::St(StDtype::F8_E4M3 | StDtype::F8_E5M2))
+}
+
+/// The FP8 weight block size a checkpoint's config.json declares, if any:
+/// `quantization_config.weight_block_size` (DeepSeek, Qwen3-FP8) or a
+/// compressed-tensors config group's `weights.block_structure`.
+pub fn config_block_size(config: Option<&Json>, config_path: &Path) -> Result<Option<(u64, u64)>> {
+    let Some(q) = config.and_then(|c| c.get("quantization_config")) else {
+        return Ok(None);
+    };
+    let parse = |v: &Json, what: &str| -> Result<(u64, u64)> {
+        match v.as_array().map(|a| a.iter().map(Json::as_u64).collect::<Option<Vec<_>>>()) {
+            Some(Some(d)) if d.len() == 2 && d[0] > 0 && d[1] > 0 => Ok((d[0], d[1])),
+            _ => Err(FormatError::new(
+                config_path,
+                None,
+                ErrorKind::BadConfig(format!("{what} must be [rows, cols] of positive integers, found {v}")),
+            )),
+        }
+    };
+    if let Some(v) = q.get("weight_block_size").filter(|v| !v.is_null()) {
+        return parse(v, "quantization_config.weight_block_size").map(Some);
+    }
+    if let Some(groups) = q.get("config_groups").and_then(Json::as_object) {
+        for g in groups.values() {
+            if let Some(v) = g.get("weights").and_then(|w| w.get("block_structure")).filter(|v| !v.is_null()) {
+                return parse(v, "config_groups.*.weights.block_structure").map(Some);
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Link every FP8 weight to its scale and mark scale and activation-scale
+/// tensors with their roles. `file_path(i)` names file `i` for errors.
+pub fn pair_scales<'p>(
+    tensors: &mut [TensorInfo],
+    block: Option<(u64, u64)>,
+    file_path: impl Fn(usize) -> &'p Path,
+) -> Result<()> {
+    let index: HashMap<String, usize> = tensors.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+    if !tensors.iter().any(is_fp8) {
+        return Ok(());
+    }
+    for t in tensors.iter_mut() {
+        if ACTIVATION_SCALE_SUFFIXES.iter().any(|s| t.name.ends_with(s)) {
+            t.role = Role::InputScale;
+        }
+    }
+    for w in 0..tensors.len() {
+        if !is_fp8(&tensors[w]) {
+            continue;
+        }
+        let name = &tensors[w].name;
+        let inv = index.get(&format!("{name}{SCALE_INV_SUFFIX}")).copied();
+        let plain = index.get(&format!("{name}{SCALE_SUFFIX}")).copied();
+        let s = match (inv, plain) {
+            (None, None) => continue,
+            (Some(a), Some(b)) => {
+                return Err(mismatch(&tensors[w], &tensors[a], "the weight has two scales", &file_path).with_extra(&tensors[b].name))
+            }
+            (Some(s), None) | (None, Some(s)) => s,
+        };
+        let scale_ref = resolve(&tensors[w], &tensors[s], s, block, &file_path)?;
+        if let Role::Scale { weight } = tensors[s].role {
+            return Err(mismatch(&tensors[w], &tensors[s], &format!("the scale already belongs to '{}'", tensors[weight].name), &file_path));
+        }
+        tensors[s].role = Role::Scale { weight: w };
+        tensors[w].scale = Some(scale_ref);
+    }
+    Ok(())
+}
+
+trait WithExtra {
+    fn with_extra(self, other: &str) -> Self;
+}
+impl WithExtra for FormatError {
+    fn with_extra(mut self, other: &str) -> Self {
+        if let ErrorKind::ScaleMismatch { reason, .. } = &mut self.kind {
+            reason.push_str(&format!(" ('{other}' too)"));
+        }
+        self
+    }
+}
+
+fn mismatch<'p>(w: &TensorInfo, s: &TensorInfo, reason: &str, file_path: &impl Fn(usize) -> &'p Path) -> FormatError {
+    FormatError::at(
+        file_path(s.file),
+        s.offset,
+        ErrorKind::ScaleMismatch { weight: w.name.clone(), scale: s.name.clone(), reason: reason.to_string() },
+    )
+    .with_tensor(&s.name)
+}
+
+fn resolve<'p>(
+    w: &TensorInfo,
+    s: &TensorInfo,
+    s_index: usize,
+    block: Option<(u64, u64)>,
+    file_path: &impl Fn(usize) -> &'p Path,
+) -> Result<ScaleRef> {
+    let fail = |reason: String| mismatch(w, s, &reason, file_path);
+    let dtype = match s.dtype {
+        Dtype::St(StDtype::F32) => ScaleDtype::F32,
+        Dtype::St(StDtype::BF16) => ScaleDtype::BF16,
+        Dtype::St(StDtype::F16) => ScaleDtype::F16,
+        Dtype::St(StDtype::F8_E8M0) => ScaleDtype::E8M0,
+        d => return Err(fail(format!("scale dtype {} is not F32, BF16, F16 or F8_E8M0", d.name()))),
+    };
+    let layout = layout_for(w, s, block).map_err(fail)?;
+    Ok(ScaleRef { tensor: s_index, dtype, layout })
+}
+
+/// Decide how the scale's shape covers the weight.
+fn layout_for(w: &TensorInfo, s: &TensorInfo, block: Option<(u64, u64)>) -> std::result::Result<ScaleLayout, String> {
+    let (rows, cols) = w.matrix();
+    let n = s.n_elems();
+    if n == 1 {
+        return Ok(ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows.max(1), block_cols: cols.max(1), grid_rows: 1, grid_cols: 1 });
+    }
+    if w.shape.len() != 2 {
+        return Err(format!(
+            "weight shape {:?} is not 2-D; only a single per-tensor value can scale it, the scale has shape {:?}",
+            w.shape, s.shape
+        ));
+    }
+    let per_channel = match s.shape.as_slice() {
+        [r] | [r, 1] => *r == rows,
+        _ => false,
+    };
+    if per_channel {
+        return Ok(ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols.max(1), grid_rows: rows, grid_cols: 1 });
+    }
+    let [gr, gc] = s.shape[..] else {
+        return Err(format!("scale shape {:?} is neither one value, [{rows}, 1], nor a 2-D block grid", s.shape));
+    };
+    let fits = |(bm, bn): (u64, u64)| bm > 0 && bn > 0 && rows.div_ceil(bm) == gr && cols.div_ceil(bn) == gc;
+    let chosen = match block {
+        Some(b) if fits(b) => b,
+        Some((bm, bn)) => {
+            return Err(format!(
+                "config.json declares {bm}x{bn} blocks, so a [{rows}, {cols}] weight needs a [{}, {}] scale, found {:?}",
+                rows.div_ceil(bm),
+                cols.div_ceil(bn),
+                s.shape
+            ))
+        }
+        None if fits(DEFAULT_BLOCK) => DEFAULT_BLOCK,
+        None => {
+            // No declared size: the block that makes the grid exact, if any.
+            let guess = (rows.div_ceil(gr.max(1)), cols.div_ceil(gc.max(1)));
+            if gr > 0 && gc > 0 && fits(guess) {
+                guess
+            } else {
+                return Err(format!("scale shape {:?} matches no block size for a [{rows}, {cols}] weight", s.shape));
+            }
+        }
+    };
+    Ok(ScaleLayout { kind: ScaleKind::Block, block_rows: chosen.0, block_cols: chosen.1, grid_rows: gr, grid_cols: gc })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Role;
+
+    fn t(name: &str, dtype: StDtype, shape: &[u64]) -> TensorInfo {
+        TensorInfo {
+            name: name.into(),
+            dtype: Dtype::St(dtype),
+            shape: shape.to_vec(),
+            file: 0,
+            offset: 0,
+            nbytes: 0,
+            role: Role::Data,
+            scale: None,
+        }
+    }
+
+    fn pair(ts: &mut [TensorInfo], block: Option<(u64, u64)>) -> Result<()> {
+        pair_scales(ts, block, |_| Path::new("f"))
+    }
+
+    #[test]
+    fn deepseek_blocks() {
+        let mut ts = vec![t("a.weight", StDtype::F8_E4M3, &[300, 200]), t("a.weight_scale_inv", StDtype::F32, &[3, 2])];
+        pair(&mut ts, None).unwrap();
+        let l = ts[0].scale.unwrap().layout;
+        assert_eq!((l.kind, l.block_rows, l.block_cols), (ScaleKind::Block, 128, 128));
+        assert_eq!(ts[1].role, Role::Scale { weight: 0 });
+    }
+
+    #[test]
+    fn per_tensor_channel_and_input_scale() {
+        let mut ts = vec![
+            t("a.weight", StDtype::F8_E4M3, &[4, 8]),
+            t("a.weight_scale", StDtype::BF16, &[1]),
+            t("a.input_scale", StDtype::F32, &[1]),
+            t("b.weight", StDtype::F8_E5M2, &[4, 8]),
+            t("b.weight_scale", StDtype::F16, &[4, 1]),
+        ];
+        pair(&mut ts, None).unwrap();
+        assert_eq!(ts[0].scale.unwrap().layout.kind, ScaleKind::PerTensor);
+        assert_eq!(ts[2].role, Role::InputScale);
+        assert_eq!(ts[3].scale.unwrap().layout.kind, ScaleKind::PerChannel);
+        assert_eq!(ts[3].scale.unwrap().dtype, ScaleDtype::F16);
+    }
+
+    #[test]
+    fn mismatched_scale_names_both() {
+        let mut ts = vec![t("a.weight", StDtype::F8_E4M3, &[300, 200]), t("a.weight_scale_inv", StDtype::F32, &[5, 7])];
+        let e = pair(&mut ts, Some((128, 128))).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("a.weight") && msg.contains("a.weight_scale_inv"), "{msg}");
+        assert_eq!(e.kind.code(), "scale_mismatch");
+        let mut ts = vec![t("a.weight", StDtype::F8_E4M3, &[4, 8]), t("a.weight_scale", StDtype::I32, &[1])];
+        assert_eq!(pair(&mut ts, None).unwrap_err().kind.code(), "scale_mismatch");
+    }
+}

@@ -1,0 +1,125 @@
+//! ggml tensor types: every id llama.cpp defines, with block geometry, so
+//! `inspect` can list any file; only some are loadable.
+
+use serde::Serialize;
+
+/// Block geometry of a ggml type: `block` elements take `type_size` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GgmlTypeInfo {
+    pub id: u32,
+    pub name: &'static str,
+    pub block: u64,
+    pub type_size: u64,
+}
+
+/// A ggml type id known to this reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GgmlType(&'static GgmlTypeInfo);
+
+macro_rules! ggml_types {
+    ($($name:ident = $id:expr, $block:expr, $size:expr;)*) => {
+        const TYPES: &[GgmlTypeInfo] = &[
+            $(GgmlTypeInfo { id: $id, name: stringify!($name), block: $block, type_size: $size },)*
+        ];
+    };
+}
+
+const QK_K: u64 = 256;
+
+// Ids, block sizes and bytes per block as in ggml.h / gguf-py 0.19.0
+// (GGML_QUANT_SIZES). Ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 were removed
+// from ggml and are rejected as unknown.
+ggml_types! {
+    F32 = 0, 1, 4;
+    F16 = 1, 1, 2;
+    Q4_0 = 2, 32, 2 + 16;
+    Q4_1 = 3, 32, 2 + 2 + 16;
+    Q5_0 = 6, 32, 2 + 4 + 16;
+    Q5_1 = 7, 32, 2 + 2 + 4 + 16;
+    Q8_0 = 8, 32, 2 + 32;
+    Q8_1 = 9, 32, 4 + 4 + 32;
+    Q2_K = 10, 256, 2 + 2 + QK_K / 16 + QK_K / 4;
+    Q3_K = 11, 256, 2 + QK_K / 4 + QK_K / 8 + 12;
+    Q4_K = 12, 256, 2 + 2 + QK_K / 2 + 12;
+    Q5_K = 13, 256, 2 + 2 + QK_K / 2 + QK_K / 8 + 12;
+    Q6_K = 14, 256, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16;
+    Q8_K = 15, 256, 4 + QK_K + QK_K / 8;
+    IQ2_XXS = 16, 256, 2 + QK_K / 4;
+    IQ2_XS = 17, 256, 2 + QK_K / 4 + QK_K / 32;
+    IQ3_XXS = 18, 256, 2 + QK_K / 4 + QK_K / 8;
+    IQ1_S = 19, 256, 2 + QK_K / 8 + QK_K / 16;
+    IQ4_NL = 20, 32, 2 + 16;
+    IQ3_S = 21, 256, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4;
+    IQ2_S = 22, 256, 2 + QK_K / 4 + QK_K / 16;
+    IQ4_XS = 23, 256, 2 + 2 + QK_K / 2 + QK_K / 64;
+    I8 = 24, 1, 1;
+    I16 = 25, 1, 2;
+    I32 = 26, 1, 4;
+    I64 = 27, 1, 8;
+    F64 = 28, 1, 8;
+    IQ1_M = 29, 256, QK_K / 8 + QK_K / 16 + QK_K / 32;
+    BF16 = 30, 1, 2;
+    TQ1_0 = 34, 256, 2 + 4 * 13;
+    TQ2_0 = 35, 256, 2 + 64;
+    MXFP4 = 39, 32, 1 + 16;
+    NVFP4 = 40, 64, 4 + 32;
+    Q1_0 = 41, 128, 2 + 16;
+}
+
+impl GgmlType {
+    pub fn from_id(id: u32) -> Option<GgmlType> {
+        TYPES.iter().find(|t| t.id == id).map(GgmlType)
+    }
+    pub fn from_name(name: &str) -> Option<GgmlType> {
+        TYPES.iter().find(|t| t.name == name).map(GgmlType)
+    }
+    pub fn all() -> impl Iterator<Item = GgmlType> {
+        TYPES.iter().map(GgmlType)
+    }
+    pub fn id(self) -> u32 {
+        self.0.id
+    }
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+    pub fn block(self) -> u64 {
+        self.0.block
+    }
+    pub fn type_size(self) -> u64 {
+        self.0.type_size
+    }
+    /// Bytes for `n_elems` elements, or `None` if `n_elems` is not a whole
+    /// number of blocks or the size overflows.
+    pub fn nbytes(self, n_elems: u64) -> Option<u64> {
+        if n_elems % self.block() != 0 {
+            return None;
+        }
+        (n_elems / self.block()).checked_mul(self.type_size())
+    }
+}
+
+impl Serialize for GgmlType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_names_are_unique() {
+        for (i, a) in TYPES.iter().enumerate() {
+            for b in &TYPES[i + 1..] {
+                assert_ne!(a.id, b.id);
+                assert_ne!(a.name, b.name);
+            }
+        }
+        assert_eq!(GgmlType::from_id(2).unwrap().name(), "Q4_0");
+        assert_eq!(GgmlType::from_name("Q8_0").unwrap().type_size(), 34);
+        assert!(GgmlType::from_id(4).is_none());
+        assert_eq!(GgmlType::from_name("Q4_0").unwrap().nbytes(64), Some(36));
+        assert_eq!(GgmlType::from_name("Q4_0").unwrap().nbytes(33), None);
+    }
+}

@@ -1,0 +1,24 @@
+//! weightstream-format: GGUF and safetensors readers.
+//!
+//! `open(path)` reads a checkpoint's headers (a GGUF file, a safetensors
+//! file, or a directory of shards) into a validated [`Catalog`]: every
+//! tensor's dtype, shape, byte range and, for FP8 weights, its scale. Nothing
+//! here reads tensor data, and no input can make it panic, read out of
+//! bounds, or allocate much beyond the size of the headers it reads.
+
+pub mod catalog;
+mod cursor;
+pub mod error;
+pub mod fp8;
+pub mod gguf;
+pub mod open;
+pub mod safetensors;
+pub mod source;
+
+pub use catalog::{
+    Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, Metadata, Role, ScaleDtype, ScaleKind, ScaleLayout,
+    ScaleRef, TensorInfo,
+};
+pub use error::{ErrorKind, FormatError, Result};
+pub use open::{mmap_opener, open, open_with, SourceOpener};
+pub use source::{ByteSource, FileSource, MemorySource, MmapSource, SharedSource};

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up weightstream on a fresh machine, idempotently:
+#   - .venv: a Python virtual environment with every pinned test dependency
+#     (requirements/test.txt) and nvcc 13.0 from PyPI (requirements/cuda-toolchain.txt);
+#   - a release build of the workspace, the CUDA kernels compiled to a fatbin
+#     with that nvcc.
+# Re-running it only redoes what changed. Needs: python3 (3.9+), cargo (rustup).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' is not installed: $2" >&2; exit 1; }; }
+need python3 "install Python 3.9 or newer"
+need cargo "install Rust with rustup: https://rustup.rs"
+
+if [ ! -x "$WS_VENV/bin/python" ]; then
+  echo "setup: creating $WS_VENV"
+  python3 -m venv "$WS_VENV"
+fi
+stamp="$WS_VENV/.requirements.sha256"
+want=$(cat requirements/test.txt requirements/cuda-toolchain.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+  echo "setup: installing pinned Python packages into $WS_VENV"
+  "$WS_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    -r requirements/test.txt -r requirements/cuda-toolchain.txt
+  echo "$want" > "$stamp"
+fi
+
+echo "setup: building (cargo build --release)"
+cargo build --release --locked --workspace --bins
+echo "setup: done; the CLI is target/release/weightstream"

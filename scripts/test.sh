@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Set up, then run every test: Rust unit and integration tests (kernel
+# host-grid parity included) and the Python suite against the real gguf-py
+# and safetensors packages. Extra arguments go to pytest.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+scripts/setup.sh
+source scripts/env.sh
+echo "== cargo test"
+cargo test --release --locked --workspace
+echo "== pytest"
+"$WS_VENV/bin/python" -m pytest tests/python -q "$@"
