@@ -3,6 +3,7 @@
 mod cmd;
 mod human;
 mod report;
+mod stats;
 
 use std::process::ExitCode;
 
@@ -19,7 +20,8 @@ Checkpoints: a .gguf file, a .safetensors file, or a directory of safetensors sh
 (with model.safetensors.index.json, or *.safetensors beside config.json).",
     after_help = "Examples:\n  \
 weightstream inspect model.gguf                 what is inside: tensors, dtypes, shapes, metadata\n  \
-weightstream inspect ./DeepSeek-FP8 --json      the same, as JSON for scripts\n\n\
+weightstream inspect ./DeepSeek-FP8 --json      the same, as JSON for scripts\n  \
+weightstream bench --threads 1                  CPU dequant speed against memcpy\n\n\
 Run `weightstream <command> --help` for each command's options."
 )]
 struct Cli {
@@ -30,12 +32,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Inspect(cmd::inspect::Args),
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect(a) => cmd::inspect::run(&a),
+        Command::Bench(a) => cmd::bench::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

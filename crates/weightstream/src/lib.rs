@@ -6,6 +6,7 @@
 pub mod error;
 
 pub use error::{Error, Result};
+pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
 pub use weightstream_format::{Catalog, Encoding, Format, TensorInfo};
 

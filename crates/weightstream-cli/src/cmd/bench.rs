@@ -1,0 +1,235 @@
+//! `weightstream bench`: how fast this machine's CPU dequantizes.
+
+use std::hint::black_box;
+
+use rayon::prelude::*;
+use serde_json::json;
+use weightstream::dequant::{dequantize_par, Isa, Kernel, ScaleGrid, DEFAULT_PIECE};
+use weightstream::format::{Fp8Format, ScaleKind, ScaleLayout};
+
+use crate::human::Table;
+use crate::report::{CmdResult, OrFail};
+use crate::stats::Timing;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Measure the CPU dequant kernels against memcpy on this machine",
+    long_about = "For each kernel, dequantizes a 4096x11008 matrix (a Llama-7B MLP weight) to BF16 \
+repeatedly after warm-up and reports output GB/s (median, fastest, slowest) beside a memcpy of the \
+same output size measured in the same run, and their ratio. Hot: the output buffer is reused \
+(what a loader's ring of buffers sees). Fresh: a newly allocated buffer each run, so page faults \
+are part of the cost.",
+    after_help = "Examples:\n  \
+weightstream bench                       every kernel, all cores\n  \
+weightstream bench --format q4_0 --threads 1\n  \
+WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels"
+)]
+pub struct Args {
+    /// Kernels to run (repeatable): q4_0, q8_0, fp8-tensor, fp8-channel, fp8-block, e5m2-block, f16, f32, bf16
+    #[arg(long = "format", value_name = "F")]
+    pub formats: Vec<String>,
+    /// Threads (default: all cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Timed runs per measurement
+    #[arg(long, default_value_t = 15)]
+    pub reps: usize,
+    /// Matrix shape ROWSxCOLS
+    #[arg(long, default_value = "4096x11008")]
+    pub shape: String,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+const ALL: [&str; 9] = ["q4_0", "q8_0", "fp8-tensor", "fp8-channel", "fp8-block", "e5m2-block", "f16", "f32", "bf16"];
+
+struct Input {
+    src: Vec<u8>,
+    kind: InputKind,
+}
+
+enum InputKind {
+    Plain(Kernel<'static>),
+    /// FP8 kernels borrow their scales: built where `scales` lives.
+    Fp8 { format: Fp8Format, layout: ScaleLayout, scales: Vec<f32> },
+}
+
+/// Deterministic pseudo-random bytes (xorshift), fast enough for 100 MB.
+fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
+    let n = (rows * cols) as usize;
+    let quant = |block: usize| {
+        let mut src = bytes(n / 32 * block, 7);
+        for b in src.chunks_exact_mut(block) {
+            b[..2].copy_from_slice(&0x2E66u16.to_le_bytes()); // d = 0.1
+        }
+        src
+    };
+    let fp8 = |format: Fp8Format, layout: ScaleLayout| Input {
+        // No NaN codes: they would take no different path, but keep outputs ordinary.
+        src: bytes(n, 11).into_iter().map(|b| if b & 0x7F == 0x7F { b ^ 1 } else { b }).collect(),
+        kind: InputKind::Fp8 {
+            format,
+            layout,
+            scales: (0..layout.grid_rows * layout.grid_cols).map(|i| 1.0 + i as f32 / 1024.0).collect(),
+        },
+    };
+    let block = |br: u64, bc: u64, kind| ScaleLayout {
+        kind,
+        block_rows: br,
+        block_cols: bc,
+        grid_rows: rows.div_ceil(br),
+        grid_cols: cols.div_ceil(bc),
+    };
+    let plain = |kernel, src| Input { src, kind: InputKind::Plain(kernel) };
+    Some(match name {
+        "q4_0" => plain(Kernel::Q4_0, quant(18)),
+        "q8_0" => plain(Kernel::Q8_0, quant(34)),
+        "f16" => plain(Kernel::F16, bytes(n * 2, 3).chunks_exact(2).flat_map(|c| [c[0], c[1] & 0x3B]).collect()),
+        "f32" => plain(Kernel::F32, bytes(n * 4, 5).chunks_exact(4).flat_map(|c| [c[0], c[1], c[2], c[3] & 0x3F]).collect()),
+        "bf16" => plain(Kernel::BF16, bytes(n * 2, 9)),
+        "fp8-tensor" => fp8(Fp8Format::E4M3, block(rows, cols, ScaleKind::PerTensor)),
+        "fp8-channel" => fp8(Fp8Format::E4M3, block(1, cols, ScaleKind::PerChannel)),
+        "fp8-block" => fp8(Fp8Format::E4M3, block(128, 128, ScaleKind::Block)),
+        "e5m2-block" => fp8(Fp8Format::E5M2, block(128, 128, ScaleKind::Block)),
+        _ => return None,
+    })
+}
+
+/// The baseline: one memcpy per thread over a contiguous share of the output.
+fn memcpy_par(src: &[u16], dst: &mut [u16]) {
+    let share = dst.len().div_ceil(rayon::current_num_threads()).max(1);
+    dst.par_chunks_mut(share).zip(src.par_chunks(share)).for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// One kernel's hot and fresh timings, each beside the memcpy measured
+/// alternately with it.
+struct Measured {
+    name: &'static str,
+    source_bytes: usize,
+    hot: (Timing, Timing),
+    fresh: (Timing, Timing),
+}
+
+pub fn run(args: &Args) -> CmdResult {
+    let fail = |m: String| Err(weightstream::Error::Other(m)).or_fail(args.json);
+    let Some((rows, cols)) = args.shape.split_once('x').and_then(|(r, c)| Some((r.parse::<u64>().ok()?, c.parse::<u64>().ok()?))) else {
+        return fail(format!("--shape {} is not ROWSxCOLS", args.shape));
+    };
+    if cols % 32 != 0 || rows == 0 {
+        return fail("--shape needs rows > 0 and columns a multiple of 32 (the Q4_0/Q8_0 block)".into());
+    }
+    let mut names = Vec::new();
+    for f in if args.formats.is_empty() { ALL.iter().map(|s| s.to_string()).collect() } else { args.formats.clone() } {
+        match ALL.iter().find(|a| **a == f) {
+            Some(n) => names.push(*n),
+            None => return fail(format!("unknown --format {f}; choose from {}", ALL.join(", "))),
+        }
+    }
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| weightstream::Error::Other(e.to_string()))
+        .or_fail(args.json)?;
+    let isa = Isa::detect();
+    let n = (rows * cols) as usize;
+    let out_bytes = n as u64 * 2;
+    let reps = args.reps;
+    let baseline_src = vec![0x3F80u16; n];
+    let mut hot = vec![0u16; n];
+    let mut hot_copy = vec![0u16; n];
+
+    let mut results = Vec::new();
+    for name in names {
+        let inp = input(name, rows, cols).expect("every name in ALL has an input");
+        let kernel = match &inp.kind {
+            InputKind::Fp8 { format, layout, scales } => {
+                let grid = ScaleGrid::new(scales, layout, rows, cols)
+                    .map_err(|e| weightstream::Error::Other(e.to_string()))
+                    .or_fail(args.json)?;
+                Kernel::Fp8 { format: *format, rows, cols, scales: Some(grid) }
+            }
+            InputKind::Plain(k) => *k,
+        };
+        let mut err = None;
+        let m = pool.install(|| {
+            let mut go = |d: &mut [u16]| {
+                if let Err(e) = dequantize_par(&kernel, 0, &inp.src, d, isa, DEFAULT_PIECE) {
+                    err = Some(e);
+                }
+            };
+            let hot = Timing::measure_pair(2, reps, || go(black_box(&mut hot)), || memcpy_par(&baseline_src, black_box(&mut hot_copy)));
+            let fresh = Timing::measure_pair(
+                1,
+                reps,
+                || {
+                    let mut d = vec![0u16; n];
+                    go(&mut d);
+                    black_box(d);
+                },
+                || {
+                    let mut d = vec![0u16; n];
+                    memcpy_par(&baseline_src, &mut d);
+                    black_box(d);
+                },
+            );
+            Measured { name, source_bytes: inp.src.len(), hot, fresh }
+        });
+        if let Some(e) = err {
+            return fail(format!("{name}: {e}"));
+        }
+        results.push(m);
+    }
+
+    if args.json {
+        let entry = |(k, m): &(Timing, Timing)| {
+            let (med, fast, slow) = k.gbps(out_bytes);
+            let (mmed, _, _) = m.gbps(out_bytes);
+            json!({"gbps_median": med, "gbps_fastest": fast, "gbps_slowest": slow, "memcpy_gbps_median": mmed,
+                   "ratio_to_memcpy": med / mmed, "seconds": k.runs, "memcpy_seconds": m.runs})
+        };
+        let out = json!({
+            "shape": [rows, cols], "threads": threads, "isa": isa.name(), "reps": reps, "output_bytes": out_bytes,
+            "kernels": results.iter().map(|r| json!({
+                "kernel": r.name, "source_bytes": r.source_bytes, "hot": entry(&r.hot), "fresh": entry(&r.fresh),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).expect("JSON of owned values"));
+        return Ok(());
+    }
+    println!(
+        "{rows}x{cols} -> BF16 ({:.1} MB out), {threads} thread(s), {} kernels, median of {reps} runs after warm-up",
+        out_bytes as f64 / 1e6,
+        isa.name()
+    );
+    println!("GB/s of BF16 written (fastest..slowest); memcpy of the same size measured alternately with each kernel\n");
+    let mut t = Table::new(
+        &["KERNEL", "HOT GB/s", "", "MEMCPY", "RATIO", "FRESH GB/s", "", "MEMCPY", "RATIO"],
+        &[false, true, false, true, true, true, false, true, true],
+    );
+    for r in &results {
+        let mut row = vec![r.name.to_string()];
+        for (k, m) in [&r.hot, &r.fresh] {
+            let (a, a0, a1) = k.gbps(out_bytes);
+            let (b, _, _) = m.gbps(out_bytes);
+            row.extend([format!("{a:.2}"), format!("({a0:.2}..{a1:.2})"), format!("{b:.2}"), format!("{:.2}", a / b)]);
+        }
+        t.row(row);
+    }
+    print!("{}", t.render());
+    Ok(())
+}

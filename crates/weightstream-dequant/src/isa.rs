@@ -1,0 +1,58 @@
+//! Which instruction set the kernels use: the best the CPU has, unless
+//! `WEIGHTSTREAM_ISA` (scalar | avx2) or the caller says otherwise.
+
+use std::sync::OnceLock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Isa {
+    /// Portable Rust (the reference; LLVM vectorises it for the baseline ISA).
+    Scalar,
+    /// x86-64 AVX2 + F16C.
+    Avx2,
+}
+
+pub const ENV_VAR: &str = "WEIGHTSTREAM_ISA";
+
+impl Isa {
+    pub const ALL: [Isa; 2] = [Isa::Scalar, Isa::Avx2];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Isa> {
+        Isa::ALL.into_iter().find(|i| i.name() == s)
+    }
+
+    /// Whether this CPU can run it.
+    pub fn supported(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Isa::Avx2 => false,
+        }
+    }
+
+    pub fn all_supported() -> Vec<Isa> {
+        Isa::ALL.into_iter().filter(|i| i.supported()).collect()
+    }
+
+    /// The best supported ISA, or the one `WEIGHTSTREAM_ISA` names (if this
+    /// CPU supports it). Decided once per process.
+    pub fn detect() -> Isa {
+        static CHOSEN: OnceLock<Isa> = OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            if let Some(forced) = std::env::var(ENV_VAR).ok().as_deref().and_then(Isa::parse) {
+                if forced.supported() {
+                    return forced;
+                }
+            }
+            Isa::ALL.into_iter().rev().find(|i| i.supported()).unwrap_or(Isa::Scalar)
+        })
+    }
+}

@@ -1,0 +1,138 @@
+//! What to dequantize: a kernel and its parameters, checked before any
+//! element is touched, so that a bad chunk is an error and never a panic or
+//! an out-of-bounds access.
+
+use weightstream_format::{Encoding, Fp8Format, ScaleLayout};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DequantError {
+    #[error("source holds {actual} bytes, {expected} needed for {elems} elements")]
+    SourceLength { expected: u64, actual: u64, elems: u64 },
+    #[error("chunk [{first}, {end}) does not start and end on {granule}-element blocks")]
+    Unaligned { first: u64, end: u64, granule: u64 },
+    #[error("chunk [{first}, {end}) lies outside the {total}-element tensor")]
+    OutOfRange { first: u64, end: u64, total: u64 },
+    #[error("scale grid has {actual} values, its layout needs {expected}")]
+    ScaleCount { expected: u64, actual: u64 },
+    #[error("a [{grid_rows}, {grid_cols}] grid of {block_rows}x{block_cols} blocks does not cover a [{rows}, {cols}] matrix")]
+    ScaleCover { grid_rows: u64, grid_cols: u64, block_rows: u64, block_cols: u64, rows: u64, cols: u64 },
+}
+
+/// FP8 scales as f32 values with the block geometry of `ScaleLayout`:
+/// element (r, c) uses `values[(r / block_rows) * grid_cols + c / block_cols]`.
+#[derive(Debug, Clone, Copy)]
+pub struct ScaleGrid<'a> {
+    values: &'a [f32],
+    block_rows: u64,
+    block_cols: u64,
+    grid_cols: u64,
+}
+
+impl<'a> ScaleGrid<'a> {
+    /// Check that `values` and `layout` cover a `[rows, cols]` matrix.
+    pub fn new(values: &'a [f32], layout: &ScaleLayout, rows: u64, cols: u64) -> Result<Self, DequantError> {
+        let expected = layout.grid_rows.saturating_mul(layout.grid_cols);
+        if values.len() as u64 != expected {
+            return Err(DequantError::ScaleCount { expected, actual: values.len() as u64 });
+        }
+        let covers = layout.block_rows > 0
+            && layout.block_cols > 0
+            && rows.div_ceil(layout.block_rows) <= layout.grid_rows
+            && cols.div_ceil(layout.block_cols) <= layout.grid_cols;
+        if !covers {
+            return Err(DequantError::ScaleCover {
+                grid_rows: layout.grid_rows,
+                grid_cols: layout.grid_cols,
+                block_rows: layout.block_rows,
+                block_cols: layout.block_cols,
+                rows,
+                cols,
+            });
+        }
+        Ok(ScaleGrid { values, block_rows: layout.block_rows, block_cols: layout.block_cols, grid_cols: layout.grid_cols })
+    }
+
+    #[inline]
+    pub fn at(&self, row: u64, col: u64) -> f32 {
+        self.values[((row / self.block_rows) * self.grid_cols + col / self.block_cols) as usize]
+    }
+
+    pub fn block_cols(&self) -> u64 {
+        self.block_cols
+    }
+
+    /// The one scale of a 1x1 grid (per-tensor), if that is what this is.
+    pub fn uniform(&self) -> Option<f32> {
+        (self.values.len() == 1).then(|| self.values[0])
+    }
+}
+
+/// A dequantization kernel with its parameters.
+#[derive(Debug, Clone, Copy)]
+pub enum Kernel<'a> {
+    F32,
+    F16,
+    BF16,
+    Q4_0,
+    Q8_0,
+    /// FP8 weights of a `[rows, cols]` matrix; no scales means scale 1.
+    Fp8 { format: Fp8Format, rows: u64, cols: u64, scales: Option<ScaleGrid<'a>> },
+}
+
+impl<'a> Kernel<'a> {
+    /// The kernel for a non-FP8 encoding (FP8 needs its matrix and scales:
+    /// use [`Kernel::Fp8`]).
+    pub fn for_encoding(e: Encoding) -> Option<Kernel<'static>> {
+        Some(match e {
+            Encoding::F32 => Kernel::F32,
+            Encoding::F16 => Kernel::F16,
+            Encoding::BF16 => Kernel::BF16,
+            Encoding::Q4_0 => Kernel::Q4_0,
+            Encoding::Q8_0 => Kernel::Q8_0,
+            Encoding::Fp8(_) => return None,
+        })
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        match self {
+            Kernel::F32 => Encoding::F32,
+            Kernel::F16 => Encoding::F16,
+            Kernel::BF16 => Encoding::BF16,
+            Kernel::Q4_0 => Encoding::Q4_0,
+            Kernel::Q8_0 => Encoding::Q8_0,
+            Kernel::Fp8 { format, .. } => Encoding::Fp8(*format),
+        }
+    }
+
+    /// Elements per block: chunks start and end on multiples of this.
+    pub fn granule(&self) -> u64 {
+        self.encoding().block().0
+    }
+
+    /// Source bytes for `n` elements (`n` a multiple of the granule).
+    pub fn src_bytes(&self, n: u64) -> u64 {
+        let (block, size) = self.encoding().block();
+        n / block * size
+    }
+
+    /// Check a chunk: `dst_len` elements starting at element `first`, from
+    /// `src_len` bytes.
+    pub fn check(&self, first: u64, dst_len: u64, src_len: u64) -> Result<(), DequantError> {
+        let end = first.saturating_add(dst_len);
+        let g = self.granule();
+        if first % g != 0 || dst_len % g != 0 {
+            return Err(DequantError::Unaligned { first, end, granule: g });
+        }
+        if let Kernel::Fp8 { rows, cols, .. } = self {
+            let total = rows.saturating_mul(*cols);
+            if end > total {
+                return Err(DequantError::OutOfRange { first, end, total });
+            }
+        }
+        let expected = self.src_bytes(dst_len);
+        if expected != src_len {
+            return Err(DequantError::SourceLength { expected, actual: src_len, elems: dst_len });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,21 @@
+//! weightstream-dequant: CPU kernels from stored bytes to BF16.
+//!
+//! Bit-exact by contract (see [`numerics`]): the scalar kernels, the AVX2
+//! kernels, any thread count and any chunking produce the same bits, and so
+//! do the CUDA kernels, which the parity tests check against these.
+
+pub mod chunk;
+pub mod isa;
+pub mod kernel;
+pub mod numerics;
+pub mod par;
+pub mod scalar;
+pub mod scales;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+pub use chunk::dequantize;
+pub use isa::Isa;
+pub use kernel::{DequantError, Kernel, ScaleGrid};
+pub use par::{dequantize_par, DEFAULT_PIECE};
+pub use scales::scales_to_f32;

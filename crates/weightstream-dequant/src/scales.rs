@@ -1,0 +1,19 @@
+//! FP8 scale tensors to f32 (every supported scale dtype converts exactly).
+
+use crate::numerics::{bf16_to_f32, e8m0_to_f32, f16_to_f32};
+use weightstream_format::ScaleDtype;
+
+/// Decode little-endian scale values; `None` if `bytes` is not a whole
+/// number of values.
+pub fn scales_to_f32(dtype: ScaleDtype, bytes: &[u8]) -> Option<Vec<f32>> {
+    let size = dtype.size() as usize;
+    if bytes.len() % size != 0 {
+        return None;
+    }
+    Some(match dtype {
+        ScaleDtype::F32 => bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+        ScaleDtype::BF16 => bytes.chunks_exact(2).map(|b| bf16_to_f32(u16::from_le_bytes([b[0], b[1]]))).collect(),
+        ScaleDtype::F16 => bytes.chunks_exact(2).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))).collect(),
+        ScaleDtype::E8M0 => bytes.iter().map(|&b| e8m0_to_f32(b)).collect(),
+    })
+}

@@ -1,0 +1,50 @@
+//! Test data: a seeded generator (seed printed, `WEIGHTSTREAM_SEED`
+//! reproduces) and edge-case blocks.
+
+#![allow(dead_code)]
+
+pub struct Rng(u64);
+
+impl Rng {
+    /// A fresh seed per run unless WEIGHTSTREAM_SEED is set; printed so a
+    /// failure can be replayed.
+    pub fn from_env(test: &str) -> Rng {
+        let seed = std::env::var("WEIGHTSTREAM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+            t.as_nanos() as u64 ^ (std::process::id() as u64) << 32
+        });
+        eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// f16 scale bit patterns worth testing: zero, both signs, subnormals, the
+/// largest finite, infinity, NaN, ordinary values.
+pub const F16_EDGES: &[u16] = &[
+    0x0000, 0x8000, 0x0001, 0x03FF, 0x8001, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x3C00,
+    0x2E66, 0xB800, 0x1400,
+];
+
+/// f32 bit patterns worth testing.
+pub const F32_EDGES: &[u32] = &[
+    0x0000_0000, 0x8000_0000, 0x0000_0001, 0x007F_FFFF, 0x0080_0000, 0x7F7F_FFFF, 0xFF7F_FFFF, 0x7F80_0000,
+    0xFF80_0000, 0x7FC0_0000, 0xFFC0_0001, 0x7F80_0001, 0x3F80_8000, 0x3F81_8000, 0x3F80_7FFF, 0x7F7F_8000,
+    0x3F80_0000,
+];

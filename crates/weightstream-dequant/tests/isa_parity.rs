@@ -1,0 +1,189 @@
+//! Every ISA, every chunking and every thread count give the scalar
+//! kernels' bits.
+
+mod common;
+
+use common::{Rng, F16_EDGES, F32_EDGES};
+use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
+use weightstream_format::{Fp8Format, ScaleKind, ScaleLayout};
+
+fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> {
+    let mut out = vec![0xDEADu16; n];
+    dequantize(kernel, first, src, &mut out, isa).unwrap();
+    out
+}
+
+fn assert_isas_agree(what: &str, kernel: &Kernel, src: &[u8], n: usize) {
+    let reference = run(kernel, 0, src, n, Isa::Scalar);
+    for isa in Isa::all_supported() {
+        let got = run(kernel, 0, src, n, isa);
+        if let Some(i) = (0..n).find(|&i| got[i] != reference[i]) {
+            panic!("{what}: {} differs from scalar at element {i}: {:#06x} vs {:#06x}", isa.name(), got[i], reference[i]);
+        }
+    }
+}
+
+/// Q4_0/Q8_0 blocks: every scale edge with every quant value, then random.
+fn quant_blocks(rng: &mut Rng, block: usize, random: usize) -> Vec<u8> {
+    let mut src = Vec::new();
+    for &d in F16_EDGES {
+        for q in 0..(block - 2) {
+            src.extend_from_slice(&d.to_le_bytes());
+            src.extend((0..block - 2).map(|j| (q * 17 + j * 31) as u8));
+        }
+    }
+    for _ in 0..random {
+        src.extend(rng.bytes(block));
+    }
+    src
+}
+
+#[test]
+fn q4_0_and_q8_0_all_isas() {
+    let mut rng = Rng::from_env("q4_0_and_q8_0_all_isas");
+    for (kernel, block) in [(Kernel::Q4_0, 18usize), (Kernel::Q8_0, 34)] {
+        for random in [0, 1, 3, 1000] {
+            let src = quant_blocks(&mut rng, block, random);
+            assert_isas_agree(&format!("{kernel:?}"), &kernel, &src, src.len() / block * 32);
+        }
+    }
+}
+
+#[test]
+fn every_q_value_matches_the_formula() {
+    // Q4_0: element j is the low nibble of qs[j], element j + 16 the high nibble.
+    let mut src = vec![0u8; 18];
+    src[..2].copy_from_slice(&0x3C00u16.to_le_bytes()); // d = 1
+    for j in 0..16 {
+        src[2 + j] = (j as u8) | ((15 - j as u8) << 4);
+    }
+    for isa in Isa::all_supported() {
+        let out = run(&Kernel::Q4_0, 0, &src, 32, isa);
+        for j in 0..16 {
+            assert_eq!(out[j], numerics::f32_to_bf16(j as f32 - 8.0));
+            assert_eq!(out[j + 16], numerics::f32_to_bf16(7.0 - j as f32));
+        }
+    }
+    let mut src = vec![0u8; 34 * 8];
+    for b in 0..8 {
+        src[b * 34..b * 34 + 2].copy_from_slice(&0x4000u16.to_le_bytes()); // d = 2
+        for j in 0..32 {
+            src[b * 34 + 2 + j] = (b * 32 + j) as u8;
+        }
+    }
+    for isa in Isa::all_supported() {
+        let out = run(&Kernel::Q8_0, 0, &src, 256, isa);
+        for (v, o) in out.iter().enumerate() {
+            assert_eq!(*o, numerics::f32_to_bf16(2.0 * (v as u8 as i8) as f32));
+        }
+    }
+}
+
+#[test]
+fn floats_all_isas_with_odd_lengths() {
+    let mut rng = Rng::from_env("floats_all_isas_with_odd_lengths");
+    let mut f32src: Vec<u8> = F32_EDGES.iter().flat_map(|b| b.to_le_bytes()).collect();
+    f32src.extend(rng.bytes(4 * 1001));
+    let mut f16src: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
+    f16src.extend(rng.bytes(2 * 37));
+    for n in [0, 1, 7, 15, 16, 17, 33, F32_EDGES.len() + 1001] {
+        assert_isas_agree("F32", &Kernel::F32, &f32src[..4 * n], n);
+    }
+    for n in [0, 1, 15, 16, 17, 65536 + 37] {
+        assert_isas_agree("F16", &Kernel::F16, &f16src[..2 * n], n);
+    }
+    let bf: Vec<u8> = rng.bytes(2 * 99);
+    let out = run(&Kernel::BF16, 0, &bf, 99, Isa::detect());
+    assert!(out.iter().enumerate().all(|(i, &v)| v == u16::from_le_bytes([bf[2 * i], bf[2 * i + 1]])));
+}
+
+fn layouts(rows: u64, cols: u64) -> Vec<(ScaleLayout, &'static str)> {
+    let block = |br: u64, bc: u64| ScaleLayout {
+        kind: ScaleKind::Block,
+        block_rows: br,
+        block_cols: bc,
+        grid_rows: rows.div_ceil(br),
+        grid_cols: cols.div_ceil(bc),
+    };
+    vec![
+        (ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows, block_cols: cols, grid_rows: 1, grid_cols: 1 }, "per-tensor"),
+        (ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols, grid_rows: rows, grid_cols: 1 }, "per-channel"),
+        (block(128, 128), "128x128"),
+        (block(1, 32), "1x32"),
+        (block(3, 5), "3x5"),
+    ]
+}
+
+/// Scale values worth testing: ordinary, zero, negative, subnormal, huge, inf, NaN.
+fn scale_values(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let edges = [1.0f32, 0.0, -0.5, 1e-40, 3e38, f32::INFINITY, f32::NAN, 2f32.powi(-127), 448.0];
+    (0..n).map(|i| if i < edges.len() { edges[i] } else { f32::from_bits(0x3A00_0000 + (rng.next() as u32 & 0x00FF_FFFF)) }).collect()
+}
+
+#[test]
+fn fp8_all_isas_layouts_and_chunkings() {
+    let mut rng = Rng::from_env("fp8_all_isas_layouts_and_chunkings");
+    for (rows, cols) in [(1u64, 1u64), (3, 17), (130, 260), (257, 129), (128, 256)] {
+        let n = (rows * cols) as usize;
+        let mut src: Vec<u8> = (0..=255u8).cycle().take(n.min(256)).collect();
+        src.extend(rng.bytes(n - src.len()));
+        for (layout, lname) in layouts(rows, cols) {
+            let values = scale_values(&mut rng, (layout.grid_rows * layout.grid_cols) as usize);
+            let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
+            for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
+                let k = Kernel::Fp8 { format, rows, cols, scales: Some(grid) };
+                let what = format!("{format:?} {rows}x{cols} {lname}");
+                assert_isas_agree(&what, &k, &src, n);
+                // The definition, element by element.
+                let want: Vec<u16> = (0..n)
+                    .map(|e| {
+                        let (r, c) = (e as u64 / cols, e as u64 % cols);
+                        let w = match format {
+                            Fp8Format::E4M3 => numerics::e4m3_to_f32(src[e]),
+                            Fp8Format::E5M2 => numerics::e5m2_to_f32(src[e]),
+                        };
+                        let s = values[((r / layout.block_rows) * layout.grid_cols + c / layout.block_cols) as usize];
+                        numerics::f32_to_bf16(w * s)
+                    })
+                    .collect();
+                assert_eq!(run(&k, 0, &src, n, Isa::Scalar), want, "{what}");
+                // Any element range is a valid chunk.
+                for _ in 0..20 {
+                    let a = rng.below(n as u64 + 1) as usize;
+                    let b = a + rng.below((n - a) as u64 + 1) as usize;
+                    for isa in Isa::all_supported() {
+                        assert_eq!(run(&k, a as u64, &src[a..b], b - a, isa), want[a..b], "{what} [{a},{b}) {isa:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn parallel_equals_serial_for_any_piece_size() {
+    let mut rng = Rng::from_env("parallel_equals_serial_for_any_piece_size");
+    let src = rng.bytes(18 * 3001);
+    let n = 3001 * 32;
+    let want = run(&Kernel::Q4_0, 0, &src, n, Isa::Scalar);
+    for piece in [1, 32, 33, 1000, 4096, 1 << 20] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let mut out = vec![0u16; n];
+        pool.install(|| dequantize_par(&Kernel::Q4_0, 0, &src, &mut out, Isa::detect(), piece)).unwrap();
+        assert_eq!(out, want, "piece {piece}");
+    }
+}
+
+#[test]
+fn bad_chunks_are_errors() {
+    let src = vec![0u8; 36];
+    let mut out = vec![0u16; 64];
+    assert!(dequantize(&Kernel::Q4_0, 0, &src[..35], &mut out, Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Q4_0, 16, &src, &mut out, Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Q4_0, 0, &src, &mut out[..63], Isa::Scalar).is_err());
+    let k = Kernel::Fp8 { format: Fp8Format::E4M3, rows: 2, cols: 16, scales: None };
+    assert!(dequantize(&k, 8, &src[..32], &mut out[..32], Isa::Scalar).is_err(), "past the end of the matrix");
+    let layout = ScaleLayout { kind: ScaleKind::Block, block_rows: 1, block_cols: 8, grid_rows: 2, grid_cols: 1 };
+    assert!(ScaleGrid::new(&[1.0, 1.0], &layout, 2, 16).is_err(), "grid does not cover the columns");
+    assert!(ScaleGrid::new(&[1.0], &layout, 2, 8).is_err(), "too few values");
+}
