@@ -32,6 +32,29 @@ pub fn shape(s: &[u64]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// "5GB", "500MB", "2GiB", "1048576": bytes. Decimal units are powers of
+/// 1000, binary ones (KiB, MiB, GiB, TiB) powers of 1024.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let num: f64 = num.trim().parse().ok()?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024f64.powi(4),
+        _ => return None,
+    };
+    let v = num * mult;
+    (v.is_finite() && v >= 1.0).then_some(v as u64)
+}
+
 /// Columns padded to their widest cell; the last column is not padded.
 pub struct Table {
     rows: Vec<Vec<String>>,
@@ -88,5 +111,11 @@ mod tests {
         assert_eq!(count(1234567), "1,234,567");
         assert_eq!(count(12), "12");
         assert_eq!(shape(&[4096, 11008]), "[4096, 11008]");
+        assert_eq!(parse_size("5GB"), Some(5_000_000_000));
+        assert_eq!(parse_size("2 GiB"), Some(2 << 30));
+        assert_eq!(parse_size("1048576"), Some(1 << 20));
+        assert_eq!(parse_size("1.5MB"), Some(1_500_000));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("0"), None);
     }
 }

@@ -2,6 +2,8 @@
 
 mod cmd;
 mod human;
+mod interrupt;
+mod progress;
 mod report;
 mod stats;
 
@@ -21,6 +23,8 @@ Checkpoints: a .gguf file, a .safetensors file, or a directory of safetensors sh
     after_help = "Examples:\n  \
 weightstream inspect model.gguf                 what is inside: tensors, dtypes, shapes, metadata\n  \
 weightstream inspect ./DeepSeek-FP8 --json      the same, as JSON for scripts\n  \
+weightstream load model.gguf --verify           BF16 on the GPU (or CPU), timed and checked\n  \
+weightstream convert ./Qwen3-FP8 -o ./Qwen3-BF16 a BF16 safetensors checkpoint\n  \
 weightstream bench --threads 1                  CPU dequant speed against memcpy\n\n\
 Run `weightstream <command> --help` for each command's options."
 )]
@@ -32,6 +36,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Inspect(cmd::inspect::Args),
+    Load(cmd::load::Args),
+    Convert(cmd::convert::Args),
     Bench(cmd::bench::Args),
 }
 
@@ -39,6 +45,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect(a) => cmd::inspect::run(&a),
+        Command::Load(a) => cmd::load::run(&a),
+        Command::Convert(a) => cmd::convert::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
     };
     match result {

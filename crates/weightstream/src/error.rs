@@ -2,14 +2,29 @@
 
 use std::path::PathBuf;
 
+use weightstream_dequant::DequantError;
 use weightstream_format::FormatError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
     Format(#[from] FormatError),
-    #[error("{file}: tensor '{tensor}': {reason}")]
-    Unsupported { file: PathBuf, tensor: String, reason: String },
+    #[error("{file}: tensor '{tensor}': at byte {offset}: {reason}")]
+    Unsupported { file: PathBuf, tensor: String, offset: u64, reason: String },
+    #[error("{file}: tensor '{tensor}': at byte {offset}: read failed: {source}")]
+    Read { file: PathBuf, tensor: String, offset: u64, source: std::io::Error },
+    #[error("tensor '{tensor}': {source}")]
+    Dequant { tensor: String, source: DequantError },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("no tensor named '{0}' in the checkpoint")]
+    NoSuchTensor(String),
+    #[error("rows {start}..{end} are outside tensor '{tensor}' with {rows} rows")]
+    BadRows { tensor: String, start: u64, end: u64, rows: u64 },
+    #[error("cancelled")]
+    Cancelled,
+    #[error("{0}")]
+    Device(String),
     #[error("{0}")]
     Other(String),
 }
@@ -20,6 +35,13 @@ impl Error {
         match self {
             Error::Format(e) => e.kind.code(),
             Error::Unsupported { .. } => "unsupported",
+            Error::Read { .. } => "read",
+            Error::Dequant { .. } => "dequant",
+            Error::Io { .. } => "io",
+            Error::NoSuchTensor(_) => "no_such_tensor",
+            Error::BadRows { .. } => "bad_rows",
+            Error::Cancelled => "cancelled",
+            Error::Device(_) => "device",
             Error::Other(_) => "other",
         }
     }

@@ -1,11 +1,35 @@
 //! weightstream: quantized checkpoints to BF16, on the GPU or the CPU.
 //!
-//! The one API users call: [`open`] a checkpoint, [`plan`](plan::Plan) what to
-//! load, and load it. See `docs/` for the data flow.
+//! The data flows one way: [`open`] reads a checkpoint's headers into a
+//! [`Catalog`]; a [`Plan`] says which tensors to produce from which bytes;
+//! an executor ([`CpuExecutor`], or the CUDA one) produces them.
+//!
+//! ```no_run
+//! let cat = weightstream::open("model-q4_0.gguf")?;
+//! let plan = weightstream::Plan::new(&cat, &Default::default())?;
+//! let cpu = weightstream::CpuExecutor::new(&Default::default())?;
+//! cpu.stream(&cat, &plan, Default::default(), |t| {
+//!     println!("{} {:?}", t.name, t.shape);
+//!     Ok(())
+//! })?;
+//! # Ok::<(), weightstream::Error>(())
+//! ```
 
+pub mod access;
+pub mod control;
+pub mod convert;
+pub mod cpu;
 pub mod error;
+pub mod plan;
+mod safetensors_writer;
+pub mod tensor;
 
+pub use control::{Control, Progress};
+pub use convert::{convert, ConvertOptions, ConvertReport};
+pub use cpu::{CpuExecutor, CpuOptions};
 pub use error::{Error, Result};
+pub use plan::{Chunk, Job, Plan, PlanOptions};
+pub use tensor::{HostTensor, LoadStats};
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
 pub use weightstream_format::{Catalog, Encoding, Format, TensorInfo};

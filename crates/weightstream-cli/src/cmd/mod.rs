@@ -1,2 +1,4 @@
 pub mod bench;
+pub mod convert;
 pub mod inspect;
+pub mod load;

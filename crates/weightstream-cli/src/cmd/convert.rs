@@ -1,0 +1,91 @@
+//! `weightstream convert`: a checkpoint to BF16 safetensors.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use weightstream::{convert, ConvertOptions, Control, CpuOptions};
+
+use crate::human;
+use crate::progress::Bar;
+use crate::report::{CmdResult, OrFail};
+
+#[derive(clap::Args)]
+#[command(
+    about = "Write a checkpoint as BF16 safetensors (GGUF or FP8 in, names kept)",
+    long_about = "Dequantizes every tensor to BF16 and writes a safetensors checkpoint that the \
+safetensors package and transformers load. Tensor names are kept; FP8 scales are consumed and \
+activation scales (input_scale) dropped. OUT ending in .safetensors is one file; otherwise OUT is a \
+directory of shards (model.safetensors, or model-0000i-of-0000N.safetensors with an index) with \
+config.json (quantization_config removed) and tokenizer files copied. Memory stays bounded; output is \
+written under a temporary name and renamed only when complete, so a failed or interrupted convert \
+leaves nothing under OUT.",
+    after_help = "Examples:\n  \
+weightstream convert model-q4_0.gguf -o model-bf16.safetensors\n  \
+weightstream convert ./Qwen3-8B-FP8 -o ./Qwen3-8B-BF16 --max-shard-size 2GB\n  \
+weightstream convert model.gguf -o out/ --skip-unsupported --threads 4"
+)]
+pub struct Args {
+    /// A .gguf or .safetensors file, or a checkpoint directory
+    pub input: PathBuf,
+    /// Output: a .safetensors file, or a directory
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Largest shard in a directory output (5GB, 500MB, 2GiB, or bytes) [default: 5GB]
+    #[arg(long, value_parser = parse_size)]
+    pub max_shard_size: Option<u64>,
+    /// Leave out tensors that cannot become BF16 (k-quants, integers) instead of failing
+    #[arg(long)]
+    pub skip_unsupported: bool,
+    /// Threads (default: every core)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Replace OUT if it exists
+    #[arg(long)]
+    pub force: bool,
+    /// Print a JSON report
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    human::parse_size(s).ok_or_else(|| format!("'{s}' is not a size like 5GB, 500MB, 2GiB or a byte count"))
+}
+
+pub fn run(args: &Args) -> CmdResult {
+    crate::interrupt::install();
+    let bar = Bar::new("convert", args.json);
+    let update = |p| bar.update(p);
+    let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
+    let opts = ConvertOptions {
+        max_shard_bytes: args.max_shard_size,
+        skip_unsupported: args.skip_unsupported,
+        force: args.force,
+        cpu: CpuOptions { threads: args.threads, isa: None },
+    };
+    let report = convert(&args.input, &args.output, &opts, control);
+    bar.finish();
+    let r = report.or_fail(args.json)?;
+    let s = r.stats;
+    if args.json {
+        let out = json!({
+            "output": r.output.display().to_string(),
+            "files": r.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+            "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": s.out_bytes, "seconds": s.seconds,
+            "skipped": r.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).expect("JSON of owned values"));
+    } else {
+        println!(
+            "wrote {} ({} tensors, {} BF16 in {} file(s)) in {:.2} s",
+            r.output.display(),
+            s.tensors,
+            human::bytes(s.out_bytes),
+            r.files.len(),
+            s.seconds
+        );
+        for k in &r.skipped {
+            println!("  skipped {}: {}", k.name, k.reason);
+        }
+    }
+    Ok(())
+}

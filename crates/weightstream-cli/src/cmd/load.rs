@@ -1,0 +1,137 @@
+//! `weightstream load`: a checkpoint to BF16 in memory, timed.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use weightstream::dequant::Isa;
+use weightstream::{Control, CpuExecutor, CpuOptions, HostTensor, LoadStats, Plan, PlanOptions};
+
+use crate::human;
+use crate::progress::Bar;
+use crate::report::{CmdResult, Failure, OrFail};
+
+#[derive(clap::Args)]
+#[command(
+    about = "Load a checkpoint as BF16 (GPU if there is one, else CPU) and report the speed",
+    long_about = "Reads the checkpoint's quantized bytes, dequantizes every tensor to BF16 on the chosen \
+device, and reports bytes read, time, and throughput both of file bytes and of BF16 produced. \
+--verify recomputes every tensor with the portable scalar CPU kernels and compares the bits.",
+    after_help = "Examples:\n  \
+weightstream load model-q4_0.gguf                   GPU if present, else CPU\n  \
+weightstream load ./DeepSeek-FP8 --device cuda:1 --json\n  \
+weightstream load model.gguf --device cpu --threads 2 --verify"
+)]
+pub struct Args {
+    /// A .gguf or .safetensors file, or a checkpoint directory
+    pub path: PathBuf,
+    /// auto (GPU 0 if there is one, else CPU), cpu, cuda or cuda:N
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Recompute on the CPU with the scalar kernels and compare bits
+    #[arg(long)]
+    pub verify: bool,
+    /// Hand each tensor back as it completes instead of keeping them all (bounded memory)
+    #[arg(long)]
+    pub discard: bool,
+    /// Leave out tensors that cannot become BF16 instead of failing
+    #[arg(long)]
+    pub skip_unsupported: bool,
+    /// CPU threads (default: every core)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print a JSON report
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &Args) -> CmdResult {
+    let fail = |m: String| Failure { error: weightstream::Error::Other(m), json: args.json };
+    match args.device.as_str() {
+        "auto" | "cpu" => {}
+        d if d == "cuda" || d.starts_with("cuda:") => {
+            return Err(Failure {
+                error: weightstream::Error::Device(format!("--device {d}: this build has no CUDA device path yet")),
+                json: args.json,
+            })
+        }
+        d => return Err(fail(format!("--device {d}: use auto, cpu, cuda or cuda:N"))),
+    }
+    crate::interrupt::install();
+    let cat = weightstream::open(&args.path).or_fail(args.json)?;
+    let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
+    let cpu = CpuExecutor::new(&CpuOptions { threads: args.threads, isa: None }).or_fail(args.json)?;
+    let bar = Bar::new("load", args.json);
+    let update = |p| bar.update(p);
+    let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
+    let mut kept: Vec<HostTensor> = Vec::new();
+    let stats = cpu.stream(&cat, &plan, control, |t| {
+        if !args.discard || args.verify {
+            kept.push(t);
+        }
+        Ok(())
+    });
+    bar.finish();
+    let stats = stats.or_fail(args.json)?;
+    let verified = if args.verify { Some(verify(&cat, &plan, &kept).or_fail(args.json)?) } else { None };
+    report(args, &stats, "cpu", &cpu, &plan, verified.as_ref());
+    match verified {
+        Some(v) if !v.mismatches.is_empty() => Err(fail(format!("{} tensor(s) differ from the scalar reference", v.mismatches.len()))),
+        _ => Ok(()),
+    }
+}
+
+struct Verification {
+    tensors: usize,
+    /// (tensor, first differing element, got, expected)
+    mismatches: Vec<(String, usize, u16, u16)>,
+}
+
+/// Recompute with the scalar kernels on one thread: an independent path.
+fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[HostTensor]) -> weightstream::Result<Verification> {
+    let reference = CpuExecutor::new(&CpuOptions { threads: Some(1), isa: Some(Isa::Scalar) })?;
+    let mut mismatches = vec![];
+    for (job, t) in plan.jobs.iter().zip(got) {
+        let want = reference.run_job(cat, job, None)?;
+        if let Some(i) = (0..want.data.len()).find(|&i| t.data.get(i) != Some(&want.data[i])) {
+            mismatches.push((job.name.clone(), i, t.data.get(i).copied().unwrap_or(0), want.data[i]));
+        }
+    }
+    Ok(Verification { tensors: plan.jobs.len(), mismatches })
+}
+
+fn report(args: &Args, s: &LoadStats, device: &str, cpu: &CpuExecutor, plan: &Plan, v: Option<&Verification>) {
+    if args.json {
+        let out = json!({
+            "path": args.path.display().to_string(), "device": device, "isa": cpu.isa().name(), "threads": cpu.threads(),
+            "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": s.out_bytes, "seconds": s.seconds,
+            "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
+            "skipped": plan.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
+            "verify": v.map(|v| json!({"tensors": v.tensors, "identical": v.mismatches.is_empty(),
+                "mismatches": v.mismatches.iter().map(|(n, i, g, w)| json!({"tensor": n, "element": i, "got": g, "expected": w})).collect::<Vec<_>>()})),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).expect("JSON of owned values"));
+        return;
+    }
+    println!(
+        "loaded {} tensors from {} on {device} ({} kernels, {} threads) in {:.3} s",
+        s.tensors,
+        args.path.display(),
+        cpu.isa().name(),
+        cpu.threads(),
+        s.seconds
+    );
+    println!("  file bytes read  {:>10}  {:>7.2} GB/s", human::bytes(s.src_bytes), s.src_gbps());
+    println!("  BF16 produced    {:>10}  {:>7.2} GB/s", human::bytes(s.out_bytes), s.out_gbps());
+    for k in &plan.skipped {
+        println!("  skipped {}: {}", k.name, k.reason);
+    }
+    if let Some(v) = v {
+        if v.mismatches.is_empty() {
+            println!("verify: all {} tensors bit-identical to the scalar CPU reference", v.tensors);
+        } else {
+            for (n, i, g, w) in &v.mismatches {
+                println!("verify: {n}: element {i} is {g:#06x}, expected {w:#06x}");
+            }
+        }
+    }
+}

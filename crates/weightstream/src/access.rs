@@ -1,0 +1,81 @@
+//! Getting a job's bytes and scales out of its source: shared by every
+//! executor. Zero-copy where the source maps the file, a positioned read
+//! otherwise.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use weightstream_dequant::{scales_to_f32, Kernel, ScaleGrid};
+use weightstream_format::{Catalog, Encoding};
+
+use crate::error::{Error, Result};
+use crate::plan::{file_path, Job};
+
+/// Bytes `range` of file `file`, read on behalf of `tensor` (for errors).
+pub fn bytes<'c>(cat: &'c Catalog, file: usize, range: Range<u64>, tensor: &str) -> Result<Cow<'c, [u8]>> {
+    let src = &cat.files[file].source;
+    if let Some(s) = src.slice(range.clone()) {
+        return Ok(Cow::Borrowed(s));
+    }
+    let mut buf = vec![0u8; (range.end - range.start) as usize];
+    read_into(cat, file, range.start, &mut buf, tensor)?;
+    Ok(Cow::Owned(buf))
+}
+
+/// Fill `buf` from `offset` of file `file`.
+pub fn read_into(cat: &Catalog, file: usize, offset: u64, buf: &mut [u8], tensor: &str) -> Result<()> {
+    cat.files[file].source.read_at(offset, buf).map_err(|source| Error::Read {
+        file: file_path(cat, file),
+        tensor: tensor.to_string(),
+        offset,
+        source,
+    })
+}
+
+/// A job with its scales decoded: hands out the kernel for any chunk.
+pub struct JobKernel<'j> {
+    job: &'j Job,
+    scales: Option<Vec<f32>>,
+}
+
+impl<'j> JobKernel<'j> {
+    pub fn new(cat: &Catalog, job: &'j Job) -> Result<Self> {
+        let scales = match &job.scale {
+            None => None,
+            Some(s) => {
+                let raw = bytes(cat, s.file, s.bytes.clone(), &cat.tensors[s.tensor].name)?;
+                let values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::Other(format!(
+                    "scale of '{}' is not a whole number of {:?} values",
+                    job.name, s.scale.dtype
+                )))?;
+                Some(values)
+            }
+        };
+        Ok(JobKernel { job, scales })
+    }
+
+    pub fn job(&self) -> &Job {
+        self.job
+    }
+
+    /// Scales as f32 (FP8 jobs with a scale tensor).
+    pub fn scales(&self) -> Option<&[f32]> {
+        self.scales.as_deref()
+    }
+
+    pub fn kernel(&self) -> Result<Kernel<'_>> {
+        let job = self.job;
+        let wrap = |source| Error::Dequant { tensor: job.name.clone(), source };
+        Ok(match job.encoding {
+            Encoding::Fp8(format) => {
+                let (rows, cols) = job.matrix;
+                let scales = match (&job.scale, &self.scales) {
+                    (Some(s), Some(v)) => Some(ScaleGrid::new(v, &s.scale.layout, rows, cols).map_err(wrap)?),
+                    _ => None,
+                };
+                Kernel::Fp8 { format, rows, cols, scales }
+            }
+            e => Kernel::for_encoding(e).expect("every non-FP8 encoding has a kernel"),
+        })
+    }
+}

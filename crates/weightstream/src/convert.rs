@@ -1,0 +1,232 @@
+//! `convert`: any supported checkpoint to a BF16 safetensors checkpoint.
+//!
+//! Streams with bounded memory (one group of chunks at a time), shards above
+//! a size limit, and writes under a temporary name that is renamed into place
+//! only when everything succeeded: a failed or cancelled convert leaves no
+//! half-written output under the final name.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value as Json};
+use weightstream_format::{Catalog, Format, Metadata};
+
+use crate::access::JobKernel;
+use crate::control::{Control, Tracker};
+use crate::cpu::{CpuExecutor, CpuOptions};
+use crate::error::{Error, Result};
+use crate::plan::{Job, Plan, PlanOptions, Skipped};
+use crate::safetensors_writer::{header, write_bf16, Entry};
+use crate::tensor::LoadStats;
+
+/// Hugging Face's default shard size.
+pub const DEFAULT_MAX_SHARD: u64 = 5_000_000_000;
+/// BF16 elements held in memory at once per write: 32 MiB.
+const WRITE_GROUP_ELEMS: u64 = 16 << 20;
+const INDEX_FILE: &str = "model.safetensors.index.json";
+
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    /// Largest shard in bytes (directory output); default 5 GB.
+    pub max_shard_bytes: Option<u64>,
+    pub skip_unsupported: bool,
+    /// Replace an existing output.
+    pub force: bool,
+    pub cpu: CpuOptions,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConvertReport {
+    pub output: PathBuf,
+    pub files: Vec<PathBuf>,
+    pub skipped: Vec<Skipped>,
+    pub stats: LoadStats,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io { path: path.to_path_buf(), source }
+}
+
+/// Shards: consecutive jobs, each shard at most `max` bytes unless one
+/// tensor alone is larger.
+fn shard(jobs: &[Job], max: u64) -> Vec<Vec<&Job>> {
+    let mut shards: Vec<Vec<&Job>> = vec![];
+    let mut size = 0;
+    for j in jobs {
+        if shards.is_empty() || (size + j.out_bytes() > max && size > 0) {
+            shards.push(vec![]);
+            size = 0;
+        }
+        shards.last_mut().expect("pushed above").push(j);
+        size += j.out_bytes();
+    }
+    if shards.is_empty() {
+        shards.push(vec![]);
+    }
+    shards
+}
+
+fn out_metadata(cat: &Catalog) -> Map<String, Json> {
+    let mut m = Map::new();
+    if let Metadata::Safetensors(src) = &cat.metadata {
+        for (k, v) in src {
+            m.insert(k.clone(), json!(v));
+        }
+    }
+    m.insert("format".into(), json!("pt"));
+    let src_name = cat.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    m.insert("weightstream.source".into(), json!(src_name));
+    m.insert("weightstream.version".into(), json!(env!("CARGO_PKG_VERSION")));
+    m
+}
+
+/// config.json for the BF16 checkpoint: no quantization, BF16 weights.
+fn bf16_config(config: &Json) -> Json {
+    let mut c = config.clone();
+    if let Some(o) = c.as_object_mut() {
+        o.remove("quantization_config");
+        o.insert("torch_dtype".into(), json!("bfloat16"));
+    }
+    c
+}
+
+/// Files beside the weights that a runtime needs (tokenizer, generation
+/// config): everything in the source directory that is not a weight file.
+fn side_files(cat: &Catalog) -> Vec<PathBuf> {
+    if cat.format != Format::Safetensors || !cat.root.is_dir() {
+        return vec![];
+    }
+    let Ok(rd) = fs::read_dir(&cat.root) else { return vec![] };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            !(n.starts_with('.')
+                || n.ends_with(".safetensors")
+                || n == INDEX_FILE
+                || n == "config.json"
+                || [".gguf", ".bin", ".pt", ".pth", ".partial"].iter().any(|s| n.ends_with(s)))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
+    let t0 = Instant::now();
+    let cat = crate::open(input)?;
+    let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported })?;
+    let single_file = output.extension().is_some_and(|e| e == "safetensors");
+    if single_file && opts.max_shard_bytes.is_some_and(|m| plan.out_bytes() > m) {
+        return Err(Error::Other(format!(
+            "{}: the BF16 output is {} bytes, above --max-shard-size; give a directory as the output to shard it",
+            output.display(),
+            plan.out_bytes()
+        )));
+    }
+    if output.exists() && !opts.force {
+        return Err(Error::Other(format!("{} exists; pass --force to replace it", output.display())));
+    }
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = parent.join(format!(
+        ".{}.partial-{}",
+        output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into()),
+        std::process::id()
+    ));
+    let result = write_all(&cat, &plan, &tmp, single_file, opts, control);
+    let files = match result {
+        Ok(files) => files,
+        Err(e) => {
+            remove(&tmp);
+            return Err(e);
+        }
+    };
+    if output.exists() {
+        let old = parent.join(format!(".{}.old-{}", output.file_name().unwrap_or_default().to_string_lossy(), std::process::id()));
+        fs::rename(output, &old).map_err(io_err(output))?;
+        remove(&old);
+    }
+    fs::rename(&tmp, output).map_err(io_err(output))?;
+    let files = files
+        .into_iter()
+        .map(|f| if single_file { output.to_path_buf() } else { output.join(f.file_name().unwrap_or_default()) })
+        .collect();
+    Ok(ConvertReport {
+        output: output.to_path_buf(),
+        files,
+        skipped: plan.skipped.clone(),
+        stats: LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() },
+    })
+}
+
+fn remove(p: &Path) {
+    let _ = if p.is_dir() { fs::remove_dir_all(p) } else { fs::remove_file(p) };
+}
+
+/// Write everything under `tmp` (a file, or a directory for sharded
+/// output); returns the weight files written.
+fn write_all(cat: &Catalog, plan: &Plan, tmp: &Path, single_file: bool, opts: &ConvertOptions, control: Control) -> Result<Vec<PathBuf>> {
+    let cpu = CpuExecutor::new(&opts.cpu)?;
+    let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
+    let metadata = out_metadata(cat);
+    if single_file {
+        write_shard(cat, &cpu, &plan.jobs.iter().collect::<Vec<_>>(), tmp, &metadata, &tracker)?;
+        return Ok(vec![tmp.to_path_buf()]);
+    }
+    fs::create_dir_all(tmp).map_err(io_err(tmp))?;
+    let shards = shard(&plan.jobs, opts.max_shard_bytes.unwrap_or(DEFAULT_MAX_SHARD));
+    let n = shards.len();
+    let mut files = vec![];
+    let mut weight_map = Map::new();
+    for (i, jobs) in shards.iter().enumerate() {
+        let name = if n == 1 { "model.safetensors".to_string() } else { format!("model-{:05}-of-{n:05}.safetensors", i + 1) };
+        let path = tmp.join(&name);
+        write_shard(cat, &cpu, jobs, &path, &metadata, &tracker)?;
+        for j in jobs {
+            weight_map.insert(j.name.clone(), json!(name));
+        }
+        files.push(path);
+    }
+    if n > 1 {
+        let index = json!({"metadata": {"total_size": plan.out_bytes()}, "weight_map": weight_map});
+        write_json(&tmp.join(INDEX_FILE), &index)?;
+    }
+    if let Some(config) = &cat.config {
+        write_json(&tmp.join("config.json"), &bf16_config(config))?;
+    }
+    for f in side_files(cat) {
+        let dst = tmp.join(f.file_name().unwrap_or_default());
+        fs::copy(&f, &dst).map_err(io_err(&f))?;
+    }
+    Ok(files)
+}
+
+fn write_json(path: &Path, value: &Json) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).expect("JSON of owned values");
+    fs::write(path, text).map_err(io_err(path))
+}
+
+fn write_shard(cat: &Catalog, cpu: &CpuExecutor, jobs: &[&Job], path: &Path, metadata: &Map<String, Json>, tracker: &Tracker) -> Result<()> {
+    let entries: Vec<Entry> = jobs.iter().map(|j| Entry { name: &j.name, shape: &j.shape, nbytes: j.out_bytes() }).collect();
+    let file = File::create(path).map_err(io_err(path))?;
+    let mut w = BufWriter::with_capacity(4 << 20, file);
+    w.write_all(&header(&entries, metadata)).map_err(io_err(path))?;
+    let mut buf = vec![0u16; WRITE_GROUP_ELEMS.min(jobs.iter().map(|j| j.n_elems).max().unwrap_or(0)) as usize];
+    for job in jobs {
+        let jk = JobKernel::new(cat, job)?;
+        let end = job.first + job.n_elems;
+        let mut first = job.first;
+        while first < end {
+            let n = WRITE_GROUP_ELEMS.min(end - first);
+            let out = &mut buf[..n as usize];
+            cpu.fill(cat, &jk, first, out, Some(tracker))?;
+            write_bf16(&mut w, out).map_err(io_err(path))?;
+            first += n;
+        }
+        tracker.tensor_done();
+    }
+    w.into_inner().map_err(|e| Error::Io { path: path.to_path_buf(), source: e.into_error() })?.sync_all().map_err(io_err(path))
+}

@@ -1,0 +1,65 @@
+"""Independent references for the numerics contract (docs/numerics.md):
+gguf-py for Q4_0/Q8_0, ml_dtypes for the float conversions, and numpy for
+FP8 scaling. BF16 results are uint16 bit patterns with every NaN replaced by
+the canonical 0x7FC0."""
+from __future__ import annotations
+
+import gguf
+import ml_dtypes
+import numpy as np
+
+CANONICAL_NAN = 0x7FC0
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> BF16 bits, round to nearest even (ml_dtypes), NaN canonical."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore"):  # NaNs are replaced below
+        bits = x.astype(ml_dtypes.bfloat16).view(np.uint16).copy()
+    bits[np.isnan(x)] = CANONICAL_NAN
+    return bits
+
+
+def gguf_quant(raw: bytes, qtype: gguf.GGMLQuantizationType) -> np.ndarray:
+    """Q4_0/Q8_0 block bytes -> BF16 bits via gguf-py's dequantize."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        f = gguf.quants.dequantize(np.frombuffer(raw, dtype=np.uint8), qtype)
+    return to_bf16_bits(f.astype(np.float32).ravel())
+
+
+FP8 = {"F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2}
+
+
+def fp8(raw: bytes, dtype: str, shape, scales: np.ndarray | None, block) -> np.ndarray:
+    """FP8 codes times their scale: one float32 multiply, then BF16.
+
+    `scales` is the float32 scale grid, `block` (rows, cols) per scale value.
+    """
+    rows, cols = (int(np.prod(shape[:-1])), shape[-1]) if len(shape) else (1, 1)
+    w = np.frombuffer(raw, dtype=FP8[dtype]).astype(np.float32).reshape(rows, cols)
+    if scales is None:
+        s = np.float32(1.0)
+    else:
+        br, bc = block
+        s = np.repeat(np.repeat(scales.reshape(-(-rows // br), -(-cols // bc)), br, 0), bc, 1)[:rows, :cols]
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = (w * s).astype(np.float32)
+    return to_bf16_bits(x.ravel())
+
+
+def scale_values(raw: bytes, dtype: str) -> np.ndarray:
+    """A scale tensor's values as float32 (exact for every supported dtype)."""
+    if dtype == "F8_E8M0":
+        e = np.frombuffer(raw, dtype=np.uint8).astype(np.int32)
+        v = np.ldexp(np.float32(1.0), e - 127).astype(np.float32)
+        v[e == 255] = np.nan
+        return v
+    np_dtype = {"F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}[dtype]
+    return np.frombuffer(raw, dtype=np_dtype).astype(np.float32)
+
+
+def floats(raw: bytes, dtype: str) -> np.ndarray:
+    if dtype == "BF16":
+        return np.frombuffer(raw, dtype=np.uint16).copy()  # copied bit for bit
+    np_dtype = {"F32": np.float32, "F16": np.float16}[dtype]
+    return to_bf16_bits(np.frombuffer(raw, dtype=np_dtype).astype(np.float32))

@@ -1,0 +1,107 @@
+"""`weightstream convert`: sharding, side files, and no half-written output."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import safetensors
+from safetensors import safe_open
+
+from conftest import ROOT, run_ws, ws_bin
+
+
+def read_all(files):
+    out = {}
+    for f in files:
+        for name, t in safetensors.deserialize(Path(f).read_bytes()):
+            out[name] = (t["shape"], bytes(t["data"]))
+    return out
+
+
+def test_sharded_output_with_index(fixtures, tmp_path):
+    out, _ = fixtures
+    single = tmp_path / "one.safetensors"
+    run_ws("convert", out / "fp8_deepseek", "-o", single)
+    sharded = tmp_path / "sharded"
+    r = json.loads(run_ws("convert", out / "fp8_deepseek", "-o", sharded, "--max-shard-size", "100000", "--json").stdout)
+    shards = sorted(sharded.glob("model-*-of-*.safetensors"))
+    assert len(shards) >= 2 and [str(s) for s in shards] == sorted(r["files"])
+    index = json.loads((sharded / "model.safetensors.index.json").read_text())
+    for name, shard in index["weight_map"].items():
+        with safe_open(sharded / shard, framework="numpy") as f:
+            assert name in f.keys()
+    assert index["metadata"]["total_size"] == r["out_bytes"]
+    assert read_all(shards) == read_all([single]), "sharding changes nothing but the files"
+    # The directory is itself a checkpoint weightstream opens.
+    assert run_ws("inspect", sharded).returncode == 0
+
+
+def test_config_and_side_files(fixtures, tmp_path):
+    out, _ = fixtures
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in (out / "fp8_deepseek").iterdir():
+        (src / f.name).write_bytes(f.read_bytes())
+    (src / "tokenizer.json").write_text('{"version": "1.0"}')
+    (src / "generation_config.json").write_text("{}")
+    dst = tmp_path / "bf16"
+    run_ws("convert", src, "-o", dst)
+    config = json.loads((dst / "config.json").read_text())
+    assert "quantization_config" not in config and config["torch_dtype"] == "bfloat16"
+    assert config["model_type"] == "llama"
+    assert (dst / "tokenizer.json").read_text() == '{"version": "1.0"}'
+    assert (dst / "generation_config.json").exists()
+    with safe_open(dst / "model.safetensors", framework="numpy") as f:
+        meta = f.metadata()
+    assert meta["format"] == "pt" and meta["weightstream.source"] == "src"
+
+
+def test_refuses_to_overwrite_without_force(fixtures, tmp_path):
+    out, _ = fixtures
+    dst = tmp_path / "x.safetensors"
+    dst.write_text("keep me")
+    r = run_ws("convert", out / "plain.safetensors", "-o", dst, "--skip-unsupported", check=False)
+    assert r.returncode == 1 and "--force" in r.stderr
+    assert dst.read_text() == "keep me"
+    run_ws("convert", out / "plain.safetensors", "-o", dst, "--skip-unsupported", "--force")
+    assert "f32" in read_all([dst])
+
+
+def no_leftovers(d: Path):
+    return [p.name for p in d.iterdir() if ".partial-" in p.name or ".old-" in p.name]
+
+
+def test_failed_convert_leaves_nothing(fixtures, tmp_path):
+    out, _ = fixtures
+    dst = tmp_path / "out.safetensors"
+    r = run_ws("convert", out / "all_types.gguf", "-o", dst, check=False)  # q4_k is unsupported
+    assert r.returncode == 1 and "q4_k" in r.stderr and "--skip-unsupported" in r.stderr
+    assert not dst.exists() and no_leftovers(tmp_path) == []
+
+
+def test_interrupted_convert_leaves_nothing(tmp_path):
+    """Ctrl-C mid-convert: exit non-zero, nothing under the final name, no temp files."""
+    src = tmp_path / "src"
+    subprocess.run([sys.executable, ROOT / "tests/fixtures/sample_model.py", "--out", src, "--preset", "small", "--formats", "q8_0"],
+                   check=True, capture_output=True)
+    model = next(src.glob("*.gguf"))
+    dst = tmp_path / "out"
+    p = subprocess.Popen([ws_bin(), "convert", model, "-o", dst, "--threads", "1"], stderr=subprocess.PIPE, text=True)
+    # Wait until the temporary output exists, then interrupt.
+    deadline = time.time() + 30
+    while not no_leftovers(tmp_path) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    if p.returncode == 0:
+        # It finished before the signal landed: then the output must be whole.
+        assert dst.exists()
+        return
+    assert "cancelled" in err
+    assert not dst.exists()
+    assert no_leftovers(tmp_path) == []
