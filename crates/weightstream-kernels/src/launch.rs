@@ -1,0 +1,67 @@
+//! Kernel launches described once, for the GPU and the host grid alike.
+
+/// Threads per block: 8 warps, each writing 512 contiguous bytes per step.
+pub const BLOCK_DIM: u32 = 256;
+
+/// FP8 arguments beyond source, destination and count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp8Args {
+    pub e4m3: bool,
+    /// Device (or, for the host grid, host) address of f32 scales; 0 = none.
+    pub scales: u64,
+    /// Matrix element index of the chunk's first element.
+    pub first: u64,
+    pub cols: u64,
+    pub block_rows: u64,
+    pub block_cols: u64,
+    pub grid_cols: u64,
+}
+
+/// One kernel launch over `n` elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    Q4_0,
+    Q8_0,
+    F32,
+    F16,
+    Fp8(Fp8Args),
+}
+
+impl Launch {
+    /// (module = kernels/<module>.cu, function name).
+    pub fn function(&self) -> (&'static str, &'static str) {
+        match self {
+            Launch::Q4_0 => ("q4_0", "ws_q4_0"),
+            Launch::Q8_0 => ("q8_0", "ws_q8_0"),
+            Launch::F32 => ("float", "ws_f32"),
+            Launch::F16 => ("float", "ws_f16"),
+            Launch::Fp8(a) if a.e4m3 => ("fp8", "ws_fp8_e4m3"),
+            Launch::Fp8(_) => ("fp8", "ws_fp8_e5m2"),
+        }
+    }
+
+    /// Work items (groups of 8 outputs) for `n` elements.
+    pub fn groups(&self, n: u64) -> u64 {
+        n.div_ceil(8)
+    }
+}
+
+/// (grid, block) for `groups` work items, at most `max_grid` blocks (the
+/// kernels loop with a grid stride beyond that).
+pub fn geometry(groups: u64, max_grid: u32) -> (u32, u32) {
+    let blocks = groups.div_ceil(BLOCK_DIM as u64).clamp(1, max_grid.max(1) as u64);
+    (blocks as u32, BLOCK_DIM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_covers_or_strides() {
+        assert_eq!(geometry(0, 100), (1, 256));
+        assert_eq!(geometry(256, 100), (1, 256));
+        assert_eq!(geometry(257, 100), (2, 256));
+        assert_eq!(geometry(1 << 30, 1000), (1000, 256));
+    }
+}

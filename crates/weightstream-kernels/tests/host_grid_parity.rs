@@ -1,0 +1,168 @@
+//! The CUDA kernel sources, compiled for the host and run over their
+//! complete launch grids, produce the CPU kernels' bits: random and
+//! edge-case inputs, odd sizes and tails, several launch geometries (a full
+//! grid and small ones that make every thread stride), outputs poisoned
+//! first so an unwritten element shows, and a guard region after the end
+//! so a write past it shows.
+
+use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
+use weightstream_format::{Fp8Format, ScaleKind, ScaleLayout};
+use weightstream_kernels::{geometry, host_grid, Fp8Args, Launch, BLOCK_DIM};
+
+const POISON: u16 = 0xBEEF;
+const GUARD: usize = 37;
+
+struct Rng(u64);
+impl Rng {
+    fn new(test: &str) -> Rng {
+        let seed = std::env::var("WEIGHTSTREAM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+        eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
+        Rng(seed)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Geometries: the executor's own, and small grids that make threads stride.
+fn geometries(groups: u64) -> Vec<(u32, u32)> {
+    vec![geometry(groups, 1 << 20), (1, 32), (3, 64), (2, BLOCK_DIM), (7, 33)]
+}
+
+fn check(name: &str, launch: &Launch, src: &[u8], n: usize, scales: Option<&[f32]>, want: &[u16]) {
+    for (g, b) in geometries(launch.groups(n as u64)) {
+        let mut out = vec![POISON; n + GUARD];
+        host_grid::run(launch, src, &mut out, n as u64, scales, g, b).unwrap();
+        if let Some(i) = (0..n).find(|&i| out[i] != want[i]) {
+            panic!("{name} grid {g}x{b}: element {i} is {:#06x}, CPU kernel gives {:#06x}", out[i], want[i]);
+        }
+        assert!(out[n..].iter().all(|&v| v == POISON), "{name} grid {g}x{b}: wrote past the end");
+    }
+}
+
+fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
+    let mut out = vec![0u16; n];
+    dequantize(kernel, first, src, &mut out, Isa::Scalar).unwrap();
+    out
+}
+
+const F16_EDGES: &[u16] = &[0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x3C00, 0x2E66];
+
+fn quant_source(rng: &mut Rng, block: usize, random_blocks: usize) -> Vec<u8> {
+    let mut src = Vec::new();
+    for &d in F16_EDGES {
+        for start in (0..256).step_by(block - 2) {
+            src.extend_from_slice(&d.to_le_bytes());
+            src.extend((0..block - 2).map(|j| ((start + j) % 256) as u8));
+        }
+    }
+    for _ in 0..random_blocks {
+        src.extend(rng.bytes(block));
+    }
+    src
+}
+
+#[test]
+fn q4_0_and_q8_0() {
+    let mut rng = Rng::new("q4_0_and_q8_0");
+    for (launch, kernel, block) in [(Launch::Q4_0, Kernel::Q4_0, 18usize), (Launch::Q8_0, Kernel::Q8_0, 34)] {
+        for random in [0usize, 1, 5, 1031] {
+            let src = quant_source(&mut rng, block, random);
+            let n = src.len() / block * 32;
+            check(&format!("{launch:?}"), &launch, &src, n, None, &cpu(&kernel, 0, &src, n));
+        }
+        // A single block.
+        let src = rng.bytes(block);
+        check(&format!("{launch:?} one block"), &launch, &src, 32, None, &cpu(&kernel, 0, &src, 32));
+    }
+}
+
+#[test]
+fn f32_and_f16_with_tails() {
+    let mut rng = Rng::new("f32_and_f16_with_tails");
+    let edges: Vec<u8> = [0u32, 0x8000_0000, 1, 0x007F_FFFF, 0x0080_0000, 0x7F7F_FFFF, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0xFFC0_0001, 0x7F80_0001, 0x3F80_8000, 0x3F81_8000]
+        .iter()
+        .flat_map(|b| b.to_le_bytes())
+        .collect();
+    for n in [0usize, 1, 7, 8, 9, 13, 64, 1001] {
+        let mut src = edges.clone();
+        src.extend(rng.bytes(n * 4));
+        src.truncate(n * 4);
+        check(&format!("F32 n={n}"), &Launch::F32, &src, n, None, &cpu(&Kernel::F32, 0, &src, n));
+    }
+    let all: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
+    check("F16 every value", &Launch::F16, &all, 65536, None, &cpu(&Kernel::F16, 0, &all, 65536));
+    for n in [1usize, 5, 15, 17] {
+        let src = rng.bytes(n * 2);
+        check(&format!("F16 n={n}"), &Launch::F16, &src, n, None, &cpu(&Kernel::F16, 0, &src, n));
+    }
+}
+
+#[test]
+fn fp8_every_layout_chunk_and_code() {
+    let mut rng = Rng::new("fp8_every_layout_chunk_and_code");
+    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 2f32.powi(-127), 3e38, f32::INFINITY, f32::NAN, 448.0];
+    for (rows, cols) in [(1u64, 1u64), (3, 17), (130, 260), (257, 129), (128, 256)] {
+        let total = (rows * cols) as usize;
+        let mut w: Vec<u8> = (0..=255u8).cycle().take(total.min(256)).collect();
+        w.extend(rng.bytes(total - w.len()));
+        let layouts = [
+            ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows, block_cols: cols, grid_rows: 1, grid_cols: 1 },
+            ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols, grid_rows: rows, grid_cols: 1 },
+            ScaleLayout { kind: ScaleKind::Block, block_rows: 128, block_cols: 128, grid_rows: rows.div_ceil(128), grid_cols: cols.div_ceil(128) },
+            ScaleLayout { kind: ScaleKind::Block, block_rows: 3, block_cols: 5, grid_rows: rows.div_ceil(3), grid_cols: cols.div_ceil(5) },
+        ];
+        for layout in layouts {
+            let nscales = (layout.grid_rows * layout.grid_cols) as usize;
+            let values: Vec<f32> = (0..nscales)
+                .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| 0.25 + (rng.next() % 1000) as f32 / 256.0))
+                .collect();
+            let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
+            for (format, e4m3) in [(Fp8Format::E4M3, true), (Fp8Format::E5M2, false)] {
+                for scaled in [true, false] {
+                    let kernel = Kernel::Fp8 { format, rows, cols, scales: scaled.then_some(grid) };
+                    // The whole matrix, then chunks starting anywhere.
+                    let mut ranges = vec![(0usize, total)];
+                    for _ in 0..6 {
+                        let a = (rng.next() % (total as u64 + 1)) as usize;
+                        let b = a + (rng.next() % ((total - a) as u64 + 1)) as usize;
+                        ranges.push((a, b));
+                    }
+                    for (a, b) in ranges {
+                        let args = Fp8Args {
+                            e4m3,
+                            scales: 0,
+                            first: a as u64,
+                            cols,
+                            block_rows: layout.block_rows,
+                            block_cols: layout.block_cols,
+                            grid_cols: layout.grid_cols,
+                        };
+                        let want = cpu(&kernel, a as u64, &w[a..b], b - a);
+                        let name = format!("{format:?} {rows}x{cols} {:?} scaled={scaled} [{a},{b})", layout.kind);
+                        check(&name, &Launch::Fp8(args), &w[a..b], b - a, scaled.then_some(&values[..]), &want);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn lengths_are_checked_before_running() {
+    let mut out = vec![0u16; 32];
+    assert!(host_grid::run(&Launch::Q4_0, &[0u8; 17], &mut out, 32, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Q4_0, &[0u8; 18], &mut out[..31], 32, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Q4_0, &[0u8; 18], &mut out, 31, None, 1, 32).is_err());
+    let a = Fp8Args { e4m3: true, scales: 0, first: 0, cols: 16, block_rows: 1, block_cols: 16, grid_cols: 1 };
+    assert!(host_grid::run(&Launch::Fp8(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), 1, 32).is_err());
+}

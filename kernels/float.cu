@@ -1,0 +1,51 @@
+// F32 and F16 -> BF16 (round to nearest even, NaN canonical). BF16 sources
+// need no kernel: the executor copies them.
+// Thread group g converts elements 8g..8g+7 (fewer in the last group).
+#include "common.cuh"
+
+namespace ws {
+
+WS_HD void f32_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) {
+    uint64_t e = g * 8;
+    uint32_t count = (uint32_t)((n - e) < 8 ? (n - e) : 8);
+    uint16_t out[8];
+#ifdef __CUDA_ARCH__
+    if (count == 8 && (reinterpret_cast<uintptr_t>(src + e * 4) & 15u) == 0) {
+        const float4* p = reinterpret_cast<const float4*>(src + e * 4);
+        float4 a = p[0], b = p[1];
+        float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    WS_UNROLL
+        for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(v[j]);
+        store_bf16(dst + e, out, 8);
+        return;
+    }
+#endif
+    for (uint32_t j = 0; j < count; j++) {
+        const uint8_t* p = src + (e + j) * 4;
+        out[j] = f32_to_bf16(bits_float((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24)));
+    }
+    store_bf16(dst + e, out, count);
+}
+
+WS_HD void f16_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) {
+    uint64_t e = g * 8;
+    uint32_t count = (uint32_t)((n - e) < 8 ? (n - e) : 8);
+    uint16_t out[8];
+    for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(f16_to_f32(load_u16(src + (e + j) * 2)));
+    store_bf16(dst + e, out, count);
+}
+
+WS_HD void f32_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
+    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) f32_group(src, dst, n, g);
+}
+
+WS_HD void f16_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
+    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) f16_group(src, dst, n, g);
+}
+
+}  // namespace ws
+
+#ifdef __CUDACC__
+extern "C" __global__ void ws_f32(const uint8_t* src, uint16_t* dst, uint64_t n) { ws::f32_thread(src, dst, n, ws::coords()); }
+extern "C" __global__ void ws_f16(const uint8_t* src, uint16_t* dst, uint64_t n) { ws::f16_thread(src, dst, n, ws::coords()); }
+#endif
