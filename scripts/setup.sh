@@ -28,6 +28,8 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-echo "setup: building (cargo build --release)"
+# Now that the venv holds nvcc, point the kernel build at it.
+source scripts/env.sh
+echo "setup: building (cargo build --release), kernels with ${WEIGHTSTREAM_NVCC:-no nvcc}"
 cargo build --release --locked --workspace --bins
 echo "setup: done; the CLI is target/release/weightstream"

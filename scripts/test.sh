@@ -7,6 +7,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 scripts/setup.sh
 source scripts/env.sh
+# CI must build the GPU kernels even without a GPU: fail if nvcc was not used.
+export WEIGHTSTREAM_REQUIRE_GPU_KERNELS=1
 echo "== cargo test"
 cargo test --release --locked --workspace
 echo "== pytest"

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use weightstream::dequant::Isa;
-use weightstream::{Control, CpuExecutor, CpuOptions, HostTensor, LoadStats, Plan, PlanOptions};
+use weightstream::{
+    Control, CpuExecutor, CpuOptions, Device, DeviceChoice, GpuExecutor, GpuOptions, LoadStats, Plan, PlanOptions, StagingConfig,
+};
 
 use crate::human;
 use crate::progress::Bar;
@@ -39,45 +41,81 @@ pub struct Args {
     /// CPU threads (default: every core)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// GPU: pinned staging buffers in the ring
+    #[arg(long, default_value_t = StagingConfig::default().slots)]
+    pub staging_slots: usize,
+    /// GPU: size of each staging buffer in MiB
+    #[arg(long, default_value_t = StagingConfig::default().slot_bytes >> 20)]
+    pub staging_mib: usize,
+    /// GPU: threads reading the checkpoint into the staging ring
+    #[arg(long, default_value_t = StagingConfig::default().readers)]
+    pub readers: usize,
     /// Print a JSON report
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    let fail = |m: String| Failure { error: weightstream::Error::Other(m), json: args.json };
-    match args.device.as_str() {
-        "auto" | "cpu" => {}
-        d if d == "cuda" || d.starts_with("cuda:") => {
-            return Err(Failure {
-                error: weightstream::Error::Device(format!("--device {d}: this build has no CUDA device path yet")),
-                json: args.json,
-            })
-        }
-        d => return Err(fail(format!("--device {d}: use auto, cpu, cuda or cuda:N"))),
-    }
+    let choice: DeviceChoice = args.device.parse().or_fail(args.json)?;
+    let device = choice.resolve().or_fail(args.json)?;
     crate::interrupt::install();
     let cat = weightstream::open(&args.path).or_fail(args.json)?;
     let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
-    let cpu = CpuExecutor::new(&CpuOptions { threads: args.threads, isa: None }).or_fail(args.json)?;
     let bar = Bar::new("load", args.json);
     let update = |p| bar.update(p);
     let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
-    let mut kept: Vec<HostTensor> = Vec::new();
-    let stats = cpu.stream(&cat, &plan, control, |t| {
-        if !args.discard || args.verify {
-            kept.push(t);
+    let keep = !args.discard || args.verify;
+    let (stats, produced, where_) = match device {
+        Device::Cpu => {
+            let cpu = CpuExecutor::new(&CpuOptions { threads: args.threads, isa: None }).or_fail(args.json)?;
+            let mut kept = Vec::new();
+            let stats = cpu.stream(&cat, &plan, control, |t| {
+                if keep {
+                    kept.push(t.data);
+                }
+                Ok(())
+            });
+            bar.finish();
+            let w = Where::Cpu { isa: cpu.isa().name(), threads: cpu.threads() };
+            (stats.or_fail(args.json)?, kept, w)
         }
-        Ok(())
-    });
-    bar.finish();
-    let stats = stats.or_fail(args.json)?;
-    let verified = if args.verify { Some(verify(&cat, &plan, &kept).or_fail(args.json)?) } else { None };
-    report(args, &stats, "cpu", &cpu, &plan, verified.as_ref());
+        Device::Cuda(n) => {
+            let staging = StagingConfig {
+                slots: args.staging_slots,
+                slot_bytes: args.staging_mib << 20,
+                readers: args.readers,
+            };
+            let gpu = GpuExecutor::new(&GpuOptions { device: n, staging }).or_fail(args.json)?;
+            let mut kept = Vec::new();
+            let stats = gpu.stream(&cat, &plan, control, |t| {
+                if keep {
+                    kept.push(t);
+                }
+                Ok(())
+            });
+            bar.finish();
+            let stats = stats.or_fail(args.json)?;
+            // Copied back only to verify (after the timed load).
+            let host = if args.verify { kept.iter().map(|t| t.to_host()).collect::<Result<Vec<_>, _>>().or_fail(args.json)? } else { vec![] };
+            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging };
+            (stats, host, w)
+        }
+    };
+    let verified = if args.verify { Some(verify(&cat, &plan, &produced).or_fail(args.json)?) } else { None };
+    report(args, &stats, &where_, &plan, verified.as_ref());
     match verified {
-        Some(v) if !v.mismatches.is_empty() => Err(fail(format!("{} tensor(s) differ from the scalar reference", v.mismatches.len()))),
+        Some(v) if !v.mismatches.is_empty() => Err(Failure {
+            error: weightstream::Error::Other(format!("{} tensor(s) differ from the scalar reference", v.mismatches.len())),
+            json: args.json,
+        }),
         _ => Ok(()),
     }
+}
+
+/// Where the load ran, for the report.
+enum Where {
+    Cpu { isa: &'static str, threads: usize },
+    Cuda { ordinal: usize, name: String, staging: StagingConfig },
 }
 
 struct Verification {
@@ -87,22 +125,29 @@ struct Verification {
 }
 
 /// Recompute with the scalar kernels on one thread: an independent path.
-fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[HostTensor]) -> weightstream::Result<Verification> {
+fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[Vec<u16>]) -> weightstream::Result<Verification> {
     let reference = CpuExecutor::new(&CpuOptions { threads: Some(1), isa: Some(Isa::Scalar) })?;
     let mut mismatches = vec![];
-    for (job, t) in plan.jobs.iter().zip(got) {
+    for (job, data) in plan.jobs.iter().zip(got) {
         let want = reference.run_job(cat, job, None)?;
-        if let Some(i) = (0..want.data.len()).find(|&i| t.data.get(i) != Some(&want.data[i])) {
-            mismatches.push((job.name.clone(), i, t.data.get(i).copied().unwrap_or(0), want.data[i]));
+        if let Some(i) = (0..want.data.len()).find(|&i| data.get(i) != Some(&want.data[i])) {
+            mismatches.push((job.name.clone(), i, data.get(i).copied().unwrap_or(0), want.data[i]));
         }
     }
     Ok(Verification { tensors: plan.jobs.len(), mismatches })
 }
 
-fn report(args: &Args, s: &LoadStats, device: &str, cpu: &CpuExecutor, plan: &Plan, v: Option<&Verification>) {
+fn report(args: &Args, s: &LoadStats, where_: &Where, plan: &Plan, v: Option<&Verification>) {
+    let (device, detail) = match where_ {
+        Where::Cpu { isa, threads } => ("cpu".to_string(), json!({"isa": isa, "threads": threads})),
+        Where::Cuda { ordinal, name, staging } => (
+            format!("cuda:{ordinal}"),
+            json!({"gpu": name, "staging_slots": staging.slots, "staging_bytes": staging.slot_bytes, "readers": staging.readers}),
+        ),
+    };
     if args.json {
         let out = json!({
-            "path": args.path.display().to_string(), "device": device, "isa": cpu.isa().name(), "threads": cpu.threads(),
+            "path": args.path.display().to_string(), "device": device, "detail": detail,
             "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": s.out_bytes, "seconds": s.seconds,
             "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
             "skipped": plan.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
@@ -112,14 +157,13 @@ fn report(args: &Args, s: &LoadStats, device: &str, cpu: &CpuExecutor, plan: &Pl
         println!("{}", serde_json::to_string_pretty(&out).expect("JSON of owned values"));
         return;
     }
-    println!(
-        "loaded {} tensors from {} on {device} ({} kernels, {} threads) in {:.3} s",
-        s.tensors,
-        args.path.display(),
-        cpu.isa().name(),
-        cpu.threads(),
-        s.seconds
-    );
+    let how = match where_ {
+        Where::Cpu { isa, threads } => format!("{isa} kernels, {threads} threads"),
+        Where::Cuda { name, staging, .. } => {
+            format!("{name}, {} x {} staging, {} readers", staging.slots, human::bytes(staging.slot_bytes as u64), staging.readers)
+        }
+    };
+    println!("loaded {} tensors from {} on {device} ({how}) in {:.3} s", s.tensors, args.path.display(), s.seconds);
     println!("  file bytes read  {:>10}  {:>7.2} GB/s", human::bytes(s.src_bytes), s.src_gbps());
     println!("  BF16 produced    {:>10}  {:>7.2} GB/s", human::bytes(s.out_bytes), s.out_gbps());
     for k in &plan.skipped {

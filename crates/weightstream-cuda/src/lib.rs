@@ -1,0 +1,23 @@
+//! weightstream-cuda: the device path.
+//!
+//! [`probe`] answers "is there a usable GPU?" without panicking; [`Gpu`]
+//! holds a device's primary context and the kernels; [`pipeline`] streams
+//! chunks of file bytes through a ring of pinned buffers into device scratch
+//! memory and dequantizes them into their destinations.
+//!
+//! cudarc loads `libcuda` at run time, so this crate builds and runs on
+//! machines without CUDA; every entry point then returns
+//! [`CudaError::Unavailable`].
+
+pub mod error;
+pub mod gpu;
+pub mod memory;
+pub mod pipeline;
+pub mod probe;
+
+pub use cudarc::driver::CudaStream;
+pub use error::{CudaError, Result};
+pub use gpu::{DeviceInfo, Gpu};
+pub use memory::{DeviceBuffer, PinnedBuffer};
+pub use pipeline::{run, ChunkOp, ChunkWork, StagingConfig};
+pub use probe::{check_available, device_count, gpu_present};

@@ -1,0 +1,225 @@
+//! The GPU executor: a plan's jobs through the staging pipeline of
+//! `weightstream-cuda`, into buffers it allocates or into the caller's.
+
+use std::time::Instant;
+
+use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gpu, StagingConfig};
+use weightstream_format::{Catalog, Encoding, Fp8Format};
+use weightstream_kernels::{Fp8Args, Launch};
+
+use crate::access::JobKernel;
+use crate::control::{Control, Tracker};
+use crate::error::{Error, Result};
+use crate::plan::{Job, Plan};
+use crate::tensor::LoadStats;
+
+pub use weightstream_cuda::DeviceInfo;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GpuOptions {
+    /// CUDA device ordinal.
+    pub device: usize,
+    pub staging: StagingConfig,
+}
+
+/// A BF16 tensor in device memory the library allocated (freed on drop).
+pub struct DeviceTensor {
+    pub name: String,
+    pub shape: Vec<u64>,
+    pub buffer: DeviceBuffer,
+}
+
+impl DeviceTensor {
+    /// Device address of the first element.
+    pub fn ptr(&self) -> u64 {
+        self.buffer.ptr()
+    }
+
+    /// Copy the BF16 values back to the host.
+    pub fn to_host(&self) -> Result<Vec<u16>> {
+        let mut bytes = vec![0u8; self.buffer.len()];
+        self.buffer.to_host(&mut bytes).map_err(device_error)?;
+        Ok(bytes.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect())
+    }
+}
+
+fn device_error(e: CudaError) -> Error {
+    match e {
+        CudaError::Cancelled => Error::Cancelled,
+        e => Error::Device(e.to_string()),
+    }
+}
+
+pub struct GpuExecutor {
+    gpu: Gpu,
+    staging: StagingConfig,
+}
+
+impl GpuExecutor {
+    pub fn new(opts: &GpuOptions) -> Result<Self> {
+        let gpu = Gpu::open(opts.device).map_err(device_error)?;
+        Ok(GpuExecutor { gpu, staging: opts.staging })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        self.gpu.info()
+    }
+
+    pub fn staging(&self) -> StagingConfig {
+        self.staging
+    }
+
+    /// Allocate every tensor first (so running out of memory stops the load
+    /// before any transfer), then load, handing each tensor to `sink` as it
+    /// completes on the device.
+    pub fn stream(&self, cat: &Catalog, plan: &Plan, control: Control, mut sink: impl FnMut(DeviceTensor) -> Result<()>) -> Result<LoadStats> {
+        let mut buffers = Vec::with_capacity(plan.jobs.len());
+        for j in &plan.jobs {
+            buffers.push(Some(self.gpu.alloc(j.out_bytes() as usize, &format!("tensor '{}'", j.name)).map_err(device_error)?));
+        }
+        let dsts: Vec<u64> = buffers.iter().map(|b| b.as_ref().expect("allocated above").ptr()).collect();
+        self.run(cat, plan, &dsts, None, control, |i| {
+            let job = &plan.jobs[i];
+            let buffer = buffers[i].take().expect("each tensor completes once");
+            sink(DeviceTensor { name: job.name.clone(), shape: job.shape.clone(), buffer })
+        })
+    }
+
+    /// Load into caller-owned device memory: `dsts[i]` receives job `i`
+    /// (`out_bytes()` bytes). Work is ordered after everything already queued
+    /// on `stream` (a `CUstream`/`cudaStream_t`, e.g. PyTorch's current
+    /// stream), and complete when this returns.
+    ///
+    /// # Safety
+    /// Every `dsts[i]` must be device memory of this GPU's primary context
+    /// with room for job `i`'s output, alive until this returns; `stream`, if
+    /// given, a live stream of that context.
+    pub unsafe fn load_into(
+        &self,
+        cat: &Catalog,
+        plan: &Plan,
+        dsts: &[u64],
+        stream: Option<u64>,
+        control: Control,
+        mut on_done: impl FnMut(usize) -> Result<()>,
+    ) -> Result<LoadStats> {
+        if dsts.len() != plan.jobs.len() {
+            return Err(Error::Other(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
+        }
+        let borrowed = stream.map(|s| self.gpu.borrow_stream(s));
+        self.run(cat, plan, dsts, borrowed.as_deref(), control, &mut on_done)
+    }
+
+    fn run(
+        &self,
+        cat: &Catalog,
+        plan: &Plan,
+        dsts: &[u64],
+        after: Option<&weightstream_cuda::CudaStream>,
+        control: Control,
+        mut on_done: impl FnMut(usize) -> Result<()>,
+    ) -> Result<LoadStats> {
+        let t0 = Instant::now();
+        let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
+        // FP8 scales as f32 on the device, one small buffer per scaled tensor.
+        let mut scales: Vec<Option<DeviceBuffer>> = Vec::with_capacity(plan.jobs.len());
+        for job in &plan.jobs {
+            let jk = JobKernel::new(cat, job)?;
+            scales.push(match jk.scales() {
+                None => None,
+                Some(v) => {
+                    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                    let b = self.gpu.alloc(bytes.len(), &format!("scales of '{}'", job.name)).map_err(device_error)?;
+                    b.from_host(&bytes).map_err(device_error)?;
+                    Some(b)
+                }
+            });
+        }
+        let mut work = Vec::new();
+        for (i, job) in plan.jobs.iter().enumerate() {
+            if job.n_elems == 0 {
+                on_done(i)?;
+                tracker.tensor_done();
+                continue;
+            }
+            chunks_for(cat, job, i, dsts[i], scales[i].as_ref().map(|b| b.ptr()), self.staging.slot_bytes, &mut work)?;
+        }
+        let cancelled = || control.check().is_err();
+        // The sink's own error, kept whole (the pipeline only carries CudaError).
+        let mut sink_error = None;
+        let result = weightstream_cuda::run(&self.gpu, &self.staging, &work, after, &cancelled, |i| {
+            tracker.add_bytes(plan.jobs[i].src_bytes());
+            tracker.tensor_done();
+            on_done(i).map_err(|e| {
+                sink_error = Some(e);
+                CudaError::Invalid("the consumer of a finished tensor failed".into())
+            })
+        });
+        if let Some(e) = sink_error {
+            return Err(e);
+        }
+        result.map_err(|e| match e {
+            CudaError::Read { file, offset, tensor, source } => Error::Read { file, tensor: plan.jobs[tensor].name.clone(), offset, source },
+            e => device_error(e),
+        })?;
+        Ok(LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() })
+    }
+}
+
+/// Elements per chunk: as many as fit a slot, a multiple of 256 so every
+/// chunk's output starts 512-byte aligned (whole 16-byte stores).
+fn chunk_elems(encoding: Encoding, slot_bytes: usize) -> u64 {
+    let (block, size) = encoding.block();
+    let fit = slot_bytes as u64 / size * block;
+    (fit / 256 * 256).max(block.max(256))
+}
+
+fn chunks_for(cat: &Catalog, job: &Job, index: usize, dst: u64, scales: Option<u64>, slot_bytes: usize, out: &mut Vec<ChunkWork>) -> Result<()> {
+    let elems = chunk_elems(job.encoding, slot_bytes);
+    if job.encoding.block().1 * elems / job.encoding.block().0 > slot_bytes as u64 {
+        return Err(Error::Other(format!(
+            "staging slots of {slot_bytes} bytes are too small for tensor '{}' ({}): use at least {} bytes",
+            job.name,
+            job.encoding.name(),
+            job.encoding.block().1 * elems / job.encoding.block().0
+        )));
+    }
+    let source = cat.files[job.file].source.clone();
+    let start = out.len();
+    for c in job.chunks(elems) {
+        let op = match job.encoding {
+            Encoding::BF16 => ChunkOp::Copy,
+            Encoding::Q4_0 => ChunkOp::Kernel(Launch::Q4_0),
+            Encoding::Q8_0 => ChunkOp::Kernel(Launch::Q8_0),
+            Encoding::F32 => ChunkOp::Kernel(Launch::F32),
+            Encoding::F16 => ChunkOp::Kernel(Launch::F16),
+            Encoding::Fp8(format) => {
+                let (rows, cols) = job.matrix;
+                let layout = job.scale.as_ref().map(|s| s.scale.layout);
+                ChunkOp::Kernel(Launch::Fp8(Fp8Args {
+                    e4m3: format == Fp8Format::E4M3,
+                    scales: scales.unwrap_or(0),
+                    first: c.first,
+                    cols,
+                    block_rows: layout.map_or(rows.max(1), |l| l.block_rows),
+                    block_cols: layout.map_or(cols.max(1), |l| l.block_cols),
+                    grid_cols: layout.map_or(1, |l| l.grid_cols),
+                }))
+            }
+        };
+        out.push(ChunkWork {
+            tensor: index,
+            source: source.clone(),
+            offset: c.src.start,
+            len: (c.src.end - c.src.start) as usize,
+            op,
+            n: c.n,
+            dst: dst + (c.first - job.first) * 2,
+            last_of_tensor: false,
+        });
+    }
+    if let Some(last) = out[start..].last_mut() {
+        last.last_of_tensor = true;
+    }
+    Ok(())
+}
