@@ -73,16 +73,19 @@ impl GpuExecutor {
     /// before any transfer), then load, handing each tensor to `sink` as it
     /// completes on the device.
     pub fn stream(&self, cat: &Catalog, plan: &Plan, control: Control, mut sink: impl FnMut(DeviceTensor) -> Result<()>) -> Result<LoadStats> {
+        // Allocation is part of loading (baselines like safetensors pay it too).
+        let t0 = Instant::now();
         let mut buffers = Vec::with_capacity(plan.jobs.len());
         for j in &plan.jobs {
             buffers.push(Some(self.gpu.alloc(j.out_bytes() as usize, &format!("tensor '{}'", j.name)).map_err(device_error)?));
         }
         let dsts: Vec<u64> = buffers.iter().map(|b| b.as_ref().expect("allocated above").ptr()).collect();
-        self.run(cat, plan, &dsts, None, control, |i| {
+        let stats = self.run(cat, plan, &dsts, None, control, |i| {
             let job = &plan.jobs[i];
             let buffer = buffers[i].take().expect("each tensor completes once");
             sink(DeviceTensor { name: job.name.clone(), shape: job.shape.clone(), buffer })
-        })
+        })?;
+        Ok(LoadStats { seconds: t0.elapsed().as_secs_f64(), ..stats })
     }
 
     /// Load into caller-owned device memory: `dsts[i]` receives job `i`

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Turn a GPU round's outputs into the tables for docs/PERFORMANCE.md, and
+print a short summary table last.
+
+    python3 bench/gpu/report.py --sweep sweep.csv --e2e e2e.json --out report.md
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+from pathlib import Path
+
+
+def parse_bw(s: str) -> float:
+    """nvbench's 'GlobalMem BW' cell ('2.845 TB/s') in GB/s."""
+    m = re.match(r"\s*([\d.]+)\s*([KMGT])B/s", s or "")
+    if not m:
+        return float("nan")
+    return float(m.group(1)) * {"K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}[m.group(2)]
+
+
+def sweep_table(path: Path) -> tuple[list[str], dict]:
+    rows = list(csv.DictReader(open(path)))
+    bw_col = next((c for c in rows[0] if "GlobalMem BW" in c), None) if rows else None
+    by = {}
+    for r in rows:
+        kernel = r.get("kernel", "")
+        size = int(r.get("out_MiB", 0))
+        by[(kernel, size)] = parse_bw(r.get(bw_col, "")) if bw_col else float("nan")
+    sizes = sorted({s for _, s in by})
+    kernels = [k for k in dict.fromkeys(k for k, _ in by) if k != "d2d_copy"]
+    lines = ["| kernel | " + " | ".join(f"{s} MiB" for s in sizes) + " |", "|---|" + "---|" * len(sizes)]
+    lines.append("| d2d copy (GB/s) | " + " | ".join(f"{by.get(('d2d_copy', s), float('nan')):.0f}" for s in sizes) + " |")
+    summary = {}
+    for k in kernels:
+        cells = []
+        for s in sizes:
+            bw, copy = by.get((k, s), float("nan")), by.get(("d2d_copy", s), float("nan"))
+            cells.append(f"{bw:.0f} ({bw / copy:.2f})")
+            if s >= 256:
+                summary.setdefault(k, []).append(bw / copy)
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return lines, {k: min(v) for k, v in summary.items()}
+
+
+def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
+    e = json.loads(path.read_text())
+    ws, base = e["weightstream"], e.get("baselines", {})
+    lines = [f"Preset {e['preset']}, {e['device']}, {e['date']}" + (f", {base['gpu']}, torch {base['torch']}" if base else ""), ""]
+    lines += ["| load | file bytes | seconds (median, min..max) | file GB/s | BF16 GB/s | vs pinned H2D of same bytes |", "|---|---|---|---|---|---|"]
+    short = []
+    for fmt, r in ws.items():
+        s = r["seconds"]
+        h2d = base.get("pinned_h2d", {}).get(fmt, {}).get("gbps")
+        frac = f"{r['file_gbps'] / h2d:.2f}" if h2d else "-"
+        lines.append(f"| weightstream {fmt} | {r['file_bytes'] / 1e9:.2f} GB | {s['median']:.3f} ({s['min']:.3f}..{s['max']:.3f}) | {r['file_gbps']:.1f} | {r['bf16_gbps']:.1f} | {frac} |")
+        short.append(f"{fmt}: {r['file_gbps']:.1f} GB/s file ({frac} of H2D)")
+    if base:
+        for fmt, r in base["pinned_h2d"].items():
+            lines.append(f"| pinned H2D copy, {fmt} bytes | {r['bytes'] / 1e9:.2f} GB | {r['seconds']['median']:.3f} | {r['gbps']:.1f} | - | 1.00 |")
+        st = base["safetensors_bf16"]
+        lines.append(f"| safetensors.torch.load_file BF16 | {st['bytes'] / 1e9:.2f} GB | {st['seconds']['median']:.3f} | {st['gbps']:.1f} | {st['gbps']:.1f} | - |")
+        g = base["gguf_py_q4_0"]
+        lines.append(f"| gguf-py dequantize + .to(cuda), Q4_0 | {g['bytes'] / 1e9:.2f} GB | {g['seconds']['median']:.1f} | {g['gbps']:.2f} | - | - |")
+        speedup = st["seconds"]["median"] / ws["q4_0"]["seconds"]["median"]
+        lines += ["", f"Q4_0 to BF16 on the GPU vs loading the BF16 checkpoint with safetensors: {speedup:.2f}x faster (target 2.8x)."]
+        short.append(f"Q4_0 vs safetensors BF16: {speedup:.2f}x")
+    if e.get("staging_sweep"):
+        lines += ["", "| staging slots | slot MiB | readers | seconds | file GB/s |", "|---|---|---|---|---|"]
+        for r in sorted(e["staging_sweep"], key=lambda r: -r["file_gbps"]):
+            lines.append(f"| {r['slots']} | {r['slot_mib']} | {r['readers']} | {r['seconds']:.3f} | {r['file_gbps']:.1f} |")
+    return lines, short
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sweep", type=Path)
+    ap.add_argument("--e2e", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    md, summary = [], []
+    if args.sweep and args.sweep.exists():
+        lines, fr = sweep_table(args.sweep)
+        md += ["### Kernel sweep (GB/s read+written; fraction of the same run's D2D copy)", ""] + lines + [""]
+        summary += [f"{k}: >= {v:.2f} of D2D copy at >= 256 MiB" for k, v in fr.items()]
+    if args.e2e and args.e2e.exists():
+        lines, short = e2e_tables(args.e2e)
+        md += ["### End to end, warm page cache", ""] + lines + [""]
+        summary += short
+    args.out.write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    print("== summary")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()

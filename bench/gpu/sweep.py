@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Kernel sweep with nvbench (PyPI `cuda-bench`): every weightstream kernel,
+loaded from the fatbins the Rust build embeds, over outputs of 1 MiB to
+1 GiB, beside a device-to-device copy of the same output size measured in
+the same run. Bytes counted are bytes read plus bytes written.
+
+    python3 bench/gpu/sweep.py --fatbins .gpu-carry/fatbin --csv sweep.csv
+
+Extra arguments go to nvbench (e.g. --devices 0, --min-samples 20).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import cuda.bench as bench
+import cupy as cp
+import numpy as np
+
+SIZES_MIB = [1, 4, 16, 64, 256, 1024]
+KERNELS = ["d2d_copy", "q4_0", "q8_0", "fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "f16", "f32"]
+BLOCK = 256
+
+FUNCTIONS = {}
+SM_COUNT = 1
+
+
+def load(fatbins: Path):
+    global SM_COUNT
+    for module, names in {"q4_0": ["ws_q4_0"], "q8_0": ["ws_q8_0"], "float": ["ws_f32", "ws_f16"], "fp8": ["ws_fp8_e4m3", "ws_fp8_e5m2"]}.items():
+        m = cp.RawModule(path=str(fatbins / f"{module}.fatbin"))
+        for n in names:
+            FUNCTIONS[n] = m.get_function(n)
+    SM_COUNT = cp.cuda.Device().attributes["MultiProcessorCount"]
+
+
+def geometry(groups: int) -> tuple[int, int]:
+    """The Rust executor's launch geometry (weightstream_kernels::geometry)."""
+    blocks = max(1, min(-(-groups // BLOCK), SM_COUNT * 32))
+    return blocks, BLOCK
+
+
+def quant_blocks(n: int, block: int) -> cp.ndarray:
+    b = cp.random.randint(0, 256, (n // 32, block), dtype=cp.uint8)
+    b[:, :2] = cp.asarray(np.array([0x2E66], dtype=np.uint16).view(np.uint8))  # d = 0.1
+    return b.ravel()
+
+
+def inputs(kernel: str, n: int):
+    """(function, source array, extra args, bytes read)."""
+    u64 = np.uint64
+    if kernel == "q4_0":
+        src = quant_blocks(n, 18)
+        return "ws_q4_0", src, (), src.nbytes
+    if kernel == "q8_0":
+        src = quant_blocks(n, 34)
+        return "ws_q8_0", src, (), src.nbytes
+    if kernel == "f16":
+        src = (cp.random.standard_normal(n, dtype=cp.float32)).astype(cp.float16).view(cp.uint8)
+        return "ws_f16", src, (), src.nbytes
+    if kernel == "f32":
+        src = cp.random.standard_normal(n, dtype=cp.float32).view(cp.uint8)
+        return "ws_f32", src, (), src.nbytes
+    cols = 8192
+    rows = n // cols
+    src = cp.random.randint(0, 256, n, dtype=cp.uint8)
+    src[(src & 0x7F) == 0x7F] ^= 1
+    if kernel.endswith("_tensor"):
+        scales = cp.ones(1, dtype=cp.float32)
+        geom = (rows, cols, 1)
+    else:
+        scales = cp.random.uniform(0.5, 2, (-(-rows // 128)) * (cols // 128)).astype(cp.float32)
+        geom = (128, 128, cols // 128)
+    fn = "ws_fp8_e4m3" if "e4m3" in kernel else "ws_fp8_e5m2"
+    extra = (scales, u64(0), u64(cols), u64(geom[0]), u64(geom[1]), u64(geom[2]))
+    return fn, src, extra, src.nbytes + scales.nbytes
+
+
+def register(args):
+    @bench.register
+    @bench.axis.string("kernel", KERNELS)
+    @bench.axis.int64("out_MiB", SIZES_MIB)
+    def dequant(state):
+        kernel = state.get_string("kernel")
+        n = state.get_int64("out_MiB") * (1 << 20) // 2  # BF16 outputs
+        dst = cp.empty(n, dtype=cp.uint16)
+        state.add_element_count(n)
+        if kernel == "d2d_copy":
+            src = cp.empty(n, dtype=cp.uint16)
+            src.fill(0x3F80)
+            state.add_global_memory_reads(src.nbytes)
+            state.add_global_memory_writes(dst.nbytes)
+
+            def launch(l):
+                cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, cp.cuda.runtime.memcpyDeviceToDevice, l.get_stream().addressof())
+
+            state.exec(launch)
+            return
+        fn, src, extra, read = inputs(kernel, n)
+        state.add_global_memory_reads(read)
+        state.add_global_memory_writes(dst.nbytes)
+        f = FUNCTIONS[fn]
+        grid, block = geometry(-(-n // 8))
+        params = (src, dst, np.uint64(n)) + extra
+
+        def launch(l):
+            with cp.cuda.ExternalStream(l.get_stream().addressof()):
+                f((grid,), (block,), params)
+
+        state.exec(launch)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fatbins", type=Path, required=True)
+    args, rest = ap.parse_known_args()
+    load(args.fatbins)
+    register(args)
+    bench.run_all_benchmarks([sys.argv[0], *rest])
+
+
+if __name__ == "__main__":
+    main()
