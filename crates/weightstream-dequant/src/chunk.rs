@@ -62,37 +62,53 @@ fn run(isa: Isa, src: &[u8], dst: &mut [u16], portable: KernelFn, avx2: Option<K
     }
 }
 
-fn fp8_run(isa: Isa, format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u16]) {
+/// FP8 chunks go to the ISA's kernel whole: the run loop below is inlined
+/// into it, so no call crosses the target-feature boundary per run
+/// (docs/PERFORMANCE.md, CPU experiments 4-6).
+fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx2 {
         // SAFETY: AVX2 and F16C confirmed by the caller; src.len() == dst.len().
-        unsafe { crate::x86::avx2::fp8_run(format, scale, src, dst) };
+        unsafe { crate::x86::avx2::fp8(format, cols, scales, first, src, dst) };
         return;
     }
     let _ = isa;
-    scalar::fp8_run(format, scale, src, dst)
+    fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]));
 }
 
-/// FP8: split the chunk into runs that share one scale (a block's width of
-/// one row, a whole row for per-channel scales, everything for one scale).
-fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
-    let n = dst.len();
-    let uniform = match scales {
-        None => Some(1.0),
-        Some(g) => g.uniform(),
+/// Split elements `[first, first + n)` of a `[rows, cols]` matrix into runs
+/// that share one scale (a block's width of one row, a whole row for
+/// per-channel scales, everything for one scale) and call `run(scale,
+/// offset, len)` for each. Row by row, the block boundary advanced by
+/// addition: no division per run.
+#[inline(always)]
+pub(crate) fn fp8_runs(cols: u64, scales: Option<&ScaleGrid>, first: u64, n: usize, mut run: impl FnMut(f32, usize, usize)) {
+    let g = match scales {
+        None => return run(1.0, 0, n),
+        Some(g) => match g.uniform() {
+            Some(scale) => return run(scale, 0, n),
+            None => g,
+        },
     };
-    if let Some(scale) = uniform {
-        return fp8_run(isa, format, scale, src, dst);
-    }
-    let g = scales.expect("non-uniform scales exist");
-    let bc = g.block_cols();
+    let bc = g.block_cols() as usize;
+    let cols = cols as usize;
     let mut i = 0usize;
+    let mut row = first / cols as u64;
+    let mut c = (first % cols as u64) as usize;
     while i < n {
-        let e = first + i as u64;
-        let (r, c) = (e / cols, e % cols);
-        let run_end = ((c / bc + 1) * bc).min(cols);
-        let len = ((run_end - c) as usize).min(n - i);
-        fp8_run(isa, format, g.at(r, c), &src[i..i + len], &mut dst[i..i + len]);
-        i += len;
+        let row_scales = g.row(row);
+        let row_end = i + (cols - c).min(n - i);
+        let mut block = c / bc;
+        let mut boundary = (block + 1) * bc;
+        while i < row_end {
+            let len = (boundary.min(cols) - c).min(row_end - i);
+            run(row_scales[block], i, len);
+            i += len;
+            c += len;
+            block += 1;
+            boundary += bc;
+        }
+        row += 1;
+        c = 0;
     }
 }

@@ -57,6 +57,13 @@ impl<'a> ScaleGrid<'a> {
         self.values[((row / self.block_rows) * self.grid_cols + col / self.block_cols) as usize]
     }
 
+    /// The scales of matrix row `row`: entry `c / block_cols` scales column `c`.
+    #[inline]
+    pub fn row(&self, row: u64) -> &'a [f32] {
+        let start = ((row / self.block_rows) * self.grid_cols) as usize;
+        &self.values[start..start + self.grid_cols as usize]
+    }
+
     pub fn block_cols(&self) -> u64 {
         self.block_cols
     }

@@ -8,6 +8,8 @@
 
 use std::arch::x86_64::*;
 
+use crate::chunk::fp8_runs;
+use crate::kernel::ScaleGrid;
 use crate::numerics::f16_to_f32;
 use crate::scalar;
 use weightstream_format::Fp8Format;
@@ -118,10 +120,14 @@ unsafe fn fp8_to_f16(format: Fp8Format, v: __m128i) -> __m256i {
     match format {
         Fp8Format::E5M2 => _mm256_slli_epi16::<8>(w),
         Fp8Format::E4M3 => {
-            let mag = _mm256_and_si256(w, _mm256_set1_epi16(0x7F));
-            let sign = _mm256_slli_epi16::<8>(_mm256_and_si256(w, _mm256_set1_epi16(0x80)));
-            let nan = _mm256_and_si256(_mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7F)), _mm256_set1_epi16(0x7E00));
-            _mm256_or_si256(_mm256_or_si256(sign, _mm256_slli_epi16::<7>(mag)), nan)
+            // Byte in the high half, then an arithmetic shift: the sign stays
+            // at bit 15, the magnitude lands at bits 7..13, and bit 14 (a copy
+            // of the sign) is cleared.
+            let h = _mm256_and_si256(_mm256_srai_epi16::<1>(_mm256_slli_epi16::<8>(w)), _mm256_set1_epi16(-16385)); // 0xBFFF
+            // NaN codes (magnitude 0x7F) get an all-ones exponent.
+            let exp = _mm256_set1_epi16(0x3F80);
+            let nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, exp), exp);
+            _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7C00)))
         }
     }
 }
@@ -134,8 +140,20 @@ const fn rebias(format: Fp8Format) -> f32 {
     }
 }
 
+/// A whole FP8 chunk: runs of one scale (see `chunk::fp8_runs`), each
+/// through the vector loop, all inside this one target-feature function.
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn fp8_run(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn fp8(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+    fp8_runs(cols, scales, first, dst.len(), |scale, i, len| {
+        // SAFETY: inside this function AVX2 and F16C are enabled; the run
+        // lies within src and dst (fp8_runs covers [0, dst.len())).
+        unsafe { fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]) }
+    });
+}
+
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn fp8_run(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u16]) {
     // x = (h * rebias) * scale, with h * rebias exact. Folding rebias into
     // the scale gives the same single rounding as long as rebias * scale is
     // itself exact and finite (it is a power-of-two product); otherwise keep
@@ -148,13 +166,16 @@ pub unsafe fn fp8_run(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u16]
     } else {
         fp8_loop(format, src, dst, n, _mm256_set1_ps(r), Some(_mm256_set1_ps(scale)));
     }
-    scalar::fp8_run(format, scale, &src[n..], &mut dst[n..]);
+    if n < dst.len() {
+        scalar::fp8_run(format, scale, &src[n..], &mut dst[n..]);
+    }
 }
 
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
 unsafe fn fp8_loop(format: Fp8Format, src: &[u8], dst: &mut [u16], n: usize, m1: __m256, m2: Option<__m256>) {
-    for i in (0..n).step_by(16) {
+    let mut i = 0;
+    while i < n {
         // SAFETY: i + 16 <= n <= dst.len() == src.len().
         let h = fp8_to_f16(format, _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i));
         let mut a = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), m1);
@@ -164,5 +185,6 @@ unsafe fn fp8_loop(format: Fp8Format, src: &[u8], dst: &mut [u16], n: usize, m1:
             b = _mm256_mul_ps(b, m2);
         }
         store16(dst.as_mut_ptr().add(i), a, b);
+        i += 16;
     }
 }
