@@ -1,0 +1,37 @@
+//! Inputs for the criterion benchmarks: valid, deterministic, realistic.
+
+use weightstream_format::{ScaleKind, ScaleLayout};
+
+/// Deterministic pseudo-random bytes (xorshift64).
+pub fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Q4_0 (block 18) or Q8_0 (block 34) blocks with d = 0.1.
+pub fn quant_blocks(n_elems: usize, block: usize) -> Vec<u8> {
+    let mut v = bytes(n_elems / 32 * block, 7);
+    for b in v.chunks_exact_mut(block) {
+        b[..2].copy_from_slice(&0x2E66u16.to_le_bytes());
+    }
+    v
+}
+
+/// FP8 codes without NaNs.
+pub fn fp8_codes(n: usize) -> Vec<u8> {
+    bytes(n, 11).into_iter().map(|b| if b & 0x7F == 0x7F { b ^ 1 } else { b }).collect()
+}
+
+/// A 128x128 block-scale layout for a `[rows, cols]` matrix, and its scales.
+pub fn block_scales(rows: u64, cols: u64) -> (ScaleLayout, Vec<f32>) {
+    let l = ScaleLayout { kind: ScaleKind::Block, block_rows: 128, block_cols: 128, grid_rows: rows.div_ceil(128), grid_cols: cols.div_ceil(128) };
+    let v = (0..l.grid_rows * l.grid_cols).map(|i| 1.0 + i as f32 / 1024.0).collect();
+    (l, v)
+}
