@@ -37,6 +37,8 @@ def fp8(raw: bytes, dtype: str, shape, scales: np.ndarray | None, block) -> np.n
     """
     rows, cols = (int(np.prod(shape[:-1])), shape[-1]) if len(shape) else (1, 1)
     w = np.frombuffer(raw, dtype=FP8[dtype]).astype(np.float32).reshape(rows, cols)
+    if w.size == 0:
+        return np.zeros(0, dtype=np.uint16)
     if scales is None:
         s = np.float32(1.0)
     else:

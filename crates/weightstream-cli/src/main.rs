@@ -5,6 +5,7 @@ mod human;
 mod interrupt;
 mod progress;
 mod report;
+mod source_arg;
 mod stats;
 
 use std::process::ExitCode;

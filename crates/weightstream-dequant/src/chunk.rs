@@ -83,6 +83,11 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
 /// addition: no division per run.
 #[inline(always)]
 pub(crate) fn fp8_runs(cols: u64, scales: Option<&ScaleGrid>, first: u64, n: usize, mut run: impl FnMut(f32, usize, usize)) {
+    if n == 0 {
+        // Also the only case where cols may be 0 (an empty matrix): nothing
+        // to split, and nothing to divide by (found by the dequant fuzzer).
+        return;
+    }
     let g = match scales {
         None => return run(1.0, 0, n),
         Some(g) => match g.uniform() {

@@ -187,3 +187,16 @@ fn bad_chunks_are_errors() {
     assert!(ScaleGrid::new(&[1.0, 1.0], &layout, 2, 16).is_err(), "grid does not cover the columns");
     assert!(ScaleGrid::new(&[1.0], &layout, 2, 8).is_err(), "too few values");
 }
+
+#[test]
+fn an_empty_matrix_with_per_channel_scales_is_fine() {
+    // [5, 0] weight with a [5, 1] scale: zero elements, five scales (a
+    // division by zero before the dequant fuzzer found it).
+    let layout = ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: 1, grid_rows: 5, grid_cols: 1 };
+    let values = [1.0f32; 5];
+    let grid = ScaleGrid::new(&values, &layout, 5, 0).unwrap();
+    for isa in Isa::all_supported() {
+        let k = Kernel::Fp8 { format: Fp8Format::E4M3, rows: 5, cols: 0, scales: Some(grid) };
+        dequantize(&k, 0, &[], &mut [], isa).unwrap();
+    }
+}

@@ -20,5 +20,5 @@ pub use catalog::{
     ScaleRef, TensorInfo,
 };
 pub use error::{ErrorKind, FormatError, Result};
-pub use open::{mmap_opener, open, open_with, SourceOpener};
-pub use source::{ByteSource, FileSource, MemorySource, MmapSource, SharedSource};
+pub use open::{mmap_opener, open, open_kind, open_with, safetensors_catalog, SourceOpener};
+pub use source::{ByteSource, FileSource, MemorySource, MmapSource, SharedSource, SourceKind};

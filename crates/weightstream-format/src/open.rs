@@ -12,7 +12,7 @@ use crate::catalog::{Catalog, CatalogFile, Dtype, Format, Metadata, Role, Tensor
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::fp8::{config_block_size, pair_scales};
 use crate::safetensors::index::{read_index, read_json_file, INDEX_FILE};
-use crate::source::{MmapSource, SharedSource};
+use crate::source::{MmapSource, SharedSource, SourceKind};
 use crate::{gguf, safetensors};
 
 /// Opens one file as a byte source (mmap by default; the load path may pass
@@ -26,9 +26,15 @@ pub fn mmap_opener(path: &Path) -> io::Result<SharedSource> {
     Ok(Arc::new(MmapSource::open(path)?))
 }
 
-/// Open `path` (file or checkpoint directory) with memory-mapped sources.
+/// Open `path` (file or checkpoint directory), reading with the default
+/// source (positioned reads).
 pub fn open(path: &Path) -> Result<Catalog> {
-    open_with(path, &mmap_opener)
+    open_kind(path, SourceKind::default())
+}
+
+/// Open `path` reading with `kind`.
+pub fn open_kind(path: &Path, kind: SourceKind) -> Result<Catalog> {
+    open_with(path, &|p: &Path| kind.open(p))
 }
 
 pub fn open_with(path: &Path, opener: SourceOpener) -> Result<Catalog> {
@@ -146,6 +152,13 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
             ErrorKind::NoCheckpoint(format!("{} GGUF files; pass the one to load", many.len())),
         )),
     }
+}
+
+/// A catalog of safetensors sources already open (any byte source), with
+/// the checkpoint's config.json if any: what `open` does after finding the
+/// files. Used by the fuzzers and by callers with their own sources.
+pub fn safetensors_catalog(root: &Path, sources: Vec<SharedSource>, config: Option<Json>) -> Result<Catalog> {
+    open_safetensors(root, sources, None, config)
 }
 
 fn open_safetensors(

@@ -33,6 +33,45 @@ pub trait ByteSource: Send + Sync {
 
 pub type SharedSource = Arc<dyn ByteSource>;
 
+/// How tensor bytes are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SourceKind {
+    /// Positioned reads (`pread`). The default: a file that shrinks while it
+    /// is being loaded gives a read error naming file, tensor and offset.
+    #[default]
+    Read,
+    /// Memory-mapped: zero-copy on the CPU path. A file truncated by another
+    /// process during the load makes the kernel send SIGBUS, which kills the
+    /// process; choose it only for files nothing else writes.
+    Mmap,
+}
+
+impl SourceKind {
+    pub const NAMES: &'static [&'static str] = &["read", "mmap"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceKind::Read => "read",
+            SourceKind::Mmap => "mmap",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SourceKind> {
+        match s {
+            "read" => Some(SourceKind::Read),
+            "mmap" => Some(SourceKind::Mmap),
+            _ => None,
+        }
+    }
+
+    pub fn open(self, path: &Path) -> io::Result<SharedSource> {
+        Ok(match self {
+            SourceKind::Read => Arc::new(FileSource::open(path)?),
+            SourceKind::Mmap => Arc::new(MmapSource::open(path)?),
+        })
+    }
+}
+
 fn check_range(len: u64, offset: u64, n: usize) -> io::Result<Range<usize>> {
     let end = offset.checked_add(n as u64).filter(|&e| e <= len).ok_or_else(|| {
         io::Error::new(
@@ -54,8 +93,8 @@ impl MmapSource {
         let file = File::open(path)?;
         // SAFETY: the mapping is read-only and private to this process. Another
         // process truncating the file while it is mapped would make reads of
-        // the lost pages fault (SIGBUS); docs/robustness.md describes how the
-        // load path guards against that.
+        // the lost pages fault (SIGBUS): that is why `SourceKind::Read` is the
+        // default and mmap must be asked for (docs/robustness.md).
         let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
         Ok(MmapSource { path: path.to_path_buf(), map })
     }

@@ -35,6 +35,7 @@ pub struct ConvertOptions {
     /// Replace an existing output.
     pub force: bool,
     pub cpu: CpuOptions,
+    pub source: weightstream_format::SourceKind,
 }
 
 #[derive(Debug, Clone)]
@@ -115,9 +116,15 @@ fn side_files(cat: &Catalog) -> Vec<PathBuf> {
     v
 }
 
+/// Convert the checkpoint at `input` (opened with `opts.source`).
 pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
+    let cat = crate::open_with_source(input, opts.source)?;
+    convert_catalog(&cat, output, opts, control)
+}
+
+/// Convert an opened checkpoint (any byte source).
+pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
     let t0 = Instant::now();
-    let cat = crate::open(input)?;
     let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported })?;
     let single_file = output.extension().is_some_and(|e| e == "safetensors");
     if single_file && opts.max_shard_bytes.is_some_and(|m| plan.out_bytes() > m) {
@@ -136,7 +143,7 @@ pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions, control: Cont
         output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into()),
         std::process::id()
     ));
-    let result = write_all(&cat, &plan, &tmp, single_file, opts, control);
+    let result = write_all(cat, &plan, &tmp, single_file, opts, control);
     let files = match result {
         Ok(files) => files,
         Err(e) => {

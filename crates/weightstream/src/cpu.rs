@@ -22,6 +22,28 @@ pub struct CpuOptions {
     pub isa: Option<Isa>,
 }
 
+/// A zeroed output buffer, or an error when the host cannot provide it (a
+/// plain `vec!` would abort the process).
+/// Zeroed through calloc, like `vec![0; n]`: the pages are mapped lazily, so
+/// the kernel's writes are the first touch (no memset pass before them).
+pub(crate) fn alloc_output(tensor: &str, n: u64) -> Result<Vec<u16>> {
+    let fail = || Error::HostMemory { tensor: tensor.to_string(), bytes: n.saturating_mul(2) };
+    let n = usize::try_from(n).map_err(|_| fail())?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u16>(n).map_err(|_| fail())?;
+    // SAFETY: the layout has a non-zero size; the result is zeroed memory for
+    // n u16 values, or null.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u16;
+    if ptr.is_null() {
+        return Err(fail());
+    }
+    // SAFETY: ptr comes from the global allocator with exactly this layout
+    // (capacity n) and all n elements are initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 /// Runs jobs on a thread pool of its own.
 pub struct CpuExecutor {
     pool: rayon::ThreadPool,
@@ -76,7 +98,7 @@ impl CpuExecutor {
     /// Produce one job's tensor.
     pub fn run_job(&self, cat: &Catalog, job: &Job, tracker: Option<&Tracker>) -> Result<HostTensor> {
         let jk = JobKernel::new(cat, job)?;
-        let mut data = vec![0u16; job.n_elems as usize];
+        let mut data = alloc_output(&job.name, job.n_elems)?;
         self.fill(cat, &jk, job.first, &mut data, tracker)?;
         Ok(HostTensor { name: job.name.clone(), shape: job.shape.clone(), data })
     }

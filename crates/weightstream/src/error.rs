@@ -21,6 +21,8 @@ pub enum Error {
     NoSuchTensor(String),
     #[error("rows {start}..{end} are outside tensor '{tensor}' with {rows} rows")]
     BadRows { tensor: String, start: u64, end: u64, rows: u64 },
+    #[error("out of host memory: tensor '{tensor}' needs {bytes} bytes")]
+    HostMemory { tensor: String, bytes: u64 },
     #[error("cancelled")]
     Cancelled,
     #[error("{0}")]
@@ -40,6 +42,7 @@ impl Error {
             Error::Io { .. } => "io",
             Error::NoSuchTensor(_) => "no_such_tensor",
             Error::BadRows { .. } => "bad_rows",
+            Error::HostMemory { .. } => "host_memory",
             Error::Cancelled => "cancelled",
             Error::Device(_) => "device",
             Error::Other(_) => "other",

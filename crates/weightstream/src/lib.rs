@@ -27,7 +27,7 @@ mod safetensors_writer;
 pub mod tensor;
 
 pub use control::{Control, Progress};
-pub use convert::{convert, ConvertOptions, ConvertReport};
+pub use convert::{convert, convert_catalog, ConvertOptions, ConvertReport};
 pub use cpu::{CpuExecutor, CpuOptions};
 pub use device::{Device, DeviceChoice};
 pub use gpu::{DeviceTensor, GpuExecutor, GpuOptions};
@@ -37,10 +37,16 @@ pub use plan::{Chunk, Job, Plan, PlanOptions};
 pub use tensor::{HostTensor, LoadStats};
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
-pub use weightstream_format::{Catalog, Encoding, Format, TensorInfo};
+pub use weightstream_format::{Catalog, Encoding, Format, SourceKind, TensorInfo};
 
 /// Read a checkpoint's headers: a GGUF file, a safetensors file, or a
-/// directory of shards. Touches only headers.
+/// directory of shards. Touches only headers. Tensor data will be read with
+/// positioned reads (see [`open_with_source`] for the alternatives).
 pub fn open(path: impl AsRef<std::path::Path>) -> Result<Catalog> {
     Ok(weightstream_format::open(path.as_ref())?)
+}
+
+/// [`open`], reading tensor data with `source`.
+pub fn open_with_source(path: impl AsRef<std::path::Path>, source: SourceKind) -> Result<Catalog> {
+    Ok(weightstream_format::open_kind(path.as_ref(), source)?)
 }

@@ -42,6 +42,9 @@ pub struct Args {
     /// Replace OUT if it exists
     #[arg(long)]
     pub force: bool,
+    /// How to read the input: auto, read or mmap (see `weightstream load --help`)
+    #[arg(long, default_value = "auto", value_parser = crate::source_arg::parse)]
+    pub source: weightstream::SourceKind,
     /// Print a JSON report
     #[arg(long)]
     pub json: bool,
@@ -61,6 +64,7 @@ pub fn run(args: &Args) -> CmdResult {
         skip_unsupported: args.skip_unsupported,
         force: args.force,
         cpu: CpuOptions { threads: args.threads, isa: None },
+        source: args.source,
     };
     let report = convert(&args.input, &args.output, &opts, control);
     bar.finish();

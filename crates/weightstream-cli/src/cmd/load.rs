@@ -41,6 +41,10 @@ pub struct Args {
     /// CPU threads (default: every core)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// How to read the file: auto, read (positioned reads) or mmap (fastest
+    /// warm, but a file truncated during the load kills the process)
+    #[arg(long, default_value = "auto", value_parser = crate::source_arg::parse)]
+    pub source: weightstream::SourceKind,
     /// GPU: pinned staging buffers in the ring
     #[arg(long, default_value_t = StagingConfig::default().slots)]
     pub staging_slots: usize,
@@ -59,7 +63,7 @@ pub fn run(args: &Args) -> CmdResult {
     let choice: DeviceChoice = args.device.parse().or_fail(args.json)?;
     let device = choice.resolve().or_fail(args.json)?;
     crate::interrupt::install();
-    let cat = weightstream::open(&args.path).or_fail(args.json)?;
+    let cat = weightstream::open_with_source(&args.path, args.source).or_fail(args.json)?;
     let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
     let bar = Bar::new("load", args.json);
     let update = |p| bar.update(p);
@@ -147,7 +151,7 @@ fn report(args: &Args, s: &LoadStats, where_: &Where, plan: &Plan, v: Option<&Ve
     };
     if args.json {
         let out = json!({
-            "path": args.path.display().to_string(), "device": device, "detail": detail,
+            "path": args.path.display().to_string(), "device": device, "source": args.source.name(), "detail": detail,
             "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": s.out_bytes, "seconds": s.seconds,
             "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
             "skipped": plan.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),

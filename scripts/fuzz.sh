@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Bounded fuzzing (cargo-fuzz / libFuzzer, AddressSanitizer) of the GGUF and
+# safetensors readers, FP8 scale pairing and the CPU kernels.
+#
+#   scripts/fuzz.sh                      60 s per target, every target
+#   scripts/fuzz.sh 3600 gguf_header     a long run of one target
+#
+# Seeds come from tests/fixtures/fuzz_corpus.py (the fixtures and the
+# malformed corpus); the corpus grows in fuzz/corpus/. A crash leaves its
+# input in fuzz/artifacts/TARGET/ and fails the run: copy it into
+# tests/fuzz_regressions/TARGET/ so the regression test replays it forever.
+# Needs the nightly toolchain (rustup); installs cargo-fuzz 0.13.2 into
+# .cache/tools.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+source scripts/env.sh
+SECONDS_PER_TARGET=${1:-60}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(gguf_header safetensors_header checkpoint dequant)
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+  rustup toolchain install nightly --profile minimal >/dev/null 2>&1 || {
+    echo "fuzz: the nightly Rust toolchain is missing and cannot be installed (rustup toolchain install nightly)" >&2
+    exit 1
+  }
+fi
+TOOLS=$ROOT/.cache/tools
+if [ ! -x "$TOOLS/bin/cargo-fuzz" ]; then
+  echo "fuzz: installing cargo-fuzz 0.13.2 into $TOOLS"
+  cargo install -q --locked --root "$TOOLS" cargo-fuzz --version 0.13.2
+fi
+export PATH=$TOOLS/bin:$PATH
+"$WS_VENV/bin/python" tests/fixtures/fuzz_corpus.py fuzz/corpus
+
+echo "fuzz: building the targets (nightly, AddressSanitizer)"
+cargo +nightly fuzz build --fuzz-dir fuzz -O 2>&1 | grep -vE "^\s+(Compiling|Finished|Building)" || true
+
+summary=()
+status=0
+for t in "${TARGETS[@]}"; do
+  log=$(mktemp)
+  echo "fuzz: $t for ${SECONDS_PER_TARGET}s"
+  if cargo +nightly fuzz run --fuzz-dir fuzz -O "$t" "fuzz/corpus/$t" -- \
+      -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+    result="no crash"
+  else
+    result="CRASH: $(ls -t "fuzz/artifacts/$t" 2>/dev/null | head -1)"
+    status=1
+    tail -40 "$log"
+  fi
+  execs=$(grep -oE "stat::number_of_executed_units: *[0-9]+" "$log" | grep -oE "[0-9]+$" || echo "?")
+  corpus=$(ls "fuzz/corpus/$t" | wc -l)
+  summary+=("$(printf '%-20s %12s execs  %6s corpus files  %s' "$t" "$execs" "$corpus" "$result")")
+  rm -f "$log"
+done
+echo "fuzz: ${SECONDS_PER_TARGET}s per target"
+printf '  %s\n' "${summary[@]}"
+exit $status
