@@ -64,30 +64,33 @@ pub fn pair_scales<'p>(
     block: Option<(u64, u64)>,
     file_path: impl Fn(usize) -> &'p Path,
 ) -> Result<()> {
-    let index: HashMap<String, usize> = tensors.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
     if !tensors.iter().any(is_fp8) {
         return Ok(());
     }
+    // Decide every pairing against a borrowed index, then apply them.
+    let pairs = {
+        let index: HashMap<&str, usize> = tensors.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)).collect();
+        let mut pairs = Vec::new();
+        for (w, t) in tensors.iter().enumerate().filter(|(_, t)| is_fp8(t)) {
+            let inv = index.get(format!("{}{SCALE_INV_SUFFIX}", t.name).as_str()).copied();
+            let plain = index.get(format!("{}{SCALE_SUFFIX}", t.name).as_str()).copied();
+            let s = match (inv, plain) {
+                (None, None) => continue,
+                (Some(a), Some(b)) => {
+                    return Err(mismatch(t, &tensors[a], "the weight has two scales", &file_path).with_extra(&tensors[b].name))
+                }
+                (Some(s), None) | (None, Some(s)) => s,
+            };
+            pairs.push((w, s, resolve(t, &tensors[s], s, block, &file_path)?));
+        }
+        pairs
+    };
     for t in tensors.iter_mut() {
         if ACTIVATION_SCALE_SUFFIXES.iter().any(|s| t.name.ends_with(s)) {
             t.role = Role::InputScale;
         }
     }
-    for w in 0..tensors.len() {
-        if !is_fp8(&tensors[w]) {
-            continue;
-        }
-        let name = &tensors[w].name;
-        let inv = index.get(&format!("{name}{SCALE_INV_SUFFIX}")).copied();
-        let plain = index.get(&format!("{name}{SCALE_SUFFIX}")).copied();
-        let s = match (inv, plain) {
-            (None, None) => continue,
-            (Some(a), Some(b)) => {
-                return Err(mismatch(&tensors[w], &tensors[a], "the weight has two scales", &file_path).with_extra(&tensors[b].name))
-            }
-            (Some(s), None) | (None, Some(s)) => s,
-        };
-        let scale_ref = resolve(&tensors[w], &tensors[s], s, block, &file_path)?;
+    for (w, s, scale_ref) in pairs {
         if let Role::Scale { weight } = tensors[s].role {
             return Err(mismatch(&tensors[w], &tensors[s], &format!("the scale already belongs to '{}'", tensors[weight].name), &file_path));
         }

@@ -1,7 +1,7 @@
 //! Opening a checkpoint: a GGUF file, a safetensors file, or a directory of
 //! shards. Touches only headers (and small JSON files).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use serde_json::Value as Json;
 use crate::catalog::{Catalog, CatalogFile, Dtype, Format, Metadata, Role, TensorInfo};
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::fp8::{config_block_size, pair_scales};
+use crate::gguf::reader::first_duplicate;
 use crate::safetensors::index::{read_index, read_json_file, INDEX_FILE};
 use crate::source::{MmapSource, SharedSource, SourceKind};
 use crate::{gguf, safetensors};
@@ -169,32 +170,29 @@ fn open_safetensors(
 ) -> Result<Catalog> {
     let mut tensors = Vec::new();
     let mut metadata = BTreeMap::new();
-    // Tensor name -> index of the shard that holds it.
-    let mut seen: HashMap<String, usize> = HashMap::new();
     for (fi, src) in sources.iter().enumerate() {
         let h = safetensors::read_header(&**src)?;
         for (k, v) in h.metadata {
             metadata.entry(k).or_insert(v);
         }
-        for t in h.tensors {
-            if seen.contains_key(&t.name) {
-                return Err(FormatError::at(src.path(), t.start, ErrorKind::DuplicateTensor).with_tensor(&t.name));
-            }
-            seen.insert(t.name.clone(), fi);
-            tensors.push(TensorInfo {
-                name: t.name,
-                dtype: Dtype::St(t.dtype),
-                shape: t.shape,
-                file: fi,
-                offset: t.start,
-                nbytes: t.end - t.start,
-                role: Role::Data,
-                scale: None,
-            });
-        }
+        tensors.extend(h.tensors.into_iter().map(|t| TensorInfo {
+            name: t.name,
+            dtype: Dtype::St(t.dtype),
+            shape: t.shape,
+            file: fi,
+            offset: t.start,
+            nbytes: t.end - t.start,
+            role: Role::Data,
+            scale: None,
+        }));
+    }
+    // The same name in two shards (each header already refused repeats).
+    if let Some((i, _)) = first_duplicate(&tensors, |t| &t.name) {
+        let t = &tensors[i];
+        return Err(FormatError::at(sources[t.file].path(), t.offset, ErrorKind::DuplicateTensor).with_tensor(&t.name));
     }
     if let Some((index_path, map)) = index {
-        check_index(index_path, map, &sources, &seen)?;
+        check_index(index_path, map, &sources, &tensors)?;
     }
     let config_path = root.join(CONFIG_FILE);
     let block = config_block_size(config.as_ref(), &config_path)?;
@@ -211,18 +209,12 @@ fn open_safetensors(
 }
 
 /// Every tensor the index names is in the shard it names.
-fn check_index(
-    index_path: &Path,
-    map: &BTreeMap<String, String>,
-    sources: &[SharedSource],
-    found: &HashMap<String, usize>,
-) -> Result<()> {
+fn check_index(index_path: &Path, map: &BTreeMap<String, String>, sources: &[SharedSource], tensors: &[TensorInfo]) -> Result<()> {
     let file_names: Vec<Option<String>> =
         sources.iter().map(|s| s.path().file_name().map(|n| n.to_string_lossy().into_owned())).collect();
-    let mut listed = HashSet::new();
+    let found: HashMap<&str, usize> = tensors.iter().map(|t| (t.name.as_str(), t.file)).collect();
     for (name, shard) in map {
-        listed.insert(name.as_str());
-        let actual = found.get(name).and_then(|&fi| file_names[fi].as_deref());
+        let actual = found.get(name.as_str()).and_then(|&fi| file_names[fi].as_deref());
         if actual != Some(shard.as_str()) {
             let reason = match actual {
                 None => format!("tensor '{name}' is listed in shard '{shard}' but is in no shard"),

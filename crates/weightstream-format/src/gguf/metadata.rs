@@ -47,7 +47,8 @@ pub enum MetadataValue {
     F32(f32),
     Bool(bool),
     String(String),
-    Array(MetadataArray),
+    /// Boxed: keeps every scalar value small (hostile files hold millions).
+    Array(Box<MetadataArray>),
     U64(u64),
     I64(i64),
     F64(f64),
@@ -246,7 +247,7 @@ pub(crate) fn read_value(c: &mut Cursor, vtype: u32, type_at: u64) -> Result<Met
         F32 => MetadataValue::F32(f32::from_bits(c.u32()?)),
         BOOL => MetadataValue::Bool(read_bool(c)?),
         STRING => MetadataValue::String(read_string(c, MAX_STRING_LEN, "metadata string length")?),
-        ARRAY => MetadataValue::Array(read_array(c, 1)?),
+        ARRAY => MetadataValue::Array(Box::new(read_array(c, 1)?)),
         U64 => MetadataValue::U64(c.u64()?),
         I64 => MetadataValue::I64(c.u64()? as i64),
         F64 => MetadataValue::F64(f64::from_bits(c.u64()?)),

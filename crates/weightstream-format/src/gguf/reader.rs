@@ -1,7 +1,5 @@
 //! GGUF v2/v3 header parsing and validation.
 
-use std::collections::HashSet;
-
 use super::metadata::{read_string, read_value, MetadataValue, MAX_KEY_LEN};
 use super::types::GgmlType;
 use super::{MAX_DIMS, MAX_TENSOR_NAME_LEN};
@@ -47,6 +45,18 @@ impl GgufHeader {
     }
 }
 
+/// The later of the first pair of items with equal names, as (index, other
+/// index). Sorting indices costs 4 bytes per item, where a set of cloned
+/// names would cost a copy of every name (hostile headers hold millions).
+pub(crate) fn first_duplicate<T>(items: &[T], name: impl Fn(&T) -> &str) -> Option<(usize, usize)> {
+    let mut idx: Vec<u32> = (0..items.len() as u32).collect();
+    idx.sort_unstable_by(|&a, &b| name(&items[a as usize]).cmp(name(&items[b as usize])).then(a.cmp(&b)));
+    idx.windows(2)
+        .filter(|w| name(&items[w[0] as usize]) == name(&items[w[1] as usize]))
+        .map(|w| (w[1] as usize, w[0] as usize))
+        .min()
+}
+
 /// Bound a count read from the header by the bytes left to hold it and by a
 /// hard cap, before anything is allocated for it.
 fn check_count(c: &Cursor, at: u64, count: u64, min_size: u64, cap: u64, what: &'static str) -> Result<()> {
@@ -85,7 +95,7 @@ pub fn read_header(src: &dyn ByteSource) -> Result<GgufHeader> {
     check_count(&c, tc_at, tensor_count, 24, MAX_TENSORS, "tensor count")?;
 
     let mut metadata = Vec::with_capacity(kv_count as usize);
-    let mut keys = HashSet::with_capacity(kv_count as usize);
+    let mut key_offsets = Vec::with_capacity(kv_count as usize);
     let mut alignment = DEFAULT_ALIGNMENT;
     for _ in 0..kv_count {
         let key_at = c.pos();
@@ -93,9 +103,7 @@ pub fn read_header(src: &dyn ByteSource) -> Result<GgufHeader> {
         let type_at = c.pos();
         let vtype = c.u32()?;
         let value = read_value(&mut c, vtype, type_at)?;
-        if !keys.insert(key.clone()) {
-            return Err(c.err(key_at, ErrorKind::BadMetadata(format!("duplicate key '{key}'"))));
-        }
+        key_offsets.push(key_at);
         if key == ALIGNMENT_KEY {
             alignment = match value {
                 MetadataValue::U32(a) if a != 0 && a.is_power_of_two() => a as u64,
@@ -110,15 +118,17 @@ pub fn read_header(src: &dyn ByteSource) -> Result<GgufHeader> {
         }
         metadata.push((key, value));
     }
+    if let Some((i, _)) = first_duplicate(&metadata, |kv| &kv.0) {
+        let key = &metadata[i].0;
+        return Err(c.err(key_offsets[i], ErrorKind::BadMetadata(format!("duplicate key '{key}'"))));
+    }
 
     let mut tensors = Vec::with_capacity(tensor_count as usize);
-    let mut names = HashSet::with_capacity(tensor_count as usize);
     for _ in 0..tensor_count {
-        let info = read_tensor_info(&mut c, alignment)?;
-        if !names.insert(info.name.clone()) {
-            return Err(c.err(info.info_at, ErrorKind::DuplicateTensor).with_tensor(&info.name));
-        }
-        tensors.push(info);
+        tensors.push(read_tensor_info(&mut c, alignment)?);
+    }
+    if let Some((i, _)) = first_duplicate(&tensors, |t| &t.name) {
+        return Err(c.err(tensors[i].info_at, ErrorKind::DuplicateTensor).with_tensor(&tensors[i].name));
     }
 
     let end_of_infos = c.pos();

@@ -1,14 +1,16 @@
 //! One safetensors file: the 8-byte length, the JSON header, the data buffer.
 
-use std::collections::{BTreeMap, HashSet};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::{Map, Value as Json};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_json::Value as Json;
 
 use super::dtype::StDtype;
 use crate::cursor::Cursor;
 use crate::error::{ErrorKind, FormatError, Result};
-use crate::gguf::reader::check_no_overlap;
+use crate::gguf::reader::{check_no_overlap, first_duplicate};
 use crate::source::ByteSource;
 
 /// The safetensors crate refuses headers above this size.
@@ -49,32 +51,81 @@ pub fn read_header(src: &dyn ByteSource) -> Result<StHeader> {
     if text.first() != Some(&b'{') {
         return Err(c.err(8, ErrorKind::NotAnObject));
     }
-    let json: Json = serde_json::from_slice(&text).map_err(|e| {
-        let at = 8 + json_error_offset(&text, e.line(), e.column());
-        c.err(at, ErrorKind::BadJson(e.to_string()))
-    })?;
-    let Json::Object(map) = json else {
-        return Err(c.err(8, ErrorKind::NotAnObject));
-    };
-
-    let mut metadata = BTreeMap::new();
-    let mut tensors = Vec::with_capacity(map.len());
-    for (name, entry) in &map {
-        let at = 8 + locate_key(&text, name);
-        if name == METADATA_KEY {
-            metadata = parse_metadata(entry).map_err(|m| c.err(at, ErrorKind::BadSafetensorsMetadata(m)))?;
-            continue;
+    let ctx = Ctx { path, text: &text, data_offset, data_len };
+    let failure = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(&text);
+    let parsed = de.deserialize_map(HeaderVisitor { ctx: &ctx, failure: &failure }).and_then(|v| de.end().map(|()| v));
+    let (metadata, mut tensors) = match parsed {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(failure.into_inner().unwrap_or_else(|| {
+                c.err(8 + json_error_offset(&text, e.line(), e.column()), ErrorKind::BadJson(e.to_string()))
+            }))
         }
-        let t = parse_entry(path, name, entry, at, data_offset, data_len)?;
-        tensors.push(t);
+    };
+    // serde_json hands repeated keys over one by one: a repeated tensor name
+    // is ambiguous and refused (at its last occurrence).
+    if let Some((i, _)) = first_duplicate(&tensors, |t| &t.name) {
+        let name = &tensors[i].name;
+        return Err(FormatError::at(path, 8 + locate_key(&text, name, true), ErrorKind::DuplicateTensor).with_tensor(name));
     }
     let mut ranges: Vec<_> = tensors.iter().enumerate().map(|(i, t)| (t.start, t.end, i)).collect();
     check_no_overlap(path, &mut ranges, |i| &tensors[i].name)?;
     tensors.sort_by_key(|t| (t.start, t.end));
-    // The JSON object cannot hold duplicate keys once parsed; serde_json keeps
-    // the last one silently, so look for repeats in the raw text.
-    check_duplicate_keys(path, &text, &map)?;
     Ok(StHeader { metadata, tensors, data_offset })
+}
+
+/// What entry parsing needs to know about the file.
+struct Ctx<'a> {
+    path: &'a Path,
+    text: &'a [u8],
+    data_offset: u64,
+    data_len: u64,
+}
+
+/// Streams the header object: each entry's JSON value lives only while it
+/// is turned into a compact `StTensorInfo`, so a header of a million
+/// entries never exists as a million JSON trees.
+struct HeaderVisitor<'a> {
+    ctx: &'a Ctx<'a>,
+    /// Our typed error, when the visitor stops with one (serde only carries
+    /// its own error type through).
+    failure: &'a RefCell<Option<FormatError>>,
+}
+
+impl HeaderVisitor<'_> {
+    fn fail<E: de::Error>(&self, e: FormatError) -> E {
+        *self.failure.borrow_mut() = Some(e);
+        E::custom("invalid safetensors header")
+    }
+}
+
+impl<'de> Visitor<'de> for HeaderVisitor<'_> {
+    type Value = (BTreeMap<String, String>, Vec<StTensorInfo>);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object of tensor entries")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut metadata = None;
+        let mut tensors = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value: Json = map.next_value()?;
+            if key == METADATA_KEY {
+                let at = 8 + locate_key(self.ctx.text, &key, metadata.is_some());
+                if metadata.is_some() {
+                    return Err(self.fail(FormatError::at(self.ctx.path, at, ErrorKind::DuplicateTensor).with_tensor(&key)));
+                }
+                let m = parse_metadata(&value)
+                    .map_err(|m| self.fail(FormatError::at(self.ctx.path, at, ErrorKind::BadSafetensorsMetadata(m))))?;
+                metadata = Some(m);
+                continue;
+            }
+            tensors.push(parse_entry(self.ctx, key, &value).map_err(|e| self.fail(e))?);
+        }
+        Ok((metadata.unwrap_or_default(), tensors))
+    }
 }
 
 fn parse_metadata(entry: &Json) -> std::result::Result<BTreeMap<String, String>, String> {
@@ -89,8 +140,9 @@ fn parse_metadata(entry: &Json) -> std::result::Result<BTreeMap<String, String>,
         .collect()
 }
 
-fn parse_entry(path: &Path, name: &str, entry: &Json, at: u64, data_offset: u64, data_len: u64) -> Result<StTensorInfo> {
-    let fail = |kind: ErrorKind| FormatError::at(path, at, kind).with_tensor(name);
+fn parse_entry(ctx: &Ctx, name: String, entry: &Json) -> Result<StTensorInfo> {
+    // The entry's byte position is searched for only when reporting an error.
+    let fail = |kind: ErrorKind| FormatError::at(ctx.path, 8 + locate_key(ctx.text, &name, false), kind).with_tensor(&name);
     let bad = |m: &str| fail(ErrorKind::BadTensorEntry(m.to_string()));
     let Json::Object(obj) = entry else {
         return Err(bad("not an object"));
@@ -113,14 +165,14 @@ fn parse_entry(path: &Path, name: &str, entry: &Json, at: u64, data_offset: u64,
         },
         _ => return Err(bad("data_offsets must hold exactly [begin, end]")),
     };
-    if begin > end || end > data_len {
-        let abs = data_offset.saturating_add(begin);
+    if begin > end || end > ctx.data_len {
+        let abs = ctx.data_offset.saturating_add(begin);
         return Err(FormatError::at(
-            path,
+            ctx.path,
             abs,
-            ErrorKind::OutOfBounds { start: begin, end, limit: data_len, region: "data buffer" },
+            ErrorKind::OutOfBounds { start: begin, end, limit: ctx.data_len, region: "data buffer" },
         )
-        .with_tensor(name));
+        .with_tensor(&name));
     }
     let n_elems = shape
         .iter()
@@ -130,21 +182,21 @@ fn parse_entry(path: &Path, name: &str, entry: &Json, at: u64, data_offset: u64,
     if expected != end - begin {
         return Err(fail(ErrorKind::SizeMismatch { expected, actual: end - begin }));
     }
-    Ok(StTensorInfo { name: name.to_string(), dtype, shape, start: data_offset + begin, end: data_offset + end })
+    Ok(StTensorInfo { name, dtype, shape, start: ctx.data_offset + begin, end: ctx.data_offset + end })
 }
 
-/// Byte offset of `"name"` as a key in the header text (first match), for
-/// error messages. 0 when not found (escaped names).
-fn locate_key(text: &[u8], name: &str) -> u64 {
+/// Byte offset of `"name"` in the header text (its first or last
+/// occurrence), for error messages: one linear search, on the error path
+/// only. 0 when not found (names written with escapes).
+fn locate_key(text: &[u8], name: &str, last: bool) -> u64 {
     let needle = serde_json::to_string(name).unwrap_or_default();
-    find(text, needle.as_bytes()).unwrap_or(0) as u64
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || needle.len() > hay.len() {
-        return None;
+    let needle = needle.as_bytes();
+    if needle.is_empty() || needle.len() > text.len() {
+        return 0;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+    let mut windows = text.windows(needle.len());
+    let found = if last { windows.rposition(|w| w == needle) } else { windows.position(|w| w == needle) };
+    found.unwrap_or(0) as u64
 }
 
 fn json_error_offset(text: &[u8], line: usize, column: usize) -> u64 {
@@ -156,47 +208,6 @@ fn json_error_offset(text: &[u8], line: usize, column: usize) -> u64 {
         off += l.len() + 1;
     }
     0
-}
-
-/// serde_json keeps the last of two equal keys; a header with a repeated
-/// tensor name is ambiguous and is rejected. Scans top-level keys only.
-fn check_duplicate_keys(path: &Path, text: &[u8], map: &Map<String, Json>) -> Result<()> {
-    let mut seen = HashSet::with_capacity(map.len());
-    let mut depth = 0i32;
-    let mut i = 0usize;
-    let mut expect_key = false;
-    while i < text.len() {
-        match text[i] {
-            b'{' | b'[' => {
-                depth += 1;
-                expect_key = depth == 1 && text[i] == b'{';
-            }
-            b'}' | b']' => depth -= 1,
-            b',' if depth == 1 => expect_key = true,
-            b'"' => {
-                let start = i;
-                i += 1;
-                while i < text.len() && text[i] != b'"' {
-                    if text[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                if depth == 1 && expect_key {
-                    let raw = &text[start..=i.min(text.len() - 1)];
-                    if let Ok(key) = serde_json::from_slice::<String>(raw) {
-                        if !seen.insert(key.clone()) {
-                            return Err(FormatError::at(path, 8 + start as u64, ErrorKind::DuplicateTensor).with_tensor(&key));
-                        }
-                    }
-                    expect_key = false;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
