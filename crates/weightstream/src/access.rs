@@ -8,6 +8,7 @@ use std::ops::Range;
 use weightstream_dequant::{scales_to_f32, Kernel, ScaleGrid};
 use weightstream_format::{Catalog, Encoding};
 
+use crate::alloc::zeroed;
 use crate::error::{Error, Result};
 use crate::plan::{file_path, Job};
 
@@ -17,7 +18,11 @@ pub fn bytes<'c>(cat: &'c Catalog, file: usize, range: Range<u64>, tensor: &str)
     if let Some(s) = src.slice(range.clone()) {
         return Ok(Cow::Borrowed(s));
     }
-    let mut buf = vec![0u8; (range.end - range.start) as usize];
+    let len = range.end - range.start;
+    let mut buf = usize::try_from(len)
+        .ok()
+        .and_then(zeroed)
+        .ok_or_else(|| Error::HostMemory { tensor: tensor.to_string(), bytes: len })?;
     read_into(cat, file, range.start, &mut buf, tensor)?;
     Ok(Cow::Owned(buf))
 }

@@ -15,7 +15,7 @@ use weightstream_format::{Catalog, Format, Metadata};
 
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
-use crate::cpu::{CpuExecutor, CpuOptions};
+use crate::cpu::{alloc_output, CpuExecutor, CpuOptions};
 use crate::error::{Error, Result};
 use crate::plan::{Job, Plan, PlanOptions, Skipped};
 use crate::safetensors_writer::{header, write_bf16, Entry};
@@ -221,7 +221,8 @@ fn write_shard(cat: &Catalog, cpu: &CpuExecutor, jobs: &[&Job], path: &Path, met
     let file = File::create(path).map_err(io_err(path))?;
     let mut w = BufWriter::with_capacity(4 << 20, file);
     w.write_all(&header(&entries, metadata)).map_err(io_err(path))?;
-    let mut buf = vec![0u16; WRITE_GROUP_ELEMS.min(jobs.iter().map(|j| j.n_elems).max().unwrap_or(0)) as usize];
+    let group = WRITE_GROUP_ELEMS.min(jobs.iter().map(|j| j.n_elems).max().unwrap_or(0));
+    let mut buf = alloc_output("(convert write buffer)", group)?;
     for job in jobs {
         let jk = JobKernel::new(cat, job)?;
         let end = job.first + job.n_elems;

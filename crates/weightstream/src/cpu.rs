@@ -6,6 +6,7 @@ use weightstream_dequant::{dequantize_par, Isa, DEFAULT_PIECE};
 use weightstream_format::Catalog;
 
 use crate::access::{bytes, JobKernel};
+use crate::alloc::zeroed;
 use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
 use crate::plan::{Job, Plan};
@@ -24,24 +25,11 @@ pub struct CpuOptions {
 
 /// A zeroed output buffer, or an error when the host cannot provide it (a
 /// plain `vec!` would abort the process).
-/// Zeroed through calloc, like `vec![0; n]`: the pages are mapped lazily, so
-/// the kernel's writes are the first touch (no memset pass before them).
 pub(crate) fn alloc_output(tensor: &str, n: u64) -> Result<Vec<u16>> {
-    let fail = || Error::HostMemory { tensor: tensor.to_string(), bytes: n.saturating_mul(2) };
-    let n = usize::try_from(n).map_err(|_| fail())?;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<u16>(n).map_err(|_| fail())?;
-    // SAFETY: the layout has a non-zero size; the result is zeroed memory for
-    // n u16 values, or null.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u16;
-    if ptr.is_null() {
-        return Err(fail());
-    }
-    // SAFETY: ptr comes from the global allocator with exactly this layout
-    // (capacity n) and all n elements are initialised (zero).
-    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+    usize::try_from(n)
+        .ok()
+        .and_then(zeroed)
+        .ok_or_else(|| Error::HostMemory { tensor: tensor.to_string(), bytes: n.saturating_mul(2) })
 }
 
 /// Runs jobs on a thread pool of its own.
@@ -101,6 +89,36 @@ impl CpuExecutor {
         let mut data = alloc_output(&job.name, job.n_elems)?;
         self.fill(cat, &jk, job.first, &mut data, tracker)?;
         Ok(HostTensor { name: job.name.clone(), shape: job.shape.clone(), data })
+    }
+
+    /// Fill caller-owned buffers: `dsts[i]` receives job `i` (exactly
+    /// `n_elems` BF16 values), in plan order; `on_done(i)` after each.
+    pub fn load_into(
+        &self,
+        cat: &Catalog,
+        plan: &Plan,
+        dsts: &mut [&mut [u16]],
+        control: Control,
+        mut on_done: impl FnMut(usize) -> Result<()>,
+    ) -> Result<LoadStats> {
+        if dsts.len() != plan.jobs.len() {
+            return Err(Error::Other(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
+        }
+        for (job, d) in plan.jobs.iter().zip(dsts.iter()) {
+            if d.len() as u64 != job.n_elems {
+                return Err(Error::Other(format!("tensor '{}' needs {} values, its destination holds {}", job.name, job.n_elems, d.len())));
+            }
+        }
+        let t0 = Instant::now();
+        let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
+        for (i, (job, dst)) in plan.jobs.iter().zip(dsts.iter_mut()).enumerate() {
+            tracker.check()?;
+            let jk = JobKernel::new(cat, job)?;
+            self.fill(cat, &jk, job.first, dst, Some(&tracker))?;
+            tracker.tensor_done();
+            on_done(i)?;
+        }
+        Ok(LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() })
     }
 
     /// Produce every job's tensor in plan order, handing each to `sink` as it

@@ -46,6 +46,11 @@ impl fmt::Display for Device {
     }
 }
 
+/// CUDA devices this process can use, or why there are none.
+pub fn cuda_device_count() -> Result<usize> {
+    weightstream_cuda::device_count().map_err(|e| Error::Device(e.to_string()))
+}
+
 impl DeviceChoice {
     /// Decide. `auto` never fails; an explicit `cuda` fails with the reason
     /// there is no usable GPU (no kernels in this build, no driver, no device).

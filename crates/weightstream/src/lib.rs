@@ -16,6 +16,7 @@
 //! ```
 
 pub mod access;
+mod alloc;
 pub mod control;
 pub mod convert;
 pub mod cpu;
@@ -29,7 +30,7 @@ pub mod tensor;
 pub use control::{Control, Progress};
 pub use convert::{convert, convert_catalog, ConvertOptions, ConvertReport};
 pub use cpu::{CpuExecutor, CpuOptions};
-pub use device::{Device, DeviceChoice};
+pub use device::{cuda_device_count, Device, DeviceChoice};
 pub use gpu::{DeviceTensor, GpuExecutor, GpuOptions};
 pub use weightstream_cuda::StagingConfig;
 pub use error::{Error, Result};

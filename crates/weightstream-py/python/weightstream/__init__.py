@@ -1,0 +1,254 @@
+"""weightstream: quantized checkpoints (GGUF Q4_0/Q8_0/F16/F32/BF16, FP8
+safetensors) loaded as BF16 tensors, dequantized on the GPU when one is
+asked for, on the CPU otherwise, with the same bits either way.
+
+    tensors = weightstream.load_file("model-q4_0.gguf", device="cuda:0")
+
+    with weightstream.open("./DeepSeek-V3-FP8") as ckpt:
+        for name, tensor in ckpt:
+            ...
+
+Tensors are torch tensors (torch.bfloat16) when torch is installed; without
+torch, numpy arrays (ml_dtypes.bfloat16 if ml_dtypes is installed, else the
+raw BF16 bits as uint16). On a GPU the kernels write straight into
+torch-allocated tensors, ordered after torch's current stream.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from typing import Any, Iterator, Optional
+
+from ._native import Checkpoint as _Native
+from ._native import WeightstreamError, cuda_status
+from ._native import __version__
+
+__all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "__version__"]
+
+_END_OF_BATCH = object()
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _parse_device(device) -> tuple[str, int]:
+    """'cpu' | 'cuda' | 'cuda:N' | torch.device -> (kind, index)."""
+    s = str(device)
+    if s == "cpu":
+        return "cpu", 0
+    if s == "cuda":
+        torch = _torch()
+        return "cuda", torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
+    if s.startswith("cuda:") and s[5:].isdigit():
+        return "cuda", int(s[5:])
+    raise ValueError(f"device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+
+
+def _empty(shape, kind: str, index: int):
+    """An uninitialised BF16 tensor (torch) or array (numpy) of `shape`."""
+    torch = _torch()
+    if torch is not None:
+        dev = torch.device("cpu") if kind == "cpu" else torch.device("cuda", index)
+        return torch.empty(tuple(shape), dtype=torch.bfloat16, device=dev)
+    if kind != "cpu":
+        raise WeightstreamError("device='cuda' needs PyTorch: install torch, or load with device='cpu'")
+    import numpy as np
+
+    try:
+        import ml_dtypes
+
+        dtype = ml_dtypes.bfloat16
+    except ImportError:
+        dtype = np.uint16  # the BF16 bit patterns
+    return np.empty(tuple(shape), dtype=dtype)
+
+
+def _address(t) -> tuple[int, int]:
+    """(data address, bytes) of a contiguous tensor or array."""
+    if hasattr(t, "data_ptr"):
+        return t.data_ptr(), t.numel() * t.element_size()
+    return t.ctypes.data, t.nbytes
+
+
+class Checkpoint:
+    """An opened checkpoint: a .gguf file, a .safetensors file, or a directory
+    of shards. Only headers are read when it opens."""
+
+    def __init__(self, path, device="cpu", *, source: str = "auto", skip_unsupported: bool = False,
+                 threads: Optional[int] = None, staging_slots: Optional[int] = None,
+                 staging_bytes: Optional[int] = None, readers: Optional[int] = None,
+                 batch_bytes: int = 2 << 30):
+        self._native = _Native(str(path), source, skip_unsupported)
+        self.path = str(path)
+        self.device = device
+        self._kind, self._index = _parse_device(device)
+        self._threads = threads
+        self._staging = (staging_slots, staging_bytes, readers)
+        self._names = self._native.names()
+        self._pos = {n: i for i, n in enumerate(self._names)}
+        self._shapes = self._native.shapes()
+        self._dtypes = self._native.dtypes()
+        self._batch_bytes = batch_bytes
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def keys(self) -> list[str]:
+        """The tensors a load produces (data tensors; FP8 scales are consumed
+        and activation scales left out), in file order."""
+        return list(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name) -> bool:
+        return name in self._pos
+
+    def shape(self, name: str) -> list[int]:
+        return list(self._shapes[self._index_of(name)])
+
+    def dtype(self, name: str) -> str:
+        """The stored dtype (Q4_0, F8_E4M3, ...); every tensor loads as BF16."""
+        return self._dtypes[self._index_of(name)]
+
+    def format(self) -> str:
+        return self._native.format()
+
+    def metadata(self) -> dict[str, Any]:
+        """GGUF key-values (arrays as lists), or the safetensors __metadata__."""
+        return json.loads(self._native.metadata_json())
+
+    def config(self) -> Optional[dict[str, Any]]:
+        """config.json beside safetensors shards, if there is one."""
+        c = self._native.config_json()
+        return None if c is None else json.loads(c)
+
+    def skipped(self) -> list[tuple[str, str]]:
+        return self._native.skipped()
+
+    def _index_of(self, name: str) -> int:
+        try:
+            return self._pos[name]
+        except KeyError:
+            raise KeyError(f"{name!r} is not a tensor of {self.path}") from None
+
+    def _stream(self, kind: str, index: int) -> int:
+        """torch's current stream on the device (thread-local in torch: read it
+        on the caller's thread)."""
+        return _torch().cuda.current_stream(index).cuda_stream if kind == "cuda" else 0
+
+    def _run(self, indices: list[int], tensors: list, kind: str, index: int, stream: int, callback=None) -> None:
+        """Fill `tensors` (allocated for `indices`) in place."""
+        ptrs, nbytes = (list(x) for x in zip(*(_address(t) for t in tensors))) if tensors else ([], [])
+        if kind == "cpu":
+            self._native.load_cpu(indices, ptrs, nbytes, self._threads, callback)
+        else:
+            slots, slot_bytes, readers = self._staging
+            self._native.load_cuda(index, indices, ptrs, nbytes, stream, slots, slot_bytes, readers, callback)
+
+    def _load(self, indices: list[int], kind: str, index: int) -> list:
+        tensors = [_empty(self._shapes[i], kind, index) for i in indices]
+        self._run(indices, tensors, kind, index, self._stream(kind, index))
+        return tensors
+
+    def get_tensor(self, name: str, device=None):
+        """One tensor as BF16 (on this checkpoint's device unless `device`)."""
+        kind, index = (self._kind, self._index) if device is None else _parse_device(device)
+        return self._load([self._index_of(name)], kind, index)[0]
+
+    def __getitem__(self, name: str):
+        """`ckpt[name]` is `ckpt.get_tensor(name)` (so `dict(ckpt)` works too;
+        `dict(iter(ckpt))` streams instead)."""
+        return self.get_tensor(name)
+
+    def load(self, names=None) -> dict[str, Any]:
+        """Every tensor (or `names`) as a dict name -> BF16 tensor."""
+        idx = list(range(len(self._names))) if names is None else [self._index_of(n) for n in names]
+        return dict(zip((self._names[i] for i in idx), self._load(idx, self._kind, self._index)))
+
+    def _batches(self) -> list[list[int]]:
+        """Consecutive tensors, at most `batch_bytes` of BF16 per batch (a
+        larger tensor is a batch of its own)."""
+        batches, size = [[]], 0
+        for i, shape in enumerate(self._shapes):
+            n = 2
+            for d in shape:
+                n *= d
+            if batches[-1] and size + n > self._batch_bytes:
+                batches.append([])
+                size = 0
+            batches[-1].append(i)
+            size += n
+        return [b for b in batches if b]
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        """(name, tensor) pairs in file order, each as soon as it is complete.
+
+        The load runs on a background thread (the GIL is released while it
+        works), batch by batch: at most two batches of `batch_bytes` exist at
+        once beyond what the consumer keeps, so a model loads into its own
+        parameters without a second full copy."""
+        kind, index = self._kind, self._index
+        stream = self._stream(kind, index)
+        finished: queue.Queue = queue.Queue()
+        room = threading.Semaphore(2)  # batches allocated and not yet consumed
+        stop = threading.Event()  # the consumer went away
+        failure: list[BaseException] = []
+
+        def work():
+            try:
+                for batch in self._batches():
+                    room.acquire()
+                    if stop.is_set():
+                        return
+                    tensors = [_empty(self._shapes[i], kind, index) for i in batch]
+
+                    def done(k, first=batch[0], ts=tensors):
+                        finished.put((k, ts[k - first]))
+
+                    self._run(batch, tensors, kind, index, stream, done)
+                    finished.put(_END_OF_BATCH)
+            except BaseException as e:  # raised again on the consumer's side
+                failure.append(e)
+            finally:
+                finished.put(None)
+
+        threading.Thread(target=work, name="weightstream-load", daemon=True).start()
+        try:
+            while True:
+                item = finished.get()
+                if item is None:
+                    break
+                if item is _END_OF_BATCH:
+                    room.release()
+                    continue
+                k, tensor = item
+                yield self._names[k], tensor
+        finally:
+            stop.set()
+            room.release()
+        if failure:
+            raise failure[0]
+
+    def __repr__(self) -> str:
+        return f"weightstream.Checkpoint({self.path!r}, {len(self)} tensors, {self.format()}, device={self.device!r})"
+
+
+def open(path, device="cpu", **options) -> Checkpoint:
+    """Open a checkpoint (headers only). Options: source ('auto', 'read',
+    'mmap'), skip_unsupported, threads, staging_slots, staging_bytes, readers."""
+    return Checkpoint(path, device, **options)
+
+
+def load_file(path, device="cpu", **options) -> dict[str, Any]:
+    """Every tensor of a checkpoint as BF16, like safetensors.torch.load_file."""
+    return Checkpoint(path, device, **options).load()

@@ -1,0 +1,229 @@
+//! `weightstream._native`: the Rust side of the Python package. Deliberately
+//! small and pointer-based: Python allocates the tensors (torch or numpy) and
+//! passes their addresses; the kernels write into them directly. The GIL is
+//! released for the whole load and taken back only to report each finished
+//! tensor.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use weightstream::format::SourceKind;
+use weightstream::{Catalog, Control, CpuExecutor, CpuOptions, Error, GpuExecutor, GpuOptions, Plan, PlanOptions, StagingConfig};
+
+create_exception!(_native, WeightstreamError, PyRuntimeError, "A weightstream failure: .kind, .file, .tensor, .offset say what and where.");
+
+/// Turn a Rust error into WeightstreamError with its fields as attributes.
+fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    let err = WeightstreamError::new_err(e.to_string());
+    let v = err.value(py);
+    let _ = v.setattr("kind", e.code());
+    let (file, tensor, offset) = match &e {
+        Error::Format(f) => (Some(f.file.display().to_string()), f.tensor.clone(), f.offset),
+        Error::Read { file, tensor, offset, .. } | Error::Unsupported { file, tensor, offset, .. } => {
+            (Some(file.display().to_string()), Some(tensor.clone()), Some(*offset))
+        }
+        _ => (None, None, None),
+    };
+    let _ = v.setattr("file", file);
+    let _ = v.setattr("tensor", tensor);
+    let _ = v.setattr("offset", offset);
+    err
+}
+
+fn source_kind(s: &str) -> PyResult<SourceKind> {
+    match s {
+        "auto" => Ok(SourceKind::default()),
+        _ => SourceKind::parse(s).ok_or_else(|| WeightstreamError::new_err(format!("source '{s}': use auto, read or mmap"))),
+    }
+}
+
+/// An opened checkpoint and the plan of its data tensors.
+#[pyclass(module = "weightstream._native", frozen)]
+struct Checkpoint {
+    cat: Arc<Catalog>,
+    plan: Arc<Plan>,
+}
+
+/// Call `callback(i)` for finished tensor `i` (with the GIL); a Python
+/// exception stops the load.
+fn report(callback: &Option<Py<PyAny>>, i: usize) -> weightstream::Result<()> {
+    match callback {
+        None => Ok(()),
+        Some(cb) => Python::attach(|py| cb.call1(py, (i,)).map(|_| ()).map_err(|e| Error::Other(format!("callback failed: {e}")))),
+    }
+}
+
+impl Checkpoint {
+    fn sub_plan(&self, indices: &[usize]) -> PyResult<Plan> {
+        let jobs = indices
+            .iter()
+            .map(|&i| self.plan.jobs.get(i).cloned().ok_or_else(|| WeightstreamError::new_err(format!("no tensor {i}"))))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Plan { jobs, skipped: vec![] })
+    }
+}
+
+#[pymethods]
+impl Checkpoint {
+    #[new]
+    #[pyo3(signature = (path, source = "auto", skip_unsupported = false))]
+    fn new(py: Python<'_>, path: PathBuf, source: &str, skip_unsupported: bool) -> PyResult<Self> {
+        let kind = source_kind(source)?;
+        py.detach(|| {
+            let cat = weightstream::open_with_source(&path, kind)?;
+            let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported })?;
+            Ok((cat, plan))
+        })
+        .map(|(cat, plan)| Checkpoint { cat: Arc::new(cat), plan: Arc::new(plan) })
+        .map_err(|e| to_py(py, e))
+    }
+
+    /// Names of the tensors a load produces, in file order.
+    fn names(&self) -> Vec<String> {
+        self.plan.jobs.iter().map(|j| j.name.clone()).collect()
+    }
+
+    /// Row-major shapes, in the order of `names()`.
+    fn shapes(&self) -> Vec<Vec<u64>> {
+        self.plan.jobs.iter().map(|j| j.shape.clone()).collect()
+    }
+
+    /// Storage dtypes (`Q4_0`, `F8_E4M3`, ...), in the order of `names()`.
+    fn dtypes(&self) -> Vec<&'static str> {
+        self.plan.jobs.iter().map(|j| self.cat.tensors[j.tensor].dtype.name()).collect()
+    }
+
+    /// "gguf" or "safetensors".
+    fn format(&self) -> &'static str {
+        match self.cat.format {
+            weightstream::Format::Gguf => "gguf",
+            weightstream::Format::Safetensors => "safetensors",
+        }
+    }
+
+    /// The checkpoint's metadata as JSON text (GGUF key-values, or the
+    /// safetensors `__metadata__`).
+    fn metadata_json(&self) -> String {
+        self.cat.metadata.to_json().to_string()
+    }
+
+    /// config.json beside safetensors shards, as JSON text, if any.
+    fn config_json(&self) -> Option<String> {
+        self.cat.config.as_ref().map(|c| c.to_string())
+    }
+
+    /// (name, reason) of tensors left out because they cannot become BF16.
+    fn skipped(&self) -> Vec<(String, String)> {
+        self.plan.skipped.iter().map(|s| (s.name.clone(), s.reason.clone())).collect()
+    }
+
+    /// Dequantize tensors `indices` on the CPU into host buffers: `ptrs[k]`
+    /// is the address of a contiguous buffer of `nbytes[k]` bytes that must be
+    /// exactly the tensor's BF16 size. Returns (seconds, file bytes).
+    #[pyo3(signature = (indices, ptrs, nbytes, threads = None, callback = None))]
+    fn load_cpu(
+        &self,
+        py: Python<'_>,
+        indices: Vec<usize>,
+        ptrs: Vec<usize>,
+        nbytes: Vec<usize>,
+        threads: Option<usize>,
+        callback: Option<Py<PyAny>>,
+    ) -> PyResult<(f64, u64)> {
+        let plan = self.sub_plan(&indices)?;
+        check_buffers(&plan, &ptrs, &nbytes)?;
+        let cat = self.cat.clone();
+        py.detach(move || {
+            let cpu = CpuExecutor::new(&CpuOptions { threads, isa: None })?;
+            let mut dsts: Vec<&mut [u16]> = ptrs
+                .iter()
+                .zip(&plan.jobs)
+                // SAFETY: the Python layer passes the data pointers of
+                // contiguous, writable BF16 tensors it allocated for exactly
+                // these jobs and keeps alive until this call returns; their
+                // sizes were checked against the jobs above.
+                .map(|(&p, j)| unsafe { std::slice::from_raw_parts_mut(p as *mut u16, j.n_elems as usize) })
+                .collect();
+            let stats = cpu.load_into(&cat, &plan, &mut dsts, Control::default(), |i| report(&callback, indices[i]))?;
+            Ok((stats.seconds, stats.src_bytes))
+        })
+        .map_err(|e| to_py(py, e))
+    }
+
+    /// Dequantize tensors `indices` on CUDA device `device` into device
+    /// buffers `ptrs` (torch tensors' data pointers), ordered after work
+    /// queued on `stream` (torch's current stream). Complete on return.
+    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, staging_slots = None, staging_bytes = None, readers = None, callback = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn load_cuda(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        indices: Vec<usize>,
+        ptrs: Vec<u64>,
+        nbytes: Vec<usize>,
+        stream: u64,
+        staging_slots: Option<usize>,
+        staging_bytes: Option<usize>,
+        readers: Option<usize>,
+        callback: Option<Py<PyAny>>,
+    ) -> PyResult<(f64, u64)> {
+        let plan = self.sub_plan(&indices)?;
+        let addrs: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
+        check_buffers(&plan, &addrs, &nbytes)?;
+        let d = StagingConfig::default();
+        let staging = StagingConfig {
+            slots: staging_slots.unwrap_or(d.slots),
+            slot_bytes: staging_bytes.unwrap_or(d.slot_bytes),
+            readers: readers.unwrap_or(d.readers),
+        };
+        let cat = self.cat.clone();
+        py.detach(move || {
+            let gpu = GpuExecutor::new(&GpuOptions { device, staging })?;
+            let stream = (stream != 0).then_some(stream);
+            // SAFETY: the Python layer passes data pointers of contiguous
+            // BF16 CUDA tensors on `device` (sizes checked above), alive until
+            // this returns, and torch's current stream on that device.
+            let stats = unsafe { gpu.load_into(&cat, &plan, &ptrs, stream, Control::default(), |i| report(&callback, indices[i]))? };
+            Ok((stats.seconds, stats.src_bytes))
+        })
+        .map_err(|e| to_py(py, e))
+    }
+}
+
+fn check_buffers(plan: &Plan, ptrs: &[usize], nbytes: &[usize]) -> PyResult<()> {
+    if ptrs.len() != plan.jobs.len() || nbytes.len() != plan.jobs.len() {
+        return Err(WeightstreamError::new_err("one buffer per tensor"));
+    }
+    for ((j, &p), &n) in plan.jobs.iter().zip(ptrs).zip(nbytes) {
+        if n as u64 != j.out_bytes() || (p == 0 && n != 0) || p % 2 != 0 {
+            return Err(WeightstreamError::new_err(format!(
+                "tensor '{}' needs a 2-byte aligned buffer of {} bytes, got {n} at {p:#x}",
+                j.name,
+                j.out_bytes()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// (usable, reason): whether a CUDA load can run here, and why not.
+#[pyfunction]
+fn cuda_status() -> (bool, String) {
+    match weightstream::cuda_device_count() {
+        Ok(n) => (true, format!("{n} CUDA device(s)")),
+        Err(e) => (false, e.to_string()),
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Checkpoint>()?;
+    m.add_function(wrap_pyfunction!(cuda_status, m)?)?;
+    m.add("WeightstreamError", m.py().get_type::<WeightstreamError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

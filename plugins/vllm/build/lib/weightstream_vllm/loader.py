@@ -1,0 +1,89 @@
+"""The weightstream model loader for vLLM (`--load-format weightstream`).
+
+- GGUF (Q4_0, Q8_0, F16, F32, BF16): tensors mapped to the model's Hugging
+  Face names, llama-family q/k rows un-permuted, output.weight absent means
+  tied embeddings (vLLM's model ties them itself).
+- FP8 safetensors (block weight_scale_inv, per-tensor or per-channel
+  weight_scale): dequantized to BF16; the checkpoint's quantization_config is
+  dropped before the model is built, so vLLM builds a plain BF16 model.
+- Tensors are produced on the model's device: by the GPU kernels when vLLM
+  runs on CUDA, by the CPU kernels otherwise.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+from vllm.config import ModelConfig, VllmConfig
+from vllm.config.load import LoadConfig
+from vllm.logger import init_logger
+from vllm.model_executor.model_loader import register_model_loader
+from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+import weightstream
+
+from . import LOAD_FORMAT, gguf_names
+from .options import Options, find_checkpoint
+
+logger = init_logger(__name__)
+
+WHAT_TO_DO_UNSUPPORTED = (
+    "weightstream serves Q4_0, Q8_0, F16, F32 and BF16 GGUF tensors and F8_E4M3/F8_E5M2 safetensors weights; "
+    "requantize the model to Q8_0 or Q4_0 (llama.cpp's llama-quantize), or use the vllm-gguf-plugin for k-quants"
+)
+
+
+@register_model_loader(LOAD_FORMAT)
+class WeightstreamModelLoader(BaseModelLoader):
+    def __init__(self, load_config: LoadConfig):
+        super().__init__(load_config)
+        self.options = Options.parse(load_config.model_loader_extra_config)
+
+    def download_model(self, model_config: ModelConfig) -> None:
+        find_checkpoint(model_config.model, self.options)
+
+    def _open(self, model_config: ModelConfig, device: str):
+        path = find_checkpoint(model_config.model, self.options)
+        o = self.options
+        try:
+            return weightstream.open(path, device=device, source=o.source, threads=o.threads,
+                                     staging_slots=o.staging_slots, staging_bytes=o.staging_bytes, readers=o.readers)
+        except weightstream.WeightstreamError as e:
+            hint = WHAT_TO_DO_UNSUPPORTED if getattr(e, "kind", "") == "unsupported" else "the file is not a valid checkpoint"
+            raise RuntimeError(f"weightstream cannot load {path}: {e}. {hint}.") from e
+
+    def load_model(self, vllm_config: VllmConfig, model_config: ModelConfig, prefix: str = "") -> nn.Module:
+        # An FP8 checkpoint becomes a BF16 model: no quantized linear methods.
+        # (vLLM has already accepted the checkpoint's quantization_config; where
+        # it refuses FP8 outright, --hf-overrides '{"quantization_config": null}'.)
+        if vllm_config.quant_config is not None or model_config.quantization is not None:
+            ck = self._open(model_config, "cpu")
+            if any(d.startswith("F8_") for d in (ck.dtype(n) for n in ck.keys())):
+                logger.info("weightstream: %s checkpoint served as BF16: ignoring its quantization_config",
+                            model_config.quantization)
+                vllm_config.quant_config = None
+                model_config.quantization = None
+        return super().load_model(vllm_config, model_config, prefix)
+
+    def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
+        param = next(model.parameters(), None)
+        device = param.device if param is not None else torch.device("cpu")
+        target = f"cuda:{device.index or 0}" if device.type == "cuda" else "cpu"
+        t0 = time.perf_counter()
+        with self._open(model_config, target) as ck:
+            if ck.skipped():
+                logger.warning("weightstream: skipped %s", ck.skipped())
+            weights = iter(ck)
+            if ck.format() == "gguf":
+                weights = gguf_names.to_hf(weights, ck.metadata(), model_config.hf_config)
+            loaded = model.load_weights(weights)
+        expected = {n for n, _ in model.named_parameters()}
+        if loaded is not None:
+            missing = sorted(expected - set(loaded))
+            if missing:
+                raise RuntimeError(
+                    f"weightstream: {len(missing)} model weight(s) were not in the checkpoint (first: {missing[:5]}); "
+                    "does the checkpoint match the model config?"
+                )
+        logger.info("weightstream: loaded %s on %s in %.2f s", ck.path, target, time.perf_counter() - t0)

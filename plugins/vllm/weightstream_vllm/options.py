@@ -1,0 +1,65 @@
+"""--model-loader-extra-config for the weightstream load format, and where
+the checkpoint is."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers"}
+
+
+@dataclass
+class Options:
+    #: The checkpoint: a .gguf or .safetensors file or a directory (default:
+    #: the --model directory, or the --model file).
+    file: Optional[str] = None
+    #: How to read it: "auto", "read" or "mmap".
+    source: str = "auto"
+    #: CPU dequant threads (default: every core).
+    threads: Optional[int] = None
+    #: GPU staging ring: buffers, bytes per buffer, reader threads.
+    staging_slots: Optional[int] = None
+    staging_bytes: Optional[int] = None
+    readers: Optional[int] = None
+
+    @classmethod
+    def parse(cls, extra: Any) -> "Options":
+        extra = dict(extra or {})
+        unknown = set(extra) - KNOWN
+        if unknown:
+            raise ValueError(
+                f"--model-loader-extra-config: unknown option(s) {sorted(unknown)} for --load-format weightstream; "
+                f"known: {sorted(KNOWN)}"
+            )
+        return cls(**extra)
+
+
+def find_checkpoint(model: str, options: Options) -> Path:
+    """The checkpoint weightstream reads for `--model model`."""
+    if options.file:
+        p = Path(options.file)
+        if not p.is_absolute() and Path(model).is_dir():
+            p = Path(model) / p
+        if not p.exists():
+            raise FileNotFoundError(f"weightstream: model_loader_extra_config file {str(p)!r} does not exist")
+        return p
+    p = Path(model)
+    if p.is_file():
+        return p
+    if not p.is_dir():
+        raise FileNotFoundError(
+            f"weightstream: --model {model!r} is not a local directory or file; --load-format weightstream reads "
+            "local checkpoints (download one with `huggingface-cli download` first)"
+        )
+    ggufs = sorted(p.glob("*.gguf"))
+    if list(p.glob("*.safetensors")):
+        return p
+    if len(ggufs) == 1:
+        return ggufs[0]
+    if len(ggufs) > 1:
+        raise ValueError(
+            f"weightstream: {model} holds {len(ggufs)} GGUF files; choose one with "
+            "--model-loader-extra-config '{\"file\": \"NAME.gguf\"}'"
+        )
+    raise FileNotFoundError(f"weightstream: no *.safetensors or *.gguf checkpoint in {model}")

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Leak check: the CPU-path Rust test binaries and the CLI under valgrind
+# memcheck; any definite or indirect leak, or memory error, fails the run.
+# (Still-reachable memory, such as the thread pool a process keeps until it
+# exits, is not a leak.)
+#
+#   scripts/leak_check.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+source scripts/env.sh
+command -v valgrind >/dev/null || { echo "leak_check: valgrind is not installed" >&2; exit 1; }
+VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
+
+echo "leak_check: building test binaries"
+bins=$(cargo test --release --locked --no-run --message-format=json \
+    -p weightstream-format -p weightstream-dequant -p weightstream -p weightstream-kernels -p weightstream-fuzz-targets 2>/dev/null |
+  "$WS_VENV/bin/python" -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        # hostile_limits installs its own allocator and parses 100 MB headers: too slow under valgrind.
+        if m["target"]["name"] != "hostile_limits":
+            print(m["executable"])')
+for b in $bins; do
+  printf 'leak_check: %-50s ' "$(basename "$b")"
+  t0=$SECONDS
+  "${VG[@]}" "$b" -q --test-threads 2 >/tmp/leak_check.log 2>&1 || { echo "FAILED"; tail -60 /tmp/leak_check.log; exit 1; }
+  echo "clean ($((SECONDS - t0)) s)"
+done
+
+echo "leak_check: the CLI"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$WS_VENV/bin/python" tests/fixtures/generate.py "$tmp/fx" --seed 3 >/dev/null
+"$WS_VENV/bin/python" tests/fixtures/sample_model.py --out "$tmp" --formats q4_0,fp8 2>/dev/null
+printf '\x01\x02' > "$tmp/broken.safetensors"
+run() {
+  printf 'leak_check: weightstream %-60s ' "$*"
+  local rc=0
+  "${VG[@]}" "$WEIGHTSTREAM_BIN" "$@" >/dev/null 2>"$tmp/vg.log" || rc=$?
+  if [ $rc -eq 99 ]; then echo "LEAK or memory error"; cat "$tmp/vg.log"; exit 1; fi
+  echo "clean (exit $rc)"
+}
+run inspect "$tmp/fx/all_types.gguf"
+run inspect --json "$tmp/fx/fp8_deepseek"
+run inspect --json "$tmp/broken.safetensors"
+run load "$tmp/tiny-llama-q4_0.gguf" --device cpu --verify
+run load "$tmp/tiny-llama-fp8" --device cpu --verify --json
+run load "$tmp/fx/all_types.gguf" --device cpu
+run convert "$tmp/tiny-llama-fp8" -o "$tmp/out" --max-shard-size 1MB
+run bench --shape 256x1024 --reps 2 --format q4_0 --format fp8-block
+echo "leak_check: no leaks"

@@ -1,0 +1,32 @@
+"""The Python package and the vLLM plugin install from the repository into
+a fresh virtual environment with plain pip (building the Rust extension
+with maturin from PyPI), and work there."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+
+from conftest import ROOT
+
+
+def test_pip_install_from_the_repo_in_a_fresh_venv(tmp_path, fixtures):
+    fx, _ = fixtures
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    r = subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        ROOT / "crates/weightstream-py", ROOT / "plugins/vllm", "numpy", "ml_dtypes"],
+                       capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr[-4000:]
+    check = (
+        "import weightstream, weightstream_vllm\n"
+        "from importlib.metadata import entry_points\n"
+        "eps = [e.value for e in entry_points(group='vllm.general_plugins')]\n"
+        "assert 'weightstream_vllm:register' in eps, eps\n"
+        f"t = weightstream.load_file({str(fx / 'v2.gguf')!r}, skip_unsupported=True)\n"
+        "assert len(t) == 8 and str(t['q4_0'].dtype) == 'bfloat16', t\n"
+        "print('ok', weightstream.__version__, len(t))\n"
+    )
+    r = subprocess.run([py, "-c", check], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("ok 0.1.0"), r.stdout + r.stderr[-3000:]

