@@ -16,8 +16,9 @@ from conftest import ROOT
 GENERATE = ROOT / "tests/vllm/generate.py"
 
 
-def tokens(model, load_format: str) -> list[list[int]]:
-    r = subprocess.run([sys.executable, GENERATE, str(model), load_format], capture_output=True, text=True, timeout=600)
+def tokens(model, load_format: str, hf_config_path=None) -> list[list[int]]:
+    cmd = [sys.executable, GENERATE, str(model), load_format] + ([str(hf_config_path)] if hf_config_path else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise AssertionError(f"vLLM ({load_format}) failed on {model}:\n{r.stderr[-4000:]}")
     line = next((l for l in r.stdout.splitlines() if l.startswith("TOKENS ")), None)
@@ -47,6 +48,19 @@ def test_same_greedy_tokens_as_the_default_loader(variants, kind):
     want = tokens(reference, "auto")
     got = tokens(checkpoint, "weightstream")
     assert got == want, f"{kind}: weightstream {got} != default loader {want}"
+
+
+def test_config_from_hf_config_path(variants, tmp_path):
+    """A directory holding only the GGUF file, its config given with --hf-config-path."""
+    import shutil
+
+    checkpoint, reference = variants["q4_0"]
+    gguf_only, config_only = tmp_path / "gguf", tmp_path / "config"
+    gguf_only.mkdir()
+    config_only.mkdir()
+    shutil.copy(checkpoint / "model.gguf", gguf_only / "model.gguf")
+    shutil.copy(checkpoint / "config.json", config_only / "config.json")
+    assert tokens(gguf_only, "weightstream", config_only) == tokens(reference, "auto")
 
 
 def test_references_differ_so_the_comparison_can_fail(variants):
