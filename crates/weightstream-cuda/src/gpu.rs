@@ -110,6 +110,15 @@ impl Gpu {
         self.ctx.wrap_borrowed_stream(stream as sys::CUstream)
     }
 
+    /// Copy host bytes to a device address (synchronous).
+    ///
+    /// # Safety
+    /// `dst` must be device memory of this context with room for `src.len()` bytes.
+    pub unsafe fn copy_to_device(&self, dst: u64, src: &[u8]) -> Result<()> {
+        self.bind()?;
+        result::memcpy_htod_sync(dst, src).map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
+    }
+
     /// (free, total) device memory in bytes.
     pub fn mem_info(&self) -> Result<(usize, usize)> {
         self.bind()?;

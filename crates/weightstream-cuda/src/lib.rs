@@ -19,5 +19,5 @@ pub use cudarc::driver::CudaStream;
 pub use error::{CudaError, Result};
 pub use gpu::{DeviceInfo, Gpu};
 pub use memory::{DeviceBuffer, PinnedBuffer};
-pub use pipeline::{run, ChunkOp, ChunkWork, StagingConfig};
+pub use pipeline::{run, ChunkOp, ChunkWork, StagingConfig, StagingRing};
 pub use probe::{check_available, device_count, gpu_present};

@@ -99,25 +99,47 @@ fn event(gpu: &Gpu, flags: sys::CUevent_flags) -> Result<CudaEvent> {
     gpu.ctx().new_event(Some(flags)).map_err(|e| CudaError::driver("cuEventCreate", e))
 }
 
-/// The ring's memory and events.
-struct Ring {
+/// The ring: pinned and device buffers, their events, and the two streams.
+/// Made once and reused by every run (a loader called once per tensor would
+/// otherwise allocate and free it hundreds of times); each run ends with
+/// both streams drained, so the next starts with every slot free.
+pub struct StagingRing {
+    cfg: StagingConfig,
     pinned: Vec<PinnedBuffer>,
     scratch: Vec<DeviceBuffer>,
     copy_done: Vec<CudaEvent>,
     slot_free: Vec<CudaEvent>,
+    copy: std::sync::Arc<CudaStream>,
+    compute: std::sync::Arc<CudaStream>,
 }
 
-impl Ring {
-    fn new(gpu: &Gpu, slots: usize, slot_bytes: usize) -> Result<Ring> {
-        let mut r = Ring { pinned: vec![], scratch: vec![], copy_done: vec![], slot_free: vec![] };
-        for _ in 0..slots {
-            r.pinned.push(gpu.alloc_pinned(slot_bytes)?);
-            r.scratch.push(gpu.alloc(slot_bytes, "a staging scratch buffer")?);
+impl StagingRing {
+    pub fn new(gpu: &Gpu, cfg: StagingConfig) -> Result<StagingRing> {
+        if cfg.slots == 0 || cfg.slot_bytes == 0 || cfg.readers == 0 {
+            return Err(CudaError::Invalid(format!("staging needs at least one slot, byte and reader: {cfg:?}")));
+        }
+        gpu.bind()?;
+        let mut r = StagingRing {
+            cfg,
+            pinned: vec![],
+            scratch: vec![],
+            copy_done: vec![],
+            slot_free: vec![],
+            copy: gpu.new_stream()?,
+            compute: gpu.new_stream()?,
+        };
+        for _ in 0..cfg.slots {
+            r.pinned.push(gpu.alloc_pinned(cfg.slot_bytes)?);
+            r.scratch.push(gpu.alloc(cfg.slot_bytes, "a staging scratch buffer")?);
             r.copy_done.push(event(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?);
             // Readers block on these: sleep rather than spin.
             r.slot_free.push(event(gpu, sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC)?);
         }
         Ok(r)
+    }
+
+    pub fn config(&self) -> StagingConfig {
+        self.cfg
     }
 }
 
@@ -128,12 +150,13 @@ impl Ring {
 /// this returns.
 pub fn run(
     gpu: &Gpu,
-    cfg: &StagingConfig,
+    ring: &StagingRing,
     work: &[ChunkWork],
     after: Option<&CudaStream>,
     cancelled: &(dyn Fn() -> bool + Sync),
     mut on_tensor_done: impl FnMut(usize) -> Result<()>,
 ) -> Result<()> {
+    let cfg = ring.cfg;
     if let Some(w) = work.iter().find(|w| w.len > cfg.slot_bytes) {
         return Err(CudaError::Invalid(format!("a chunk of {} bytes does not fit {}-byte staging slots", w.len, cfg.slot_bytes)));
     }
@@ -141,10 +164,8 @@ pub fn run(
         return Ok(());
     }
     gpu.bind()?;
-    let slots = cfg.slots.clamp(1, work.len());
-    let ring = Ring::new(gpu, slots, cfg.slot_bytes)?;
-    let copy = gpu.new_stream()?;
-    let compute = gpu.new_stream()?;
+    let slots = cfg.slots;
+    let (copy, compute) = (&*ring.copy, &*ring.compute);
     if let Some(s) = after {
         let ready = event(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
         ready.record(s).map_err(|e| CudaError::driver("cuEventRecord", e))?;
@@ -154,13 +175,13 @@ pub fn run(
         state: Mutex::new(State { next: 0, filled: vec![None; slots], submitted: 0, abort: false, error: None }),
         cv: Condvar::new(),
     };
-    let readers = cfg.readers.clamp(1, slots);
+    let readers = cfg.readers.clamp(1, slots.min(work.len()));
 
     let outcome = std::thread::scope(|scope| {
         for _ in 0..readers {
-            scope.spawn(|| reader(gpu, &ring, work, &shared, slots));
+            scope.spawn(|| reader(gpu, ring, work, &shared, slots));
         }
-        let r = submit_all(gpu, &ring, work, &shared, slots, &copy, &compute, cancelled, &mut on_tensor_done);
+        let r = submit_all(gpu, ring, work, &shared, slots, copy, compute, cancelled, &mut on_tensor_done);
         if r.is_err() {
             let mut st = shared.lock();
             st.abort = true;
@@ -194,7 +215,7 @@ impl From<CudaError> for Stop {
     }
 }
 
-fn reader(gpu: &Gpu, ring: &Ring, work: &[ChunkWork], shared: &Shared, slots: usize) {
+fn reader(gpu: &Gpu, ring: &StagingRing, work: &[ChunkWork], shared: &Shared, slots: usize) {
     if let Err(e) = gpu.bind() {
         return shared.fail(e);
     }
@@ -240,7 +261,7 @@ fn reader(gpu: &Gpu, ring: &Ring, work: &[ChunkWork], shared: &Shared, slots: us
 #[allow(clippy::too_many_arguments)]
 fn submit_all(
     gpu: &Gpu,
-    ring: &Ring,
+    ring: &StagingRing,
     work: &[ChunkWork],
     shared: &Shared,
     slots: usize,

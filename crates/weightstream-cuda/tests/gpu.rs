@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use weightstream_cuda::{run, ChunkOp, ChunkWork, CudaError, Gpu, StagingConfig};
+use weightstream_cuda::{run, ChunkOp, ChunkWork, CudaError, Gpu, StagingConfig, StagingRing};
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
 use weightstream_format::{ByteSource, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource};
 use weightstream_kernels::{Fp8Args, Launch};
@@ -190,12 +190,13 @@ fn pipeline_matches_cpu_and_frees_everything() {
     let want = cpu(&Kernel::Q4_0, 0, &bytes, blocks * 32);
     let src: SharedSource = Arc::new(MemorySource::new("mem.gguf", bytes));
     let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2 };
+    let ring = StagingRing::new(&g, cfg).unwrap();
     // Warm up (module loads, context allocations) before measuring leaks.
     let dst = g.alloc(blocks * 64, "dst").unwrap();
-    run(&g, &cfg, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| false, |_| Ok(())).unwrap();
+    run(&g, &ring, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| false, |_| Ok(())).unwrap();
     let before = free_mem(&g);
     let mut done = vec![];
-    run(&g, &cfg, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| false, |t| {
+    run(&g, &ring, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| false, |t| {
         done.push(t);
         Ok(())
     })
@@ -209,15 +210,20 @@ fn pipeline_matches_cpu_and_frees_everything() {
 
     // A read failure mid-tensor: an error naming the offset, nothing leaked.
     let failing: SharedSource = Arc::new(FailingSource { inner: MemorySource::new("bad.gguf", vec![0; blocks * 18]), bad: 18 * 30_000..18 * 30_001 });
-    let e = run(&g, &cfg, &q4_work(failing, blocks, 1000, dst.ptr()), None, &|| false, |_| Ok(())).unwrap_err();
+    let e = run(&g, &ring, &q4_work(failing, blocks, 1000, dst.ptr()), None, &|| false, |_| Ok(())).unwrap_err();
     assert!(matches!(e, CudaError::Read { .. }), "{e}");
     assert_eq!(free_mem(&g), before, "device memory leaked after a read error");
 
     // Cancelled after a few chunks.
     let calls = AtomicUsize::new(0);
-    let e = run(&g, &cfg, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| calls.fetch_add(1, Ordering::Relaxed) > 5, |_| Ok(())).unwrap_err();
+    let e = run(&g, &ring, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| calls.fetch_add(1, Ordering::Relaxed) > 5, |_| Ok(())).unwrap_err();
     assert!(matches!(e, CudaError::Cancelled), "{e}");
     assert_eq!(free_mem(&g), before, "device memory leaked after cancel");
+    // The ring is reusable after a failure and after a cancel.
+    run(&g, &ring, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| false, |_| Ok(())).unwrap();
+    let mut again = vec![0u8; blocks * 64];
+    dst.to_host(&mut again).unwrap();
+    assert!(again == out, "a reused ring gives the same bytes");
 }
 
 #[test]
@@ -231,8 +237,6 @@ fn out_of_memory_is_an_error() {
     assert_eq!(g.mem_info().unwrap().0, free);
     // A staging ring that cannot fit: an error, nothing left allocated.
     let cfg = StagingConfig { slots: 4, slot_bytes: total / 2, readers: 1 };
-    let src: SharedSource = Arc::new(MemorySource::new("m", vec![0u8; 18]));
-    let work = q4_work(src, 1, 1, 0);
-    assert!(run(&g, &cfg, &work, None, &|| false, |_| Ok(())).is_err());
+    assert!(StagingRing::new(&g, cfg).is_err());
     assert_eq!(g.mem_info().unwrap().0, free);
 }

@@ -1,9 +1,10 @@
 //! The GPU executor: a plan's jobs through the staging pipeline of
 //! `weightstream-cuda`, into buffers it allocates or into the caller's.
 
+use std::sync::Mutex;
 use std::time::Instant;
 
-use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gpu, StagingConfig};
+use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gpu, StagingConfig, StagingRing};
 use weightstream_format::{Catalog, Encoding, Fp8Format};
 use weightstream_kernels::{Fp8Args, Launch};
 
@@ -53,12 +54,15 @@ fn device_error(e: CudaError) -> Error {
 pub struct GpuExecutor {
     gpu: Gpu,
     staging: StagingConfig,
+    /// Made on first use, reused by every load (loads through one executor
+    /// run one at a time).
+    ring: Mutex<Option<StagingRing>>,
 }
 
 impl GpuExecutor {
     pub fn new(opts: &GpuOptions) -> Result<Self> {
         let gpu = Gpu::open(opts.device).map_err(device_error)?;
-        Ok(GpuExecutor { gpu, staging: opts.staging })
+        Ok(GpuExecutor { gpu, staging: opts.staging, ring: Mutex::new(None) })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -113,6 +117,18 @@ impl GpuExecutor {
         self.run(cat, plan, dsts, borrowed.as_deref(), control, &mut on_done)
     }
 
+    /// Copy a tensor's stored bytes unchanged to device memory (when the
+    /// wanted dtype is the stored one, e.g. F32 norms into an F32 buffer).
+    ///
+    /// # Safety
+    /// `dst` must be device memory of this GPU's primary context with room
+    /// for the tensor's `nbytes`.
+    pub unsafe fn copy_raw(&self, cat: &Catalog, tensor: usize, dst: u64) -> Result<()> {
+        let t = &cat.tensors[tensor];
+        let bytes = crate::access::bytes(cat, t.file, t.offset..t.offset + t.nbytes, &t.name)?;
+        self.gpu.copy_to_device(dst, &bytes).map_err(device_error)
+    }
+
     fn run(
         &self,
         cat: &Catalog,
@@ -148,9 +164,14 @@ impl GpuExecutor {
             chunks_for(cat, job, i, dsts[i], scales[i].as_ref().map(|b| b.ptr()), self.staging.slot_bytes, &mut work)?;
         }
         let cancelled = || control.check().is_err();
+        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        if ring.is_none() {
+            *ring = Some(StagingRing::new(&self.gpu, self.staging).map_err(device_error)?);
+        }
+        let ring = ring.as_ref().expect("made above");
         // The sink's own error, kept whole (the pipeline only carries CudaError).
         let mut sink_error = None;
-        let result = weightstream_cuda::run(&self.gpu, &self.staging, &work, after, &cancelled, |i| {
+        let result = weightstream_cuda::run(&self.gpu, ring, &work, after, &cancelled, |i| {
             tracker.add_bytes(plan.jobs[i].src_bytes());
             tracker.tensor_done();
             on_done(i).map_err(|e| {

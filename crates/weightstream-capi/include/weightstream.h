@@ -1,0 +1,144 @@
+/*
+ * weightstream C API: quantized checkpoints (GGUF Q4_0/Q8_0/F16/F32/BF16,
+ * FP8 safetensors) loaded as BF16 into memory the caller owns, on the host
+ * or on a CUDA device.
+ *
+ * Link with -lweightstream_c (libweightstream_c.so or .a; see docs/c-api.md).
+ *
+ * Thread safety: every function may be called from any thread. One
+ * ws_checkpoint may be used by several threads at once; loads to a CUDA
+ * device through one checkpoint run one at a time (the staging buffers are
+ * shared), host loads run concurrently. ws_last_error() is per thread.
+ *
+ * Errors: every call that can fail returns a ws_status; WS_OK is 0. The
+ * message of the last failure on the calling thread is ws_last_error().
+ * No call aborts the process on bad input, and a Rust panic never crosses
+ * this boundary (it becomes WS_ERR_INTERNAL).
+ */
+#ifndef WEIGHTSTREAM_H
+#define WEIGHTSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WS_API_VERSION 1
+#define WS_MAX_DIMS 16
+
+typedef enum ws_status {
+    WS_OK = 0,
+    WS_ERR_INVALID_ARGUMENT = 1, /* a null pointer, a wrong size, an unknown enum value */
+    WS_ERR_FORMAT = 2,           /* the checkpoint is malformed (the message names file, tensor, byte) */
+    WS_ERR_UNSUPPORTED = 3,      /* the tensor cannot be produced in the dtype asked for */
+    WS_ERR_IO = 4,               /* a file cannot be opened or read */
+    WS_ERR_NOT_FOUND = 5,        /* no tensor with that name or index */
+    WS_ERR_DEVICE = 6,           /* no usable GPU, or a CUDA failure */
+    WS_ERR_OUT_OF_MEMORY = 7,    /* host or device memory */
+    WS_ERR_CANCELLED = 8,        /* the progress callback returned false */
+    WS_ERR_INTERNAL = 9          /* a bug: please report ws_last_error() */
+} ws_status;
+
+/* Output element types. BF16 works for every loadable tensor; F32 and F16
+ * only for tensors stored in that dtype (their bytes are copied). */
+typedef enum ws_dtype {
+    WS_DTYPE_BF16 = 0,
+    WS_DTYPE_F16 = 1,
+    WS_DTYPE_F32 = 2
+} ws_dtype;
+
+typedef enum ws_memory {
+    WS_MEMORY_HOST = 0,
+    WS_MEMORY_CUDA = 1
+} ws_memory;
+
+/* Where one tensor goes. */
+typedef struct ws_destination {
+    void *data;       /* host pointer, or CUDA device pointer */
+    size_t size;      /* bytes at data: exactly ws_tensor_nbytes(...) */
+    ws_memory memory;
+    int device;       /* CUDA device ordinal (WS_MEMORY_CUDA) */
+    void *stream;     /* CUstream/cudaStream_t whose queued work must finish before the data is
+                         written, or NULL; the data is complete when the call returns either way */
+} ws_destination;
+
+typedef struct ws_tensor_info {
+    const char *name;   /* valid until ws_close */
+    const char *dtype;  /* stored dtype: "Q4_0", "F8_E4M3", ... (valid until ws_close) */
+    uint32_t n_dims;
+    uint64_t shape[WS_MAX_DIMS]; /* row-major, outermost dimension first */
+    uint64_t n_elements;
+    bool loadable;      /* can be produced as BF16 */
+} ws_tensor_info;
+
+typedef struct ws_load_request {
+    size_t index;        /* tensor index, 0 .. ws_tensor_count() - 1 */
+    ws_dtype dtype;
+    ws_destination dst;
+} ws_load_request;
+
+/* Options for ws_open_with. Zero-initialise, set struct_size, change what you
+ * need; zero means the default. */
+typedef struct ws_options {
+    size_t struct_size;    /* sizeof(ws_options) */
+    const char *source;    /* "auto" (default), "read" or "mmap" */
+    int threads;           /* CPU dequant threads (0: every core) */
+    int staging_slots;     /* GPU: pinned staging buffers (0: default) */
+    size_t staging_bytes;  /* GPU: bytes per staging buffer (0: default) */
+    int readers;           /* GPU: threads reading into the staging ring (0: default) */
+} ws_options;
+
+/* Called during ws_load_tensors with the fraction done (0..1, by file
+ * bytes); return false to cancel. Like llama.cpp's progress_callback. */
+typedef bool (*ws_progress_callback)(float progress, void *user_data);
+
+typedef struct ws_checkpoint ws_checkpoint;
+
+/* "0.1.0" */
+const char *ws_version(void);
+/* WS_API_VERSION of the library (compare with the header's). */
+uint32_t ws_api_version(void);
+
+/* The message of the last failure on this thread ("" if none). Valid until
+ * the next call on this thread. */
+const char *ws_last_error(void);
+
+/* Open a checkpoint: a .gguf or .safetensors file or a directory of shards.
+ * Reads headers only. On failure *out is NULL. */
+ws_status ws_open(const char *path, ws_checkpoint **out);
+ws_status ws_open_with(const char *path, const ws_options *options, ws_checkpoint **out);
+/* Free everything; NULL is allowed. */
+void ws_close(ws_checkpoint *ckpt);
+
+/* Data tensors in file order (FP8 scales are consumed by their weights and
+ * activation scales left out, so they are not listed). */
+size_t ws_tensor_count(const ws_checkpoint *ckpt);
+ws_status ws_tensor_info_at(const ws_checkpoint *ckpt, size_t index, ws_tensor_info *out);
+ws_status ws_find_tensor(const ws_checkpoint *ckpt, const char *name, size_t *index);
+/* Bytes tensor `index` takes as `dtype`, or 0 if it cannot be produced so. */
+size_t ws_tensor_nbytes(const ws_checkpoint *ckpt, size_t index, ws_dtype dtype);
+
+/* Produce one tensor into dst. */
+ws_status ws_load_tensor(ws_checkpoint *ckpt, size_t index, ws_dtype dtype, const ws_destination *dst);
+/* Produce several: GPU requests for one device share one pipelined pass.
+ * progress may be NULL. On failure nothing is left allocated; destinations
+ * may be partly written. */
+ws_status ws_load_tensors(ws_checkpoint *ckpt, const ws_load_request *requests, size_t count,
+                          ws_progress_callback progress, void *user_data);
+
+/* Usable CUDA devices (0 when none; ws_last_error() says why). */
+int ws_cuda_device_count(void);
+
+/* Layout check for bindings and tests: writes sizes and offsets of the
+ * structs above as the library sees them (see tests/capi/test_capi.c);
+ * returns how many values it wrote, at most `capacity`. */
+size_t ws_abi_layout(uint64_t *values, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIGHTSTREAM_H */

@@ -1,0 +1,128 @@
+//! `ws_checkpoint`: an opened catalog, its plan, and the executors.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, CString};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use weightstream::format::SourceKind;
+use weightstream::{Catalog, CpuExecutor, CpuOptions, Encoding, GpuExecutor, GpuOptions, Plan, PlanOptions, StagingConfig};
+
+use crate::ffi::{Failure, WsStatus, WS_DTYPE_BF16, WS_DTYPE_F16, WS_DTYPE_F32};
+
+/// One listed tensor.
+pub(crate) struct Entry {
+    pub name: CString,
+    pub dtype: CString,
+    pub shape: Vec<u64>,
+    pub n_elems: u64,
+    /// Index in `Catalog::tensors`.
+    pub tensor: usize,
+    /// Index in `Plan::jobs`, when it can become BF16.
+    pub job: Option<usize>,
+    pub encoding: Option<Encoding>,
+}
+
+pub struct Checkpoint {
+    pub(crate) cat: Catalog,
+    pub(crate) plan: Plan,
+    pub(crate) entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+    pub(crate) cpu: CpuExecutor,
+    staging: StagingConfig,
+    gpus: Mutex<HashMap<usize, Arc<GpuExecutor>>>,
+}
+
+impl Checkpoint {
+    pub(crate) fn open(
+        path: &Path,
+        source: SourceKind,
+        threads: Option<usize>,
+        slots: Option<usize>,
+        slot_bytes: Option<usize>,
+        readers: Option<usize>,
+    ) -> Result<Checkpoint, Failure> {
+        let cat = weightstream::open_with_source(path, source)?;
+        let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: true })?;
+        let job_of: HashMap<usize, usize> = plan.jobs.iter().enumerate().map(|(j, job)| (job.tensor, j)).collect();
+        let c_string = |s: &str| CString::new(s).map_err(|_| Failure::new(WsStatus::Format, format!("tensor name {s:?} holds a NUL byte")));
+        let mut entries = Vec::new();
+        for (i, t) in cat.data_tensors() {
+            entries.push(Entry {
+                name: c_string(&t.name)?,
+                dtype: c_string(t.dtype.name())?,
+                shape: t.shape.clone(),
+                n_elems: t.n_elems(),
+                tensor: i,
+                job: job_of.get(&i).copied(),
+                encoding: t.encoding().ok(),
+            });
+        }
+        let by_name = entries.iter().enumerate().map(|(i, e)| (e.name.to_string_lossy().into_owned(), i)).collect();
+        let cpu = CpuExecutor::new(&CpuOptions { threads, isa: None })?;
+        let d = StagingConfig::default();
+        let staging = StagingConfig {
+            slots: slots.unwrap_or(d.slots),
+            slot_bytes: slot_bytes.unwrap_or(d.slot_bytes),
+            readers: readers.unwrap_or(d.readers),
+        };
+        Ok(Checkpoint { cat, plan, entries, by_name, cpu, staging, gpus: Mutex::new(HashMap::new()) })
+    }
+
+    pub(crate) fn entry(&self, index: usize) -> Result<&Entry, Failure> {
+        self.entries.get(index).ok_or_else(|| {
+            Failure::new(WsStatus::NotFound, format!("no tensor {index}: the checkpoint has {}", self.entries.len()))
+        })
+    }
+
+    pub(crate) fn find(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// How tensor `index` is produced as `dtype`, and its size in bytes.
+    pub(crate) fn output(&self, index: usize, dtype: c_int) -> Result<(Output, usize), Failure> {
+        let e = self.entry(index)?;
+        let n = e.n_elems as usize;
+        let unsupported = |what: &str| {
+            Failure::new(
+                WsStatus::Unsupported,
+                format!("tensor '{}' ({}) cannot be produced as {what}", e.name.to_string_lossy(), e.dtype.to_string_lossy()),
+            )
+        };
+        match dtype {
+            WS_DTYPE_BF16 => match e.job {
+                Some(j) => Ok((Output::Dequant(j), n * 2)),
+                None => Err(unsupported("BF16")),
+            },
+            WS_DTYPE_F32 if e.encoding == Some(Encoding::F32) => Ok((Output::Raw(e.tensor), n * 4)),
+            WS_DTYPE_F16 if e.encoding == Some(Encoding::F16) => Ok((Output::Raw(e.tensor), n * 2)),
+            WS_DTYPE_F32 => Err(unsupported("F32 (only tensors stored as F32 are copied as F32)")),
+            WS_DTYPE_F16 => Err(unsupported("F16 (only tensors stored as F16 are copied as F16)")),
+            other => Err(Failure::new(WsStatus::InvalidArgument, format!("unknown ws_dtype {other}"))),
+        }
+    }
+
+    pub(crate) fn nbytes(&self, index: usize, dtype: c_int) -> Option<usize> {
+        self.output(index, dtype).ok().map(|(_, n)| n)
+    }
+
+    /// The executor for CUDA device `ordinal`, made on first use.
+    pub(crate) fn gpu(&self, ordinal: usize) -> Result<Arc<GpuExecutor>, Failure> {
+        let mut gpus = self.gpus.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(g) = gpus.get(&ordinal) {
+            return Ok(g.clone());
+        }
+        let g = Arc::new(GpuExecutor::new(&GpuOptions { device: ordinal, staging: self.staging })?);
+        gpus.insert(ordinal, g.clone());
+        Ok(g)
+    }
+}
+
+/// How one request is served.
+#[derive(Clone, Copy)]
+pub(crate) enum Output {
+    /// Dequantize plan job `j` to BF16.
+    Dequant(usize),
+    /// Copy catalog tensor `t`'s stored bytes.
+    Raw(usize),
+}

@@ -1,0 +1,397 @@
+//! The exported functions and the `#[repr(C)]` types of weightstream.h.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use weightstream::format::SourceKind;
+
+use crate::checkpoint::Checkpoint;
+
+/// `ws_status`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WsStatus {
+    Ok = 0,
+    InvalidArgument = 1,
+    Format = 2,
+    Unsupported = 3,
+    Io = 4,
+    NotFound = 5,
+    Device = 6,
+    OutOfMemory = 7,
+    Cancelled = 8,
+    Internal = 9,
+}
+
+pub const WS_DTYPE_BF16: c_int = 0;
+pub const WS_DTYPE_F16: c_int = 1;
+pub const WS_DTYPE_F32: c_int = 2;
+pub const WS_MEMORY_HOST: c_int = 0;
+pub const WS_MEMORY_CUDA: c_int = 1;
+pub const WS_MAX_DIMS: usize = 16;
+pub const WS_API_VERSION: u32 = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WsDestination {
+    pub data: *mut c_void,
+    pub size: usize,
+    pub memory: c_int,
+    pub device: c_int,
+    pub stream: *mut c_void,
+}
+
+#[repr(C)]
+pub struct WsTensorInfo {
+    pub name: *const c_char,
+    pub dtype: *const c_char,
+    pub n_dims: u32,
+    pub shape: [u64; WS_MAX_DIMS],
+    pub n_elements: u64,
+    pub loadable: bool,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WsLoadRequest {
+    pub index: usize,
+    pub dtype: c_int,
+    pub dst: WsDestination,
+}
+
+#[repr(C)]
+pub struct WsOptions {
+    pub struct_size: usize,
+    pub source: *const c_char,
+    pub threads: c_int,
+    pub staging_slots: c_int,
+    pub staging_bytes: usize,
+    pub readers: c_int,
+}
+
+pub type WsProgressCallback = Option<unsafe extern "C" fn(progress: f32, user_data: *mut c_void) -> bool>;
+
+/// A failure on its way to C: the status and the message.
+pub(crate) struct Failure {
+    pub status: WsStatus,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: WsStatus, message: impl Into<String>) -> Failure {
+        Failure { status, message: message.into() }
+    }
+}
+
+impl From<weightstream::Error> for Failure {
+    fn from(e: weightstream::Error) -> Failure {
+        use weightstream::Error as E;
+        let status = match &e {
+            E::Format(f) if f.kind.code() == "io" => WsStatus::Io,
+            E::Format(_) => WsStatus::Format,
+            E::Unsupported { .. } => WsStatus::Unsupported,
+            E::Read { .. } | E::Io { .. } => WsStatus::Io,
+            E::NoSuchTensor(_) => WsStatus::NotFound,
+            E::HostMemory { .. } => WsStatus::OutOfMemory,
+            E::Device(m) if m.contains("out of GPU memory") => WsStatus::OutOfMemory,
+            E::Device(_) => WsStatus::Device,
+            E::Cancelled => WsStatus::Cancelled,
+            E::BadRows { .. } => WsStatus::InvalidArgument,
+            E::Dequant { .. } | E::Other(_) => WsStatus::Internal,
+        };
+        Failure { status, message: e.to_string() }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(message: &str) {
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// Run an exported function's body: its error, or a panic, becomes a status.
+pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> WsStatus {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => WsStatus::Ok,
+        Ok(Err(fail)) => {
+            set_error(&fail.message);
+            fail.status
+        }
+        Err(p) => {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            set_error(&format!("internal error (please report): {msg}"));
+            WsStatus::Internal
+        }
+    }
+}
+
+fn invalid(m: &str) -> Failure {
+    Failure::new(WsStatus::InvalidArgument, m)
+}
+
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<&'a str, Failure> {
+    if p.is_null() {
+        return Err(invalid(&format!("{what} is NULL")));
+    }
+    // SAFETY: non-null, NUL-terminated by the caller's contract.
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| invalid(&format!("{what} is not UTF-8")))
+}
+
+/// # Safety
+/// `p` is null or points to a live `ws_checkpoint` from `ws_open`.
+unsafe fn ckpt<'a>(p: *const Checkpoint) -> Result<&'a Checkpoint, Failure> {
+    // SAFETY: per the function's contract.
+    unsafe { p.as_ref() }.ok_or_else(|| invalid("checkpoint is NULL"))
+}
+
+#[no_mangle]
+pub extern "C" fn ws_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+#[no_mangle]
+pub extern "C" fn ws_api_version() -> u32 {
+    WS_API_VERSION
+}
+
+#[no_mangle]
+pub extern "C" fn ws_last_error() -> *const c_char {
+    // The CString lives in this thread's slot until the next failure here.
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// # Safety
+/// `path` is a NUL-terminated string; `out` a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ws_open(path: *const c_char, out: *mut *mut Checkpoint) -> WsStatus {
+    // SAFETY: forwarded contract.
+    unsafe { ws_open_with(path, std::ptr::null(), out) }
+}
+
+/// # Safety
+/// `path` is a NUL-terminated string; `options` null or a `ws_options`
+/// whose `struct_size` says how much of it is valid; `out` a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ws_open_with(path: *const c_char, options: *const WsOptions, out: *mut *mut Checkpoint) -> WsStatus {
+    guard(|| {
+        if out.is_null() {
+            return Err(invalid("out is NULL"));
+        }
+        // SAFETY: out is non-null and writable per the contract.
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: per the contract.
+        let path = PathBuf::from(unsafe { c_str(path, "path") }?);
+        // SAFETY: per the contract.
+        let opts = unsafe { options.as_ref() };
+        if let Some(o) = opts {
+            if o.struct_size < std::mem::size_of::<WsOptions>() {
+                return Err(invalid(&format!("ws_options.struct_size is {}, expected {}", o.struct_size, std::mem::size_of::<WsOptions>())));
+            }
+        }
+        let source = match opts.map(|o| o.source).filter(|s| !s.is_null()) {
+            // SAFETY: a non-null C string per the contract.
+            Some(s) => match unsafe { c_str(s, "options.source") }? {
+                "auto" => SourceKind::default(),
+                name => SourceKind::parse(name).ok_or_else(|| invalid(&format!("source '{name}': use auto, read or mmap")))?,
+            },
+            None => SourceKind::default(),
+        };
+        let nonneg = |v: c_int, what: &str| -> Result<Option<usize>, Failure> {
+            match v {
+                0 => Ok(None),
+                v if v > 0 => Ok(Some(v as usize)),
+                v => Err(invalid(&format!("{what} is {v}"))),
+            }
+        };
+        let threads = opts.map_or(Ok(None), |o| nonneg(o.threads, "threads"))?;
+        let slots = opts.map_or(Ok(None), |o| nonneg(o.staging_slots, "staging_slots"))?;
+        let readers = opts.map_or(Ok(None), |o| nonneg(o.readers, "readers"))?;
+        let slot_bytes = opts.map(|o| o.staging_bytes).filter(|&b| b > 0);
+        let c = Checkpoint::open(&path, source, threads, slots, slot_bytes, readers)?;
+        // SAFETY: out is valid (checked above); ownership passes to the caller
+        // until ws_close.
+        unsafe { *out = Box::into_raw(Box::new(c)) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `ckpt` is null or a pointer from `ws_open` not yet closed.
+#[no_mangle]
+pub unsafe extern "C" fn ws_close(ckpt: *mut Checkpoint) {
+    if !ckpt.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: from ws_open (Box::into_raw), closed once per the contract.
+            drop(unsafe { Box::from_raw(ckpt) });
+        }));
+    }
+}
+
+/// # Safety
+/// `ckpt` is null or a live checkpoint.
+#[no_mangle]
+pub unsafe extern "C" fn ws_tensor_count(ckpt: *const Checkpoint) -> usize {
+    // SAFETY: per the contract.
+    unsafe { ckpt.as_ref() }.map_or(0, |c| c.entries.len())
+}
+
+/// # Safety
+/// `ckpt` a live checkpoint, `out` a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ws_tensor_info_at(ckpt: *const Checkpoint, index: usize, out: *mut WsTensorInfo) -> WsStatus {
+    guard(|| {
+        // SAFETY: per the contract.
+        let c = unsafe { self::ckpt(ckpt) }?;
+        if out.is_null() {
+            return Err(invalid("out is NULL"));
+        }
+        let e = c.entry(index)?;
+        let mut shape = [0u64; WS_MAX_DIMS];
+        shape[..e.shape.len()].copy_from_slice(&e.shape);
+        let info = WsTensorInfo {
+            name: e.name.as_ptr(),
+            dtype: e.dtype.as_ptr(),
+            n_dims: e.shape.len() as u32,
+            shape,
+            n_elements: e.n_elems,
+            loadable: e.job.is_some(),
+        };
+        // SAFETY: out is non-null and writable per the contract.
+        unsafe { out.write(info) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `ckpt` a live checkpoint, `name` a NUL-terminated string, `index` valid.
+#[no_mangle]
+pub unsafe extern "C" fn ws_find_tensor(ckpt: *const Checkpoint, name: *const c_char, index: *mut usize) -> WsStatus {
+    guard(|| {
+        // SAFETY: per the contract.
+        let (c, name) = unsafe { (self::ckpt(ckpt)?, c_str(name, "name")?) };
+        if index.is_null() {
+            return Err(invalid("index is NULL"));
+        }
+        let i = c.find(name).ok_or_else(|| Failure::new(WsStatus::NotFound, format!("no tensor named '{name}'")))?;
+        // SAFETY: non-null per the check above.
+        unsafe { *index = i };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `ckpt` null or a live checkpoint.
+#[no_mangle]
+pub unsafe extern "C" fn ws_tensor_nbytes(ckpt: *const Checkpoint, index: usize, dtype: c_int) -> usize {
+    // SAFETY: per the contract.
+    let Some(c) = (unsafe { ckpt.as_ref() }) else { return 0 };
+    catch_unwind(AssertUnwindSafe(|| c.nbytes(index, dtype).unwrap_or(0))).unwrap_or(0)
+}
+
+/// # Safety
+/// `ckpt` a live checkpoint; `dst` a valid `ws_destination` whose data
+/// pointer holds `size` writable bytes of the memory it names.
+#[no_mangle]
+pub unsafe extern "C" fn ws_load_tensor(ckpt: *mut Checkpoint, index: usize, dtype: c_int, dst: *const WsDestination) -> WsStatus {
+    guard(|| {
+        // SAFETY: per the contract.
+        let c = unsafe { self::ckpt(ckpt) }?;
+        // SAFETY: per the contract.
+        let dst = unsafe { dst.as_ref() }.ok_or_else(|| invalid("dst is NULL"))?;
+        let req = WsLoadRequest { index, dtype, dst: *dst };
+        // SAFETY: the destination's validity is the caller's contract.
+        unsafe { c.load(&[req], None, std::ptr::null_mut()) }
+    })
+}
+
+/// # Safety
+/// `ckpt` a live checkpoint; `requests` `count` valid requests (see
+/// `ws_load_tensor`); `progress` null or callable with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_load_tensors(
+    ckpt: *mut Checkpoint,
+    requests: *const WsLoadRequest,
+    count: usize,
+    progress: WsProgressCallback,
+    user_data: *mut c_void,
+) -> WsStatus {
+    guard(|| {
+        // SAFETY: per the contract.
+        let c = unsafe { self::ckpt(ckpt) }?;
+        if requests.is_null() && count > 0 {
+            return Err(invalid("requests is NULL"));
+        }
+        let reqs = if count == 0 {
+            &[][..]
+        } else {
+            // SAFETY: `count` requests at `requests`, per the contract.
+            unsafe { std::slice::from_raw_parts(requests, count) }
+        };
+        // SAFETY: per the contract.
+        unsafe { c.load(reqs, progress, user_data) }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ws_cuda_device_count() -> c_int {
+    match catch_unwind(weightstream::cuda_device_count) {
+        Ok(Ok(n)) => n as c_int,
+        Ok(Err(e)) => {
+            set_error(&e.to_string());
+            0
+        }
+        Err(_) => {
+            set_error("internal error while probing CUDA");
+            0
+        }
+    }
+}
+
+/// Sizes and offsets of the header's structs as Rust lays them out, in the
+/// order tests/capi/test_capi.c checks them.
+pub fn abi_layout() -> Vec<u64> {
+    use std::mem::{offset_of, size_of};
+    vec![
+        size_of::<WsDestination>() as u64,
+        offset_of!(WsDestination, size) as u64,
+        offset_of!(WsDestination, memory) as u64,
+        offset_of!(WsDestination, device) as u64,
+        offset_of!(WsDestination, stream) as u64,
+        size_of::<WsTensorInfo>() as u64,
+        offset_of!(WsTensorInfo, dtype) as u64,
+        offset_of!(WsTensorInfo, n_dims) as u64,
+        offset_of!(WsTensorInfo, shape) as u64,
+        offset_of!(WsTensorInfo, n_elements) as u64,
+        offset_of!(WsTensorInfo, loadable) as u64,
+        size_of::<WsLoadRequest>() as u64,
+        offset_of!(WsLoadRequest, dtype) as u64,
+        offset_of!(WsLoadRequest, dst) as u64,
+        size_of::<WsOptions>() as u64,
+        offset_of!(WsOptions, source) as u64,
+        offset_of!(WsOptions, threads) as u64,
+        offset_of!(WsOptions, staging_slots) as u64,
+        offset_of!(WsOptions, staging_bytes) as u64,
+        offset_of!(WsOptions, readers) as u64,
+        size_of::<WsStatus>() as u64,
+    ]
+}
+
+/// # Safety
+/// `values` holds `capacity` writable u64 (or is null with capacity 0).
+#[no_mangle]
+pub unsafe extern "C" fn ws_abi_layout(values: *mut u64, capacity: usize) -> usize {
+    let v = abi_layout();
+    let n = v.len().min(capacity);
+    if n > 0 && !values.is_null() {
+        // SAFETY: capacity writable values per the contract.
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), values, n) };
+    }
+    n
+}

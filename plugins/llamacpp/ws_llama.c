@@ -1,0 +1,218 @@
+/*
+ * weightstream for llama.cpp: see ws_llama.h.
+ *
+ * 1. weightstream opens the checkpoint (headers only).
+ * 2. ggml reads the GGUF's metadata; every tensor weightstream produces as
+ *    BF16 is re-declared BF16 there, so llama.cpp allocates BF16 tensors
+ *    (F32 tensors stay F32).
+ * 3. llama_model_init_from_user allocates every tensor in the buffers of
+ *    its choice and calls fill_tensor for each; weightstream writes into
+ *    t->data (a host or a device address).
+ *
+ * In this mode llama.cpp also creates optional tensors the file does not
+ * hold (biases, per-tensor weight and input scales, rope frequency factors, an output
+ * projection for tied embeddings). They get what their absence means to the
+ * normal loader: biases 0 (x + 0), scales and frequency factors 1 (x * 1,
+ * theta / 1), the output projection the token embedding.
+ */
+#include "ws_llama.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml-backend.h"
+#include "gguf.h"
+
+struct fill_ctx {
+    ws_checkpoint *ckpt;
+    ws_status status;
+    char error[512];
+};
+
+static void fail(struct fill_ctx *c, ws_status s, const char *fmt, const char *name, const char *detail) {
+    if (c->status != WS_OK) {
+        return; /* keep the first failure */
+    }
+    c->status = s;
+    snprintf(c->error, sizeof c->error, fmt, name, detail);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Where a tensor's data lives, as weightstream needs to know it. */
+static ws_destination destination(struct ggml_tensor *t) {
+    ws_destination d;
+    memset(&d, 0, sizeof d);
+    d.data = t->data;
+    d.size = ggml_nbytes(t);
+    d.memory = WS_MEMORY_HOST;
+    if (t->buffer && !ggml_backend_buffer_is_host(t->buffer)) {
+        d.memory = WS_MEMORY_CUDA;
+        ggml_backend_dev_t dev = ggml_backend_buft_get_device(ggml_backend_buffer_get_type(t->buffer));
+        const char *name = dev ? ggml_backend_dev_name(dev) : NULL; /* "CUDA0", "CUDA1", ... */
+        d.device = (name && strncmp(name, "CUDA", 4) == 0) ? atoi(name + 4) : 0;
+    }
+    return d;
+}
+
+/* A tensor llama.cpp created that the checkpoint does not hold. */
+static void fill_absent(struct fill_ctx *c, struct ggml_tensor *t) {
+    const char *name = ggml_get_name(t);
+    size_t index;
+    if (strcmp(name, "output.weight") == 0 && ws_find_tensor(c->ckpt, "token_embd.weight", &index) == WS_OK) {
+        ws_destination d = destination(t);
+        ws_status s = ws_load_tensor(c->ckpt, index, WS_DTYPE_BF16, &d);
+        if (s != WS_OK) {
+            fail(c, s, "tied output.weight from %s: %s", "token_embd.weight", ws_last_error());
+        }
+        return;
+    }
+    float value;
+    if (ends_with(name, ".bias")) {
+        value = 0.0f;
+    } else if (ends_with(name, "scale") || strncmp(name, "rope_freqs", 10) == 0 || strncmp(name, "rope_factors", 12) == 0) {
+        value = 1.0f;
+    } else {
+        fail(c, WS_ERR_NOT_FOUND, "llama.cpp needs tensor '%s', which the checkpoint does not hold%s", name, "");
+        return;
+    }
+    if (t->type != GGML_TYPE_F32) {
+        fail(c, WS_ERR_UNSUPPORTED, "optional tensor '%s' is not F32 (%s)", name, ggml_type_name(t->type));
+        return;
+    }
+    const int64_t n = ggml_nelements(t);
+    float *tmp = malloc((size_t)n * sizeof(float));
+    if (!tmp) {
+        fail(c, WS_ERR_OUT_OF_MEMORY, "no memory to fill '%s'%s", name, "");
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        tmp[i] = value;
+    }
+    ggml_backend_tensor_set(t, tmp, 0, ggml_nbytes(t));
+    free(tmp);
+}
+
+static void fill_tensor(struct ggml_tensor *t, void *userdata) {
+    struct fill_ctx *c = userdata;
+    if (c->status != WS_OK) {
+        return;
+    }
+    size_t index;
+    const char *name = ggml_get_name(t);
+    if (ws_find_tensor(c->ckpt, name, &index) != WS_OK) {
+        fill_absent(c, t);
+        return;
+    }
+    ws_dtype dtype;
+    switch (t->type) {
+        case GGML_TYPE_BF16: dtype = WS_DTYPE_BF16; break;
+        case GGML_TYPE_F32: dtype = WS_DTYPE_F32; break;
+        case GGML_TYPE_F16: dtype = WS_DTYPE_F16; break;
+        default:
+            fail(c, WS_ERR_UNSUPPORTED, "llama.cpp allocated '%s' as %s", name, ggml_type_name(t->type));
+            return;
+    }
+    ws_destination d = destination(t);
+    ws_status s = ws_load_tensor(c->ckpt, index, dtype, &d);
+    if (s != WS_OK) {
+        fail(c, s, "'%s': %s", name, ws_last_error());
+    }
+}
+
+/* Re-declare in the metadata, as BF16, every tensor weightstream will
+ * produce as BF16; declare a BF16 output.weight for tied embeddings. */
+static ws_status retype(struct gguf_context *meta, ws_checkpoint *ckpt, char *error, size_t error_size) {
+    int64_t n = gguf_get_n_tensors(meta);
+    for (int64_t i = 0; i < n; i++) {
+        const char *name = gguf_get_tensor_name(meta, i);
+        enum ggml_type type = gguf_get_tensor_type(meta, i);
+        if (type == GGML_TYPE_F32) {
+            continue; /* copied as F32 */
+        }
+        size_t index;
+        if (ws_find_tensor(ckpt, name, &index) != WS_OK || ws_tensor_nbytes(ckpt, index, WS_DTYPE_BF16) == 0) {
+            snprintf(error, error_size, "tensor '%s' (%s) cannot be loaded as BF16: weightstream serves Q4_0, Q8_0, F16, BF16 and F32 GGUF tensors",
+                     name, ggml_type_name(type));
+            return WS_ERR_UNSUPPORTED;
+        }
+        gguf_set_tensor_type(meta, name, GGML_TYPE_BF16);
+    }
+    size_t embd;
+    if (gguf_find_tensor(meta, "output.weight") < 0 && ws_find_tensor(ckpt, "token_embd.weight", &embd) == WS_OK) {
+        int64_t e = gguf_find_tensor(meta, "token_embd.weight");
+        struct ggml_init_params ip = {ggml_tensor_overhead(), NULL, true};
+        struct ggml_context *ctx = ggml_init(ip);
+        if (!ctx) {
+            snprintf(error, error_size, "cannot create a ggml context");
+            return WS_ERR_OUT_OF_MEMORY;
+        }
+        ws_tensor_info info;
+        ws_tensor_info_at(ckpt, embd, &info);
+        /* ggml dimensions run innermost first. */
+        struct ggml_tensor *out = ggml_new_tensor_2d(ctx, GGML_TYPE_BF16, (int64_t)info.shape[1], (int64_t)info.shape[0]);
+        ggml_set_name(out, "output.weight");
+        (void)e;
+        gguf_add_tensor(meta, out);
+        ggml_free(ctx);
+    }
+    return WS_OK;
+}
+
+struct llama_model *ws_llama_model_load(const char *path, struct llama_model_params params,
+                                        ws_status *status, char *error, size_t error_size) {
+    char scratch[512];
+    if (!error || error_size == 0) {
+        error = scratch;
+        error_size = sizeof scratch;
+    }
+    error[0] = '\0';
+    ws_status s = WS_OK;
+    struct llama_model *model = NULL;
+    struct gguf_context *meta = NULL;
+    ws_checkpoint *ckpt = NULL;
+
+    s = ws_open(path, &ckpt);
+    if (s != WS_OK) {
+        snprintf(error, error_size, "%s", ws_last_error());
+        goto done;
+    }
+    struct gguf_init_params gp = {true, NULL};
+    meta = gguf_init_from_file(path, gp);
+    if (!meta) {
+        s = WS_ERR_FORMAT;
+        snprintf(error, error_size, "%s: ggml cannot read the GGUF metadata", path);
+        goto done;
+    }
+    s = retype(meta, ckpt, error, error_size);
+    if (s != WS_OK) {
+        goto done;
+    }
+    struct fill_ctx c;
+    memset(&c, 0, sizeof c);
+    c.ckpt = ckpt;
+    c.status = WS_OK;
+    model = llama_model_init_from_user(meta, fill_tensor, &c, params);
+    if (!model) {
+        s = c.status != WS_OK ? c.status : WS_ERR_INTERNAL;
+        snprintf(error, error_size, "%s", c.status != WS_OK ? c.error : "llama_model_init_from_user failed (see llama.cpp's log)");
+    } else if (c.status != WS_OK) {
+        s = c.status;
+        snprintf(error, error_size, "%s", c.error);
+        llama_model_free(model);
+        model = NULL;
+    }
+done:
+    if (meta) {
+        gguf_free(meta);
+    }
+    ws_close(ckpt);
+    if (status) {
+        *status = s;
+    }
+    return model;
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The C API and the llama.cpp adapter, against real llama.cpp:
+#   - llama.cpp built from the pinned llama-cpp-python sdist (scripts/build_llama_cpp.sh);
+#   - weightstream.h compiles as C11 and as C++;
+#   - tests/capi/test_capi.c: every C API function, error path and
+#     cancellation, under valgrind (definite or indirect leaks fail);
+#   - tests/llamacpp/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0, Q8_0 with
+#     tied embeddings) loaded through the adapter give logits identical to
+#     llama.cpp's normal load of the gguf-py-dequantized BF16 GGUF; a k-quant
+#     GGUF is refused with a message naming the tensor.
+# Run scripts/setup.sh first.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+source scripts/env.sh
+LLAMA=$(scripts/build_llama_cpp.sh | tail -1)
+LIB=$ROOT/target/release
+INC="-I$ROOT/crates/weightstream-capi/include -I$ROOT/plugins/llamacpp -I$LLAMA/include"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "test_c: the header as C11 and C++"
+echo '#include "weightstream.h"' | cc -std=c11 -Wall -Wextra -Werror -x c -fsyntax-only $INC -
+echo '#include "weightstream.h"' | c++ -std=c++17 -Wall -Wextra -Werror -x c++ -fsyntax-only $INC -
+
+echo "test_c: C API under valgrind"
+"$WS_VENV/bin/python" tests/fixtures/generate.py "$tmp/fx" >/dev/null
+"$WS_VENV/bin/python" tests/capi/expected.py "$tmp/fx/all_types.gguf" "$tmp/expected"
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -o "$tmp/test_capi" tests/capi/test_capi.c $INC \
+  -L"$LIB" -lweightstream_c -Wl,-rpath,"$LIB"
+valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+  --error-exitcode=99 "$tmp/test_capi" "$tmp/fx" "$tmp/expected"
+
+echo "test_c: the llama.cpp adapter against llama.cpp"
+"$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" >/dev/null
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
+  -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
+  -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
+for m in q4_0 q8_0 q8_0-tied; do
+  printf 'test_c: %-10s ' "$m"
+  "$tmp/test_adapter" "$tmp/models/tiny-llama-$m.gguf" "$tmp/models/tiny-llama-$m.ref-bf16.gguf" \
+    "$tmp/models/tiny-llama-kquant.gguf" 2>"$tmp/adapter.log" | tr '\n' ' ' || { echo; cat "$tmp/adapter.log" | grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" | tail -20; exit 1; }
+  echo
+done
+echo "test_c: passed"

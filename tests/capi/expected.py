@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Expected outputs for tests/capi/test_capi.c, from the independent
+references (gguf-py + ml_dtypes): for each tensor of a GGUF fixture,
+NAME.bf16 (BF16 bits), and NAME.f32 / NAME.f16 (the stored bytes) for F32
+and F16 tensors.
+
+    python tests/capi/expected.py FIXTURE.gguf OUT_DIR
+"""
+import sys
+from pathlib import Path
+
+import gguf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import reference  # noqa: E402
+
+
+def main(src: Path, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for t in gguf.GGUFReader(src).tensors:
+        raw = t.data.tobytes()
+        kind = t.tensor_type.name
+        if kind in ("Q4_0", "Q8_0"):
+            (out / f"{t.name}.bf16").write_bytes(reference.gguf_quant(raw, t.tensor_type).tobytes())
+        elif kind in ("F32", "F16", "BF16"):
+            (out / f"{t.name}.bf16").write_bytes(reference.floats(raw, kind).tobytes())
+            if kind != "BF16":
+                (out / f"{t.name}.{kind.lower()}").write_bytes(raw)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -1,0 +1,292 @@
+/*
+ * Every function of the C API (include/weightstream.h), its error paths,
+ * progress and cancellation, concurrent use, and the struct layouts checked
+ * against the library's own view. Run under valgrind by scripts/test_c.sh.
+ *
+ *   test_capi FIXTURE_DIR EXPECTED_DIR
+ * FIXTURE_DIR holds all_types.gguf (tests/fixtures/generate.py);
+ * EXPECTED_DIR its reference outputs (tests/capi/expected.py).
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weightstream.h"
+
+static int checks, failures;
+static const char *fixture_dir, *expected_dir;
+
+#define CHECK(cond, ...)                                              \
+    do {                                                              \
+        checks++;                                                     \
+        if (!(cond)) {                                                \
+            failures++;                                               \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                             \
+            fprintf(stderr, " (last error: %s)\n", ws_last_error());  \
+        }                                                             \
+    } while (0)
+
+static char *path_of(const char *dir, const char *name, const char *suffix) {
+    size_t n = strlen(dir) + strlen(name) + strlen(suffix) + 3;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s%s", dir, name, suffix);
+    return p;
+}
+
+/* The whole file, or NULL. */
+static unsigned char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+    *len = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    return buf;
+}
+
+static int matches_expected(const char *name, const char *suffix, const void *data, size_t size) {
+    char *p = path_of(expected_dir, name, suffix);
+    size_t len = 0;
+    unsigned char *want = slurp(p, &len);
+    int ok = want && len == size && memcmp(want, data, size) == 0;
+    free(want);
+    free(p);
+    return ok;
+}
+
+static ws_destination host(void *data, size_t size) {
+    ws_destination d;
+    memset(&d, 0, sizeof d);
+    d.data = data;
+    d.size = size;
+    d.memory = WS_MEMORY_HOST;
+    return d;
+}
+
+static void check_layout(void) {
+    uint64_t v[64];
+    size_t n = ws_abi_layout(v, 64);
+    const uint64_t c[] = {
+        sizeof(ws_destination), offsetof(ws_destination, size), offsetof(ws_destination, memory),
+        offsetof(ws_destination, device), offsetof(ws_destination, stream),
+        sizeof(ws_tensor_info), offsetof(ws_tensor_info, dtype), offsetof(ws_tensor_info, n_dims),
+        offsetof(ws_tensor_info, shape), offsetof(ws_tensor_info, n_elements), offsetof(ws_tensor_info, loadable),
+        sizeof(ws_load_request), offsetof(ws_load_request, dtype), offsetof(ws_load_request, dst),
+        sizeof(ws_options), offsetof(ws_options, source), offsetof(ws_options, threads),
+        offsetof(ws_options, staging_slots), offsetof(ws_options, staging_bytes), offsetof(ws_options, readers),
+        sizeof(ws_status),
+    };
+    CHECK(n == sizeof c / sizeof c[0], "the library reports %zu layout values, the header %zu", n, sizeof c / sizeof c[0]);
+    for (size_t i = 0; i < n && i < sizeof c / sizeof c[0]; i++) {
+        CHECK(v[i] == c[i], "layout value %zu: library %llu, header %llu", i, (unsigned long long)v[i], (unsigned long long)c[i]);
+    }
+}
+
+static void check_open_errors(void) {
+    ws_checkpoint *c = (ws_checkpoint *)0x1;
+    CHECK(ws_open(NULL, &c) == WS_ERR_INVALID_ARGUMENT && c == NULL, "NULL path");
+    CHECK(ws_open("x.gguf", NULL) == WS_ERR_INVALID_ARGUMENT, "NULL out");
+    CHECK(ws_open("/nonexistent/model.gguf", &c) == WS_ERR_IO && c == NULL, "missing file");
+    CHECK(strstr(ws_last_error(), "/nonexistent/model.gguf") != NULL, "the message names the file: %s", ws_last_error());
+
+    char *broken = path_of(expected_dir, "broken", ".safetensors");
+    FILE *f = fopen(broken, "wb");
+    fwrite("\x10\0\0\0\0\0\0\0[1, 2, 3]       ", 1, 24, f);
+    fclose(f);
+    CHECK(ws_open(broken, &c) == WS_ERR_FORMAT && c == NULL, "malformed file");
+    CHECK(strstr(ws_last_error(), "at byte 8") != NULL, "the message gives the offset: %s", ws_last_error());
+    free(broken);
+
+    char *gguf = path_of(fixture_dir, "all_types.gguf", "");
+    ws_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o - 1;
+    CHECK(ws_open_with(gguf, &o, &c) == WS_ERR_INVALID_ARGUMENT, "short struct_size");
+    o.struct_size = sizeof o;
+    o.source = "bogus";
+    CHECK(ws_open_with(gguf, &o, &c) == WS_ERR_INVALID_ARGUMENT, "unknown source");
+    o.source = NULL;
+    o.threads = -1;
+    CHECK(ws_open_with(gguf, &o, &c) == WS_ERR_INVALID_ARGUMENT, "negative threads");
+    o.threads = 1;
+    o.source = "mmap";
+    CHECK(ws_open_with(gguf, &o, &c) == WS_OK && c != NULL, "options accepted");
+    ws_close(c);
+    ws_close(NULL);
+    free(gguf);
+}
+
+/* Load every tensor of the checkpoint one by one, checking each against the
+ * expected bytes. Returns the failures. */
+static int load_all_and_compare(ws_checkpoint *c, int verbose) {
+    int bad = 0;
+    size_t n = ws_tensor_count(c);
+    for (size_t i = 0; i < n; i++) {
+        ws_tensor_info info;
+        if (ws_tensor_info_at(c, i, &info) != WS_OK) {
+            bad++;
+            continue;
+        }
+        if (!info.loadable) continue;
+        size_t bytes = ws_tensor_nbytes(c, i, WS_DTYPE_BF16);
+        unsigned char *buf = malloc(bytes + 16);
+        memset(buf, 0xA5, bytes + 16);
+        ws_destination d = host(buf, bytes);
+        if (ws_load_tensor(c, i, WS_DTYPE_BF16, &d) != WS_OK || !matches_expected(info.name, ".bf16", buf, bytes)) {
+            if (verbose) fprintf(stderr, "tensor %s differs from the reference\n", info.name);
+            bad++;
+        }
+        for (int k = 0; k < 16; k++) bad += buf[bytes + k] != 0xA5; /* nothing past the end */
+        free(buf);
+    }
+    return bad;
+}
+
+static struct {
+    int calls;
+    float last;
+    int monotonic;
+    int cancel_at;
+} progress;
+
+static bool on_progress(float p, void *user_data) {
+    (void)user_data;
+    progress.calls++;
+    if (p < progress.last) progress.monotonic = 0;
+    progress.last = p;
+    return progress.cancel_at == 0 || progress.calls < progress.cancel_at;
+}
+
+static void *worker(void *arg) {
+    ws_checkpoint *c = arg;
+    return (void *)(intptr_t)load_all_and_compare(c, 0);
+}
+
+static void check_checkpoint(void) {
+    char *gguf = path_of(fixture_dir, "all_types.gguf", "");
+    ws_checkpoint *c = NULL;
+    CHECK(ws_open(gguf, &c) == WS_OK && c, "open all_types.gguf");
+    free(gguf);
+    if (!c) return;
+
+    size_t n = ws_tensor_count(c);
+    CHECK(n == 9, "9 tensors, got %zu", n);
+    CHECK(ws_tensor_count(NULL) == 0, "count of NULL");
+    ws_tensor_info info;
+    CHECK(ws_tensor_info_at(c, 0, NULL) == WS_ERR_INVALID_ARGUMENT, "NULL info");
+    CHECK(ws_tensor_info_at(c, 999, &info) == WS_ERR_NOT_FOUND, "index past the end");
+    size_t idx = 12345;
+    CHECK(ws_find_tensor(c, "nope", &idx) == WS_ERR_NOT_FOUND, "unknown name");
+    CHECK(ws_find_tensor(c, NULL, &idx) == WS_ERR_INVALID_ARGUMENT, "NULL name");
+
+    for (size_t i = 0; i < n; i++) {
+        CHECK(ws_tensor_info_at(c, i, &info) == WS_OK, "info %zu", i);
+        CHECK(ws_find_tensor(c, info.name, &idx) == WS_OK && idx == i, "find %s", info.name);
+        uint64_t prod = 1;
+        for (uint32_t d = 0; d < info.n_dims; d++) prod *= info.shape[d];
+        CHECK(prod == info.n_elements, "%s: shape product", info.name);
+        if (strcmp(info.dtype, "F32") == 0 || strcmp(info.dtype, "F16") == 0) {
+            ws_dtype dt = info.dtype[1] == '3' ? WS_DTYPE_F32 : WS_DTYPE_F16;
+            size_t bytes = ws_tensor_nbytes(c, i, dt);
+            CHECK(bytes == info.n_elements * (dt == WS_DTYPE_F32 ? 4 : 2), "%s raw size", info.name);
+            void *buf = malloc(bytes);
+            ws_destination d = host(buf, bytes);
+            CHECK(ws_load_tensor(c, i, dt, &d) == WS_OK, "raw load of %s", info.name);
+            CHECK(matches_expected(info.name, dt == WS_DTYPE_F32 ? ".f32" : ".f16", buf, bytes), "%s raw bytes", info.name);
+            free(buf);
+        }
+    }
+    CHECK(load_all_and_compare(c, 1) == 0, "every loadable tensor equals the reference");
+
+    /* The unsupported k-quant, and bad requests. */
+    size_t k = 0, q = 0;
+    CHECK(ws_find_tensor(c, "q4_k", &k) == WS_OK, "find q4_k");
+    CHECK(ws_find_tensor(c, "q4_0", &q) == WS_OK, "find q4_0");
+    CHECK(ws_tensor_info_at(c, k, &info) == WS_OK && !info.loadable, "q4_k is not loadable");
+    CHECK(ws_tensor_nbytes(c, k, WS_DTYPE_BF16) == 0, "no BF16 size for q4_k");
+    uint16_t small[4];
+    ws_destination d = host(small, sizeof small);
+    CHECK(ws_load_tensor(c, k, WS_DTYPE_BF16, &d) == WS_ERR_UNSUPPORTED, "q4_k as BF16");
+    CHECK(strstr(ws_last_error(), "q4_k") != NULL, "the message names the tensor: %s", ws_last_error());
+    CHECK(ws_load_tensor(c, q, WS_DTYPE_F32, &d) == WS_ERR_UNSUPPORTED, "q4_0 as F32");
+    CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, &d) == WS_ERR_INVALID_ARGUMENT, "destination too small");
+    CHECK(ws_load_tensor(c, q, 7, &d) == WS_ERR_INVALID_ARGUMENT, "unknown dtype");
+    CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, NULL) == WS_ERR_INVALID_ARGUMENT, "NULL destination");
+    CHECK(ws_load_tensor(NULL, q, WS_DTYPE_BF16, &d) == WS_ERR_INVALID_ARGUMENT, "NULL checkpoint");
+    size_t qbytes = ws_tensor_nbytes(c, q, WS_DTYPE_BF16);
+    unsigned char *buf = malloc(qbytes + 2);
+    d = host(NULL, qbytes);
+    CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, &d) == WS_ERR_INVALID_ARGUMENT, "NULL data");
+    d = host(buf + 1, qbytes);
+    CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, &d) == WS_ERR_INVALID_ARGUMENT, "misaligned data");
+    d = host(buf, qbytes);
+    d.memory = 5;
+    CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, &d) == WS_ERR_INVALID_ARGUMENT, "unknown memory");
+    CHECK(ws_load_tensor(c, 999, WS_DTYPE_BF16, &d) == WS_ERR_NOT_FOUND, "index past the end");
+    if (ws_cuda_device_count() == 0) {
+        d.memory = WS_MEMORY_CUDA;
+        CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, &d) == WS_ERR_DEVICE, "CUDA without a GPU");
+        CHECK(strlen(ws_last_error()) > 0, "a reason");
+    }
+    free(buf);
+
+    /* Batch with progress, then cancelled. */
+    ws_load_request reqs[16];
+    unsigned char *bufs[16];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < 16; i++) {
+        size_t bytes = ws_tensor_nbytes(c, i, WS_DTYPE_BF16);
+        if (!bytes) continue;
+        bufs[m] = malloc(bytes);
+        reqs[m].index = i;
+        reqs[m].dtype = WS_DTYPE_BF16;
+        reqs[m].dst = host(bufs[m], bytes);
+        m++;
+    }
+    progress.calls = 0;
+    progress.last = 0;
+    progress.monotonic = 1;
+    progress.cancel_at = 0;
+    CHECK(ws_load_tensors(c, reqs, m, on_progress, NULL) == WS_OK, "batch load");
+    CHECK(progress.calls > 0 && progress.monotonic && progress.last == 1.0f, "progress: %d calls, last %f", progress.calls, progress.last);
+    for (size_t r = 0; r < m; r++) {
+        CHECK(ws_tensor_info_at(c, reqs[r].index, &info) == WS_OK && matches_expected(info.name, ".bf16", bufs[r], reqs[r].dst.size), "batch tensor %zu", r);
+    }
+    progress.calls = 0;
+    progress.cancel_at = 1;
+    CHECK(ws_load_tensors(c, reqs, m, on_progress, NULL) == WS_ERR_CANCELLED, "cancelled from the callback");
+    CHECK(ws_load_tensors(c, NULL, 1, NULL, NULL) == WS_ERR_INVALID_ARGUMENT, "NULL requests");
+    CHECK(ws_load_tensors(c, reqs, 0, NULL, NULL) == WS_OK, "no requests");
+    for (size_t r = 0; r < m; r++) free(bufs[r]);
+
+    /* Several threads on one checkpoint. */
+    pthread_t th[4];
+    for (int t = 0; t < 4; t++) pthread_create(&th[t], NULL, worker, c);
+    for (int t = 0; t < 4; t++) {
+        void *bad;
+        pthread_join(th[t], &bad);
+        CHECK(bad == NULL, "thread %d saw %ld wrong tensors", t, (long)(intptr_t)bad);
+    }
+    ws_close(c);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s FIXTURE_DIR EXPECTED_DIR\n", argv[0]);
+        return 2;
+    }
+    fixture_dir = argv[1];
+    expected_dir = argv[2];
+    CHECK(ws_api_version() == WS_API_VERSION, "API version %u", ws_api_version());
+    CHECK(strlen(ws_version()) > 0, "a version");
+    check_layout();
+    check_open_errors();
+    check_checkpoint();
+    printf("%d C API checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
