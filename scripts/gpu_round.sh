@@ -6,12 +6,14 @@
 #       fatbins, download the wheels the GPU machine lacks (gguf,
 #       cuda-bench), all into .gpu-carry/, and print the device call.
 #
-#   scripts/gpu_round.sh device [parity] [sanitizer] [sweep] [e2e] [report]
+#   scripts/gpu_round.sh device [parity] [sanitizer] [python] [sweep] [e2e] [report]
 #       on the GPU machine (nvcc 13.0, PyTorch, Python 3.12; no cargo, no
 #       network), with .gpu-carry carried: no step named = all of them.
 #       parity:    GPU kernel and pipeline tests, bitwise against the CPU
 #                  kernels, and weightstream load --verify on the fixtures
 #       sanitizer: compute-sanitizer memcheck over the GPU tests
+#       python:    the Python package on the GPU: load_file/open(device="cuda")
+#                  into torch tensors, bitwise equal to the CPU result
 #       sweep:     nvbench kernel sweep beside a device-to-device copy
 #       e2e:       Llama-7B-shaped Q4_0/Q8_0/FP8/BF16 loads against pinned H2D,
 #                  safetensors.torch.load_file and gguf-py, plus a staging sweep
@@ -46,6 +48,7 @@ for line in sys.stdin:
   [ -x "$test_bin" ] || { echo "gpu_round: the GPU test binary was not built" >&2; exit 1; }
   cp "$test_bin" "$CARRY/bin/gpu-tests"
   cp target/release/weightstream "$CARRY/bin/weightstream"
+  cp target/python-wheel/weightstream-*.whl "$CARRY/wheels/"
   strip --strip-debug "$CARRY/bin/"* 2>/dev/null || true
   local out_dir
   out_dir=$(cargo build --release --locked -p weightstream-kernels --message-format=json 2>/dev/null | "$WS_VENV/bin/python" -c '
@@ -73,7 +76,7 @@ device() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/ws-site "$CARRY"/wheels/*.whl
   export PYTHONPATH=/tmp/ws-site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
   local steps=("$@")
-  [ ${#steps[@]} -gt 0 ] || steps=(parity sanitizer sweep e2e report)
+  [ ${#steps[@]} -gt 0 ] || steps=(parity sanitizer python sweep e2e report)
   {
     echo "date: $(date -u +%FT%TZ)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader || true
@@ -96,6 +99,9 @@ device() {
       sanitizer)
         compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
           "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 kernels_match_cpu_bitwise pipeline_matches 2>&1 | tail -40 | tee "$out/sanitizer.log"
+        ;;
+      python)
+        WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" python3 -m pytest tests/vllm/test_torch_api.py -q -rs -p no:cacheprovider 2>&1 | tee "$out/python.log"
         ;;
       sweep)
         python3 bench/gpu/sweep.py --fatbins "$CARRY/fatbin" --csv "$out/sweep.csv" 2>&1 | tail -70

@@ -32,8 +32,8 @@ fi
 source scripts/env.sh
 echo "setup: building (cargo build --release), kernels with ${WEIGHTSTREAM_NVCC:-no nvcc}"
 cargo build --release --locked --workspace --bins
-echo "setup: building the Python package (maturin) into target/wheels"
-rm -f target/wheels/weightstream-*.whl
-(cd crates/weightstream-py && "$WS_VENV/bin/maturin" build --release --locked -q -o ../../target/wheels)
-"$WS_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall target/wheels/weightstream-*.whl
+echo "setup: building the Python package (maturin) into target/python-wheel"
+rm -rf target/python-wheel
+(cd crates/weightstream-py && "$WS_VENV/bin/maturin" build --release --locked -q -o ../../target/python-wheel)
+"$WS_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall target/python-wheel/weightstream-*.whl
 echo "setup: done; the CLI is target/release/weightstream, the Python package is installed in $WS_VENV"

