@@ -31,6 +31,11 @@ cc -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -o "$tmp/test_capi" tests/capi
 valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
   --error-exitcode=99 "$tmp/test_capi" "$tmp/fx" "$tmp/expected"
 
+echo "test_c: the example in docs/c-api.md"
+cc -std=c11 -Wall -Wextra -Werror -o "$tmp/load_gguf" docs/examples/load_gguf.c $INC -L"$LIB" -lweightstream_c -Wl,-rpath,"$LIB"
+valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+  "$tmp/load_gguf" "$tmp/fx/all_types.gguf" 2>/dev/null | tail -3
+
 echo "test_c: the llama.cpp adapter against llama.cpp"
 "$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" >/dev/null
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \

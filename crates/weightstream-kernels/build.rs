@@ -1,6 +1,7 @@
 //! Builds kernels/*.cu twice:
-//! - for the host with the system C++ compiler (always): the host-grid
-//!   library the CI parity tests run;
+//! - for the host with the system C++ compiler (feature `host-grid`, which
+//!   the crate's own tests enable): the host-grid library the CI parity
+//!   tests run;
 //! - for the GPU with nvcc into one fatbin per file (SASS for each supported
 //!   architecture plus PTX for newer ones), when nvcc is found: embedded in
 //!   the crate. Without nvcc the crate builds CPU-only and says so.
@@ -25,15 +26,17 @@ fn main() {
         println!("cargo:rerun-if-env-changed={var}");
     }
 
-    cc::Build::new()
-        .cpp(true)
-        .std("c++17")
-        .file(kernels.join("host_grid.cpp"))
-        // Same numerics as the GPU: no contraction into FMAs, no fast math.
-        .flag_if_supported("-ffp-contract=off")
-        .flag_if_supported("-fno-fast-math")
-        .warnings(true)
-        .compile("ws_kernels_host");
+    if env::var_os("CARGO_FEATURE_HOST_GRID").is_some() {
+        cc::Build::new()
+            .cpp(true)
+            .std("c++17")
+            .file(kernels.join("host_grid.cpp"))
+            // Same numerics as the GPU: no contraction into FMAs, no fast math.
+            .flag_if_supported("-ffp-contract=off")
+            .flag_if_supported("-fno-fast-math")
+            .warnings(true)
+            .compile("ws_kernels_host");
+    }
 
     let mut entries = Vec::new();
     let mut version = String::new();

@@ -6,6 +6,7 @@
 //! - [`Launch`]: which kernel a job needs, its arguments and its geometry,
 //!   shared by the GPU executor and the host grid so both run the same launch.
 
+#[cfg(feature = "host-grid")]
 pub mod host_grid;
 mod launch;
 
