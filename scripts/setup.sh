@@ -32,8 +32,11 @@ fi
 source scripts/env.sh
 echo "setup: building (cargo build --release), kernels with ${WEIGHTSTREAM_NVCC:-no nvcc}"
 cargo build --release --locked --workspace --bins
+# The C library (libweightstream_c.so/.a) for C and llama.cpp-style loaders.
+cargo build --release --locked -p weightstream-capi --lib
 echo "setup: building the Python package (maturin) into target/python-wheel"
 rm -rf target/python-wheel
 (cd crates/weightstream-py && "$WS_VENV/bin/maturin" build --release --locked -q -o ../../target/python-wheel)
 "$WS_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall target/python-wheel/weightstream-*.whl
-echo "setup: done; the CLI is target/release/weightstream, the Python package is installed in $WS_VENV"
+echo "setup: done; the CLI is target/release/weightstream, the C library target/release/libweightstream_c.so,"
+echo "       the Python package is installed in $WS_VENV"
