@@ -2,18 +2,8 @@
 
 use weightstream_format::{ScaleKind, ScaleLayout};
 
-/// Deterministic pseudo-random bytes (xorshift64).
-pub fn bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+/// Deterministic pseudo-random bytes (xorshift64), shared with the tests.
+pub use weightstream_io::testing::random_bytes as bytes;
 
 /// Q4_0 (block 18) or Q8_0 (block 34) blocks with d = 0.1.
 pub fn quant_blocks(n_elems: usize, block: usize) -> Vec<u8> {

@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use crate::gguf::{GgmlType, MetadataValue};
 use crate::safetensors::StDtype;
-use crate::source::SharedSource;
+use weightstream_io::SharedSource;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -6,7 +6,7 @@
 //! costs a few large reads.
 
 use crate::error::{ErrorKind, FormatError, Result};
-use crate::source::ByteSource;
+use weightstream_io::ByteSource;
 
 const BUF_SIZE: usize = 64 * 1024;
 
@@ -106,7 +106,7 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::MemorySource;
+    use weightstream_io::MemorySource;
 
     #[test]
     fn reads_across_buffer_boundaries() {

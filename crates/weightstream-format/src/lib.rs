@@ -13,7 +13,6 @@ pub mod fp8;
 pub mod gguf;
 pub mod open;
 pub mod safetensors;
-pub mod source;
 
 pub use catalog::{
     Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, Metadata, Role, ScaleDtype, ScaleKind, ScaleLayout,
@@ -21,4 +20,5 @@ pub use catalog::{
 };
 pub use error::{ErrorKind, FormatError, Result};
 pub use open::{mmap_opener, open, open_kind, open_with, safetensors_catalog, SourceOpener};
-pub use source::{ByteSource, FileSource, MemorySource, MmapSource, SharedSource, SourceKind};
+// Byte sources live in weightstream-io; re-exported so format users need one import.
+pub use weightstream_io::{self as io, ByteSource, FileSource, MemorySource, MmapSource, SharedSource, SourceKind};

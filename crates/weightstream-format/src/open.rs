@@ -13,7 +13,7 @@ use crate::error::{ErrorKind, FormatError, Result};
 use crate::fp8::{config_block_size, pair_scales};
 use crate::gguf::reader::first_duplicate;
 use crate::safetensors::index::{read_index, read_json_file, INDEX_FILE};
-use crate::source::{MmapSource, SharedSource, SourceKind};
+use weightstream_io::{MmapSource, SharedSource, SourceKind};
 use crate::{gguf, safetensors};
 
 /// Opens one file as a byte source (mmap by default; the load path may pass
@@ -58,7 +58,7 @@ fn open_source(path: &Path, opener: SourceOpener) -> Result<SharedSource> {
 }
 
 /// GGUF by extension, or by magic for files without one.
-fn is_gguf(path: &Path, src: &dyn crate::source::ByteSource) -> bool {
+fn is_gguf(path: &Path, src: &dyn weightstream_io::ByteSource) -> bool {
     match path.extension().and_then(|e| e.to_str()) {
         Some("gguf") => true,
         Some("safetensors") => false,

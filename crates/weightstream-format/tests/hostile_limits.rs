@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use weightstream_format::{gguf, safetensors, ByteSource, MemorySource};
+use weightstream_format::{gguf, safetensors, MemorySource};
 
 struct Counting;
 static CURRENT: AtomicUsize = AtomicUsize::new(0);

@@ -5,7 +5,7 @@ use super::types::GgmlType;
 use super::{MAX_DIMS, MAX_TENSOR_NAME_LEN};
 use crate::cursor::Cursor;
 use crate::error::{ErrorKind, FormatError, Result};
-use crate::source::ByteSource;
+use weightstream_io::ByteSource;
 
 pub const MAGIC: &[u8; 4] = b"GGUF";
 pub const DEFAULT_ALIGNMENT: u64 = 32;

@@ -11,7 +11,7 @@ use super::dtype::StDtype;
 use crate::cursor::Cursor;
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::gguf::reader::{check_no_overlap, first_duplicate};
-use crate::source::ByteSource;
+use weightstream_io::ByteSource;
 
 /// The safetensors crate refuses headers above this size.
 pub const MAX_HEADER_LEN: u64 = 100_000_000;
@@ -213,7 +213,7 @@ fn json_error_offset(text: &[u8], line: usize, column: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::MemorySource;
+    use weightstream_io::MemorySource;
 
     fn file(header: &str, data: usize) -> MemorySource {
         let mut b = (header.len() as u64).to_le_bytes().to_vec();
