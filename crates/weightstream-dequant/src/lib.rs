@@ -17,5 +17,5 @@ mod x86;
 pub use chunk::dequantize;
 pub use isa::Isa;
 pub use kernel::{DequantError, Kernel, ScaleGrid};
-pub use par::{dequantize_par, DEFAULT_PIECE};
+pub use par::{dequantize_par, dequantize_par_fetch, FetchError, DEFAULT_PIECE};
 pub use scales::scales_to_f32;

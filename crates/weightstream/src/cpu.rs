@@ -1,26 +1,54 @@
 //! The CPU executor: a plan's jobs dequantized on this machine's cores.
+//!
+//! Jobs are cut into groups of about `chunk_bytes` file bytes, and each
+//! group reaches the kernels one of three ways, by source:
+//!
+//! - mmap: the mapped bytes, no copy;
+//! - read (page cache): every dequantization thread `pread`s its own piece
+//!   into a small per-thread buffer and dequantizes it while it is still in
+//!   cache, so the copy out of the page cache costs little memory traffic;
+//! - direct: `readers` threads read groups ahead into a ring of aligned
+//!   buffers while the cores dequantize, so the drive has several reads in
+//!   flight and storage and compute overlap.
 
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::Mutex;
 use std::time::Instant;
 
-use weightstream_dequant::{dequantize_par, Isa, DEFAULT_PIECE};
+use weightstream_dequant::{dequantize_par, dequantize_par_fetch, FetchError, Isa, DEFAULT_PIECE};
+use weightstream_format::io::ordered::{self, RingShape};
+use weightstream_format::io::{AlignedBuf, ByteSource};
 use weightstream_format::Catalog;
 
-use crate::access::{bytes, JobKernel};
+use crate::access::JobKernel;
 use crate::alloc::zeroed;
 use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
-use crate::plan::{Job, Plan};
+use crate::plan::{file_path, Job, Plan};
 use crate::tensor::{HostTensor, LoadStats};
 
-/// Elements dequantized between two cancellation checks: 8 MiB of BF16.
-const GROUP_ELEMS: u64 = 4 << 20;
+/// Default file bytes per group: large enough for full-speed direct reads,
+/// small enough that cancelling is prompt and the ring stays small.
+pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
+/// Default reader threads (sources without a zero-copy view).
+pub const DEFAULT_READERS: usize = 4;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuOptions {
-    /// Threads (default: every core).
+    /// Threads dequantizing (default: every core).
     pub threads: Option<usize>,
     /// Kernel instruction set (default: the best this CPU has).
     pub isa: Option<Isa>,
+    /// Threads reading ahead, for sources that copy (read, direct); default
+    /// [`DEFAULT_READERS`].
+    pub readers: Option<usize>,
+    /// Read-ahead buffers (groups read ahead of the dequantization); default
+    /// twice the readers.
+    pub slots: Option<usize>,
+    /// File bytes per read and per dequantization group; default
+    /// [`DEFAULT_CHUNK_BYTES`].
+    pub chunk_bytes: Option<usize>,
 }
 
 /// A zeroed output buffer, or an error when the host cannot provide it (a
@@ -32,10 +60,64 @@ pub(crate) fn alloc_output(tensor: &str, n: u64) -> Result<Vec<u16>> {
         .ok_or_else(|| Error::HostMemory { tensor: tensor.to_string(), bytes: n.saturating_mul(2) })
 }
 
+/// Elements `[first, first + n)` of job `job` (an index into the request),
+/// stored in bytes `src` of the job's file.
+struct Group {
+    job: usize,
+    first: u64,
+    n: u64,
+    src: Range<u64>,
+    /// The job is complete once this group is.
+    last_of_job: bool,
+}
+
+/// The groups covering `elems` of each job; a job with no elements gets one
+/// empty group so that its completion is still reported.
+fn groups(jobs: &[(&Job, Range<u64>)], chunk_bytes: usize) -> Vec<Group> {
+    let mut out = Vec::new();
+    for (j, (job, elems)) in jobs.iter().enumerate() {
+        let (block, size) = job.encoding.block();
+        let step = (chunk_bytes as u64 / size).max(1) * block;
+        let mut a = elems.start;
+        loop {
+            let n = step.min(elems.end - a);
+            out.push(Group { job: j, first: a, n, src: job.byte_range(a, n), last_of_job: a + n == elems.end });
+            a += n;
+            if a >= elems.end {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A group's source bytes, as the kernels get them.
+enum GroupBytes<'a> {
+    /// In memory (mapped, or read ahead into the ring).
+    Mem(&'a [u8]),
+    /// To be read piece by piece by the dequantizing threads: the group's
+    /// bytes start at `offset` of `source`.
+    Fetch { source: &'a dyn ByteSource, offset: u64 },
+}
+
+/// How a group's bytes were made available by the ring.
+enum Filled {
+    /// The source maps the file: use its slice.
+    Mapped,
+    /// Read into the ring slot, at this range.
+    Staged(Range<usize>),
+}
+
 /// Runs jobs on a thread pool of its own.
 pub struct CpuExecutor {
     pool: rayon::ThreadPool,
     isa: Isa,
+    readers: usize,
+    slots: usize,
+    chunk_bytes: usize,
+    /// Read-ahead buffers, kept between loads (allocating and first-touching
+    /// tens of MiB per call would cost more than small loads themselves).
+    ring: Mutex<Vec<AlignedBuf>>,
 }
 
 impl CpuExecutor {
@@ -45,7 +127,15 @@ impl CpuExecutor {
             b = b.num_threads(n.max(1));
         }
         let pool = b.build().map_err(|e| Error::Other(format!("cannot start CPU threads: {e}")))?;
-        Ok(CpuExecutor { pool, isa: opts.isa.unwrap_or_else(Isa::detect) })
+        let readers = opts.readers.unwrap_or(DEFAULT_READERS).max(1);
+        Ok(CpuExecutor {
+            pool,
+            isa: opts.isa.unwrap_or_else(Isa::detect),
+            readers,
+            slots: opts.slots.unwrap_or(2 * readers).max(1),
+            chunk_bytes: opts.chunk_bytes.unwrap_or(DEFAULT_CHUNK_BYTES).max(1),
+            ring: Mutex::new(Vec::new()),
+        })
     }
 
     pub fn threads(&self) -> usize {
@@ -56,31 +146,136 @@ impl CpuExecutor {
         self.isa
     }
 
-    /// Dequantize elements `[first, first + dst.len())` of `job` into `dst`.
-    pub fn fill(&self, cat: &Catalog, jk: &JobKernel, first: u64, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
-        let job = jk.job();
-        let kernel = jk.kernel()?;
-        let end = first + dst.len() as u64;
-        let mut done = 0usize;
-        for chunk in job.chunks(GROUP_ELEMS).filter(|c| c.first < end && c.first + c.n > first) {
+    pub fn readers(&self) -> usize {
+        self.readers
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
+    /// Hand every group's bytes to `on`, in order: zero-copy where the
+    /// source maps the file, through the read-ahead ring otherwise.
+    fn each_group(
+        &self,
+        cat: &Catalog,
+        jobs: &[(&Job, Range<u64>)],
+        tracker: Option<&Tracker>,
+        mut on: impl FnMut(&Group, GroupBytes) -> Result<()>,
+    ) -> Result<()> {
+        let groups = groups(jobs, self.chunk_bytes);
+        let source = |g: &Group| &cat.files[jobs[g.job].0.file].source;
+        let check = || tracker.map_or(Ok(()), |t| t.check());
+        let done = |g: &Group| {
             if let Some(t) = tracker {
-                t.check()?;
+                t.add_bytes(g.src.end - g.src.start);
             }
-            // Chunks are aligned from the job's start; clip to the requested range.
-            let a = chunk.first.max(first);
-            let b = (chunk.first + chunk.n).min(end);
-            let src_range = job.byte_range(a, b - a);
-            let src = bytes(cat, job.file, src_range.clone(), &job.name)?;
-            let out = &mut dst[done..done + (b - a) as usize];
-            self.pool
-                .install(|| dequantize_par(&kernel, a, &src, out, self.isa, DEFAULT_PIECE))
-                .map_err(|source| Error::Dequant { tensor: job.name.clone(), source })?;
-            done += (b - a) as usize;
-            if let Some(t) = tracker {
-                t.add_bytes(src_range.end - src_range.start);
+        };
+        if groups.iter().all(|g| source(g).slice(g.src.clone()).is_some()) {
+            for (i, g) in groups.iter().enumerate() {
+                check()?;
+                if let Some(next) = groups.get(i + 1) {
+                    source(next).will_need(next.src.clone());
+                }
+                on(g, GroupBytes::Mem(source(g).slice(g.src.clone()).expect("checked above")))?;
+                done(g);
+            }
+            return Ok(());
+        }
+        if groups.iter().all(|g| source(g).direct_file().is_none()) {
+            for g in &groups {
+                check()?;
+                on(g, GroupBytes::Fetch { source: &**source(g), offset: g.src.start })?;
+                done(g);
+            }
+            return Ok(());
+        }
+
+        let shape = RingShape { slots: self.slots.min(groups.len()), workers: self.readers };
+        let slot_len = groups.iter().map(|g| source(g).staged_len(g.src.start, (g.src.end - g.src.start) as usize)).max().unwrap_or(0);
+        let slots = self.take_ring(shape.slots, slot_len)?;
+        let fill = |i: usize, s: usize| -> Result<Filled> {
+            let g = &groups[i];
+            let src = source(g);
+            if src.slice(g.src.clone()).is_some() {
+                return Ok(Filled::Mapped);
+            }
+            // SAFETY: the ring gives slot s to this fill alone until the
+            // consumer is done with it (ordered::run's guarantee).
+            let buf = unsafe { slots[s].slot_mut() };
+            src.read_staged(g.src.start, (g.src.end - g.src.start) as usize, buf).map(Filled::Staged).map_err(|e| Error::Read {
+                file: file_path(cat, jobs[g.job].0.file),
+                tensor: jobs[g.job].0.name.clone(),
+                offset: g.src.start,
+                source: e,
+            })
+        };
+        let result = ordered::run(groups.len(), shape, &fill, |i, s, filled| {
+            check()?;
+            let g = &groups[i];
+            let bytes = match filled {
+                Filled::Mapped => source(g).slice(g.src.clone()).expect("mapped when filled"),
+                Filled::Staged(r) => &slots[s].as_slice()[r],
+            };
+            on(g, GroupBytes::Mem(bytes))?;
+            done(g);
+            Ok(())
+        });
+        self.give_ring(slots);
+        result
+    }
+
+    /// `count` ring buffers of at least `len` bytes: the kept ones when they
+    /// fit, new ones otherwise.
+    fn take_ring(&self, count: usize, len: usize) -> Result<Vec<AlignedBuf>> {
+        let mut kept = std::mem::take(&mut *self.ring.lock().unwrap_or_else(|p| p.into_inner()));
+        kept.retain(|b| b.len() >= len);
+        kept.truncate(count);
+        while kept.len() < count {
+            kept.push(AlignedBuf::new(len).ok_or_else(|| Error::HostMemory { tensor: "(read-ahead buffers)".into(), bytes: len as u64 })?);
+        }
+        Ok(kept)
+    }
+
+    fn give_ring(&self, bufs: Vec<AlignedBuf>) {
+        let mut kept = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        if bufs.len() > kept.len() {
+            *kept = bufs;
+        }
+    }
+
+    fn dequantize(&self, cat: &Catalog, jk: &JobKernel, first: u64, src: GroupBytes, out: &mut [u16]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let kernel = jk.kernel()?;
+        let job = jk.job();
+        let dequant_error = |source| Error::Dequant { tensor: job.name.clone(), source };
+        match src {
+            GroupBytes::Mem(bytes) => {
+                self.pool.install(|| dequantize_par(&kernel, first, bytes, out, self.isa, DEFAULT_PIECE)).map_err(dequant_error)
+            }
+            GroupBytes::Fetch { source, offset } => {
+                let fetch = |r: Range<u64>, buf: &mut [u8]| source.read_at(offset + r.start, buf).map_err(|e| (offset + r.start, e));
+                self.pool.install(|| dequantize_par_fetch(&kernel, first, out, self.isa, DEFAULT_PIECE, &fetch)).map_err(|e| match e {
+                    FetchError::Fetch((at, source)) => Error::Read { file: file_path(cat, job.file), tensor: job.name.clone(), offset: at, source },
+                    FetchError::Dequant(d) => dequant_error(d),
+                })
             }
         }
-        Ok(())
+    }
+
+    /// Dequantize elements `[first, first + dst.len())` of `job` into `dst`.
+    pub fn fill(&self, cat: &Catalog, jk: &JobKernel, first: u64, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
+        let end = first + dst.len() as u64;
+        self.each_group(cat, &[(jk.job(), first..end)], tracker, |g, src| {
+            let at = (g.first - first) as usize;
+            self.dequantize(cat, jk, g.first, src, &mut dst[at..at + g.n as usize])
+        })
     }
 
     /// Produce one job's tensor.
@@ -91,6 +286,33 @@ impl CpuExecutor {
         Ok(HostTensor { name: job.name.clone(), shape: job.shape.clone(), data })
     }
 
+    /// Every job of `plan` in order, group by group: `on(job index, kernel,
+    /// group, bytes)`; then `finished(job index)` once its last group is done.
+    fn run_plan(
+        &self,
+        cat: &Catalog,
+        plan: &Plan,
+        tracker: &Tracker,
+        mut on: impl FnMut(usize, &JobKernel, &Group, GroupBytes) -> Result<()>,
+        mut finished: impl FnMut(usize) -> Result<()>,
+    ) -> Result<()> {
+        let jobs: Vec<(&Job, Range<u64>)> = plan.jobs.iter().map(|j| (j, j.first..j.first + j.n_elems)).collect();
+        // The current job's kernel (scales decoded once per job).
+        let mut current: Option<(usize, JobKernel)> = None;
+        self.each_group(cat, &jobs, Some(tracker), |g, src| {
+            if current.as_ref().is_none_or(|(j, _)| *j != g.job) {
+                current = Some((g.job, JobKernel::new(cat, &plan.jobs[g.job])?));
+            }
+            let (_, jk) = current.as_ref().expect("set above");
+            on(g.job, jk, g, src)?;
+            if g.last_of_job {
+                tracker.tensor_done();
+                finished(g.job)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Fill caller-owned buffers: `dsts[i]` receives job `i` (exactly
     /// `n_elems` BF16 values), in plan order; `on_done(i)` after each.
     pub fn load_into(
@@ -99,7 +321,7 @@ impl CpuExecutor {
         plan: &Plan,
         dsts: &mut [&mut [u16]],
         control: Control,
-        mut on_done: impl FnMut(usize) -> Result<()>,
+        on_done: impl FnMut(usize) -> Result<()>,
     ) -> Result<LoadStats> {
         if dsts.len() != plan.jobs.len() {
             return Err(Error::Other(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
@@ -111,38 +333,92 @@ impl CpuExecutor {
         }
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
-        for (i, (job, dst)) in plan.jobs.iter().zip(dsts.iter_mut()).enumerate() {
-            tracker.check()?;
-            let jk = JobKernel::new(cat, job)?;
-            self.fill(cat, &jk, job.first, dst, Some(&tracker))?;
-            tracker.tensor_done();
-            on_done(i)?;
-        }
-        Ok(LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() })
+        tracker.check()?;
+        self.run_plan(
+            cat,
+            plan,
+            &tracker,
+            |j, jk, g, src| {
+                let at = (g.first - plan.jobs[j].first) as usize;
+                self.dequantize(cat, jk, g.first, src, &mut dsts[j][at..at + g.n as usize])
+            },
+            on_done,
+        )?;
+        Ok(stats(plan, t0))
     }
 
     /// Produce every job's tensor in plan order, handing each to `sink` as it
-    /// completes.
-    pub fn stream(
-        &self,
-        cat: &Catalog,
-        plan: &Plan,
-        control: Control,
-        mut sink: impl FnMut(HostTensor) -> Result<()>,
-    ) -> Result<LoadStats> {
+    /// completes (one tensor's output is held at a time).
+    pub fn stream(&self, cat: &Catalog, plan: &Plan, control: Control, mut sink: impl FnMut(HostTensor) -> Result<()>) -> Result<LoadStats> {
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
-        for job in &plan.jobs {
-            tracker.check()?;
-            let t = self.run_job(cat, job, Some(&tracker))?;
-            tracker.tensor_done();
-            sink(t)?;
-        }
-        Ok(LoadStats {
-            tensors: plan.jobs.len() as u64,
-            src_bytes: plan.src_bytes(),
-            out_bytes: plan.out_bytes(),
-            seconds: t0.elapsed().as_secs_f64(),
-        })
+        tracker.check()?;
+        // The tensor being produced: filled group by group, then handed over.
+        let out: RefCell<Option<(usize, Vec<u16>)>> = RefCell::new(None);
+        let fill_out = |j: usize, jk: &JobKernel, g: &Group, src: GroupBytes| -> Result<()> {
+            let mut out = out.borrow_mut();
+            if out.as_ref().is_none_or(|(k, _)| *k != j) {
+                *out = Some((j, alloc_output(&plan.jobs[j].name, plan.jobs[j].n_elems)?));
+            }
+            let (_, data) = out.as_mut().expect("set above");
+            let at = (g.first - plan.jobs[j].first) as usize;
+            self.dequantize(cat, jk, g.first, src, &mut data[at..at + g.n as usize])
+        };
+        let finished = |j: usize| -> Result<()> {
+            let (_, data) = out.borrow_mut().take().expect("a finished job has its output");
+            let job = &plan.jobs[j];
+            sink(HostTensor { name: job.name.clone(), shape: job.shape.clone(), data })
+        };
+        self.run_plan(cat, plan, &tracker, fill_out, finished)?;
+        Ok(stats(plan, t0))
     }
+}
+
+impl CpuExecutor {
+    /// Read every job's bytes exactly as a load does (mapping, page-cache
+    /// pieces on the worker threads, or the read-ahead ring), without
+    /// dequantizing: the storage path alone, for benchmarks. Mapped bytes are
+    /// touched once per page, so the mapping really reads them.
+    pub fn read_only(&self, cat: &Catalog, plan: &Plan, control: Control) -> Result<LoadStats> {
+        let t0 = Instant::now();
+        let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
+        tracker.check()?;
+        let jobs: Vec<(&Job, Range<u64>)> = plan.jobs.iter().map(|j| (j, j.first..j.first + j.n_elems)).collect();
+        self.each_group(cat, &jobs, Some(&tracker), |g, src| {
+            let job = jobs[g.job].0;
+            match src {
+                GroupBytes::Mem(bytes) => {
+                    std::hint::black_box(bytes.iter().step_by(4096).fold(0u8, |a, &b| a ^ b));
+                }
+                GroupBytes::Fetch { source, offset } => {
+                    // The pieces a load would fetch: 64 Ki elements' worth each.
+                    let (block, size) = job.encoding.block();
+                    let piece = ((DEFAULT_PIECE as u64 / block).max(1) * size) as usize;
+                    let len = (g.src.end - g.src.start) as usize;
+                    let pieces: Vec<usize> = (0..len).step_by(piece.max(1)).collect();
+                    self.pool.install(|| {
+                        use rayon::prelude::*;
+                        pieces.par_iter().try_for_each(|&a| {
+                            let mut buf = vec![0u8; piece.min(len - a)];
+                            source.read_at(offset + a as u64, &mut buf).map_err(|e| Error::Read {
+                                file: file_path(cat, job.file),
+                                tensor: job.name.clone(),
+                                offset: offset + a as u64,
+                                source: e,
+                            })
+                        })
+                    })?;
+                }
+            }
+            if g.last_of_job {
+                tracker.tensor_done();
+            }
+            Ok(())
+        })?;
+        Ok(stats(plan, t0))
+    }
+}
+
+fn stats(plan: &Plan, t0: Instant) -> LoadStats {
+    LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() }
 }

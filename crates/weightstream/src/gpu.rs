@@ -1,10 +1,11 @@
 //! The GPU executor: a plan's jobs through the staging pipeline of
 //! `weightstream-cuda`, into buffers it allocates or into the caller's.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gpu, StagingConfig, StagingRing};
+use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gds, GdsFile, Gpu, StagingConfig, StagingRing};
+use weightstream_format::io::GdsUse;
 use weightstream_format::{Catalog, Encoding, Fp8Format};
 use weightstream_kernels::{Fp8Args, Launch};
 
@@ -57,12 +58,14 @@ pub struct GpuExecutor {
     /// Made on first use, reused by every load (loads through one executor
     /// run one at a time).
     ring: Mutex<Option<StagingRing>>,
+    /// How storage was read (cuFile or not, and why), for reports.
+    notes: Mutex<Vec<String>>,
 }
 
 impl GpuExecutor {
     pub fn new(opts: &GpuOptions) -> Result<Self> {
         let gpu = Gpu::open(opts.device).map_err(device_error)?;
-        Ok(GpuExecutor { gpu, staging: opts.staging, ring: Mutex::new(None) })
+        Ok(GpuExecutor { gpu, staging: opts.staging, ring: Mutex::new(None), notes: Mutex::new(Vec::new()) })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -71,6 +74,64 @@ impl GpuExecutor {
 
     pub fn staging(&self) -> StagingConfig {
         self.staging
+    }
+
+    /// What the loads so far decided about storage: which files cuFile read
+    /// (and in which mode), and why it did not where GDS was asked for.
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn note(&self, line: String) {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        if !notes.contains(&line) {
+            notes.push(line);
+        }
+    }
+
+    /// Per catalog file: a cuFile handle when this load reads the file with
+    /// GPUDirect Storage. `--source gds` asks for it; `auto` takes it for a
+    /// cold file only when the nvidia-fs driver makes it real DMA (compat
+    /// mode is our own direct staging with an extra copy). Anything that
+    /// stops it is noted and the file is read through pinned staging.
+    fn gds_files(&self, cat: &Catalog, plan: &Plan, ring: &StagingRing) -> Vec<Option<Arc<GdsFile>>> {
+        let mut out = vec![None; cat.files.len()];
+        let mut used: Vec<usize> = plan.jobs.iter().map(|j| j.file).collect();
+        used.sort_unstable();
+        used.dedup();
+        for f in used {
+            let path = cat.files[f].path.display().to_string();
+            let Some((file, want)) = cat.files[f].source.direct_file() else { continue };
+            if want == GdsUse::Never {
+                continue;
+            }
+            let gds = match Gds::open() {
+                Ok(g) => g,
+                Err(e) => {
+                    if want == GdsUse::Always {
+                        self.note(format!("gds: {e}; reading {path} through pinned staging instead"));
+                    }
+                    continue;
+                }
+            };
+            if want == GdsUse::IfNative && !gds.native() {
+                self.note("auto: no nvidia-fs, so cuFile would only run in compatibility mode (direct I/O plus a copy): \
+                           cold files go through pinned staging"
+                    .into());
+                continue;
+            }
+            match gds.register(file) {
+                Ok(h) => {
+                    if let Err(e) = ring.register_for_gds(gds) {
+                        self.note(format!("gds: scratch buffers not registered ({e}); cuFile uses its bounce buffers"));
+                    }
+                    self.note(format!("gds: {path} read with cuFile, {}", gds.mode()));
+                    out[f] = Some(Arc::new(h));
+                }
+                Err(e) => self.note(format!("gds: {e}; reading {path} through pinned staging instead")),
+            }
+        }
+        out
     }
 
     /// Allocate every tensor first (so running out of memory stops the load
@@ -154,6 +215,12 @@ impl GpuExecutor {
                 }
             });
         }
+        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        if ring.is_none() {
+            *ring = Some(StagingRing::new(&self.gpu, self.staging).map_err(device_error)?);
+        }
+        let ring = ring.as_ref().expect("made above");
+        let gds = self.gds_files(cat, plan, ring);
         let mut work = Vec::new();
         for (i, job) in plan.jobs.iter().enumerate() {
             if job.n_elems == 0 {
@@ -161,14 +228,10 @@ impl GpuExecutor {
                 tracker.tensor_done();
                 continue;
             }
-            chunks_for(cat, job, i, dsts[i], scales[i].as_ref().map(|b| b.ptr()), self.staging.slot_bytes, &mut work)?;
+            let scale = scales[i].as_ref().map(|b| b.ptr());
+            chunks_for(cat, job, i, dsts[i], scale, gds[job.file].clone(), self.staging.slot_bytes, &mut work)?;
         }
         let cancelled = || control.check().is_err();
-        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        if ring.is_none() {
-            *ring = Some(StagingRing::new(&self.gpu, self.staging).map_err(device_error)?);
-        }
-        let ring = ring.as_ref().expect("made above");
         // The sink's own error, kept whole (the pipeline only carries CudaError).
         let mut sink_error = None;
         let result = weightstream_cuda::run(&self.gpu, ring, &work, after, &cancelled, |i| {
@@ -198,7 +261,17 @@ fn chunk_elems(encoding: Encoding, slot_bytes: usize) -> u64 {
     (fit / 256 * 256).max(block.max(256))
 }
 
-fn chunks_for(cat: &Catalog, job: &Job, index: usize, dst: u64, scales: Option<u64>, slot_bytes: usize, out: &mut Vec<ChunkWork>) -> Result<()> {
+#[allow(clippy::too_many_arguments)]
+fn chunks_for(
+    cat: &Catalog,
+    job: &Job,
+    index: usize,
+    dst: u64,
+    scales: Option<u64>,
+    gds: Option<Arc<GdsFile>>,
+    slot_bytes: usize,
+    out: &mut Vec<ChunkWork>,
+) -> Result<()> {
     let elems = chunk_elems(job.encoding, slot_bytes);
     if job.encoding.block().1 * elems / job.encoding.block().0 > slot_bytes as u64 {
         return Err(Error::Other(format!(
@@ -234,6 +307,7 @@ fn chunks_for(cat: &Catalog, job: &Job, index: usize, dst: u64, scales: Option<u
         out.push(ChunkWork {
             tensor: index,
             source: source.clone(),
+            gds: gds.clone(),
             offset: c.src.start,
             len: (c.src.end - c.src.start) as usize,
             op,

@@ -50,7 +50,7 @@ fn tempdir(tag: &str) -> PathBuf {
 
 fn load_all(cat: &weightstream::Catalog, threads: usize, control: Control) -> weightstream::Result<Vec<HostTensor>> {
     let plan = Plan::new(cat, &PlanOptions::default())?;
-    let cpu = CpuExecutor::new(&CpuOptions { threads: Some(threads), isa: None })?;
+    let cpu = CpuExecutor::new(&CpuOptions { threads: Some(threads), ..Default::default() })?;
     let mut out = vec![];
     cpu.stream(cat, &plan, control, |t| {
         out.push(t);
