@@ -3,13 +3,16 @@
 //! [`probe`] answers "is there a usable GPU?" without panicking; [`Gpu`]
 //! holds a device's primary context and the kernels; [`pipeline`] streams
 //! chunks of file bytes through a ring of pinned buffers into device scratch
-//! memory and dequantizes them into their destinations.
+//! memory and dequantizes them into their destinations; [`gds`] reads
+//! chunks with cuFile straight into device memory instead (GPUDirect
+//! Storage).
 //!
 //! cudarc loads `libcuda` at run time, so this crate builds and runs on
 //! machines without CUDA; every entry point then returns
 //! [`CudaError::Unavailable`].
 
 pub mod error;
+pub mod gds;
 pub mod gpu;
 pub mod memory;
 pub mod pipeline;
@@ -17,7 +20,8 @@ pub mod probe;
 
 pub use cudarc::driver::CudaStream;
 pub use error::{CudaError, Result};
+pub use gds::{Gds, GdsFile};
 pub use gpu::{DeviceInfo, Gpu};
 pub use memory::{DeviceBuffer, PinnedBuffer};
-pub use pipeline::{run, ChunkOp, ChunkWork, StagingConfig, StagingRing};
+pub use pipeline::{run, ChunkOp, ChunkWork, StagingConfig, StagingRing, SLOT_PAD};
 pub use probe::{check_available, device_count, gpu_present};

@@ -2,26 +2,39 @@
 //! kernel -> destination, with reads, copies and kernels overlapped.
 //!
 //! ```text
-//! reader threads:  read chunk i into pinned[i % S]            (waits: slot free)
-//! copy stream:     pinned[s] -> scratch[s], record copy_done[s]
-//! compute stream:  wait copy_done[s]; kernel scratch[s] -> dst; record slot_free[s]
+//! reader threads:  wait slot_free[s]; read chunk i into pinned[s]   (s = i % S)
+//!                  (cuFile chunks: read straight into scratch[s] instead)
+//! submitter:       pinned[s] -> scratch[s] on the copy stream, record copy_done[s];
+//!                  compute stream waits copy_done[s], runs the kernel, records slot_free[s]
 //! ```
-//! Chunk `i` may use slot `s = i % S` once chunk `i - S` was submitted and its
-//! `slot_free` event completed (its copy and kernel are done). Readers run
-//! ahead of the submitter by up to S chunks; the submitter (the calling
-//! thread) issues copies and kernels in chunk order. On any error or cancel
-//! everything stops, both streams are drained, and every buffer is freed.
+//! The ordering between readers and the submitter is weightstream-io's
+//! ordered ring (`ordered::run`): chunk `i` gets slot `i % S` only after
+//! chunk `i - S` was submitted; its reader then waits on `slot_free[s]`, so
+//! the device is done with the slot before new bytes land in it. On any error
+//! or cancel everything stops, both streams are drained, and the ring is
+//! ready for the next run.
+//!
+//! Direct-I/O sources read the 4 KiB-aligned range around a chunk (so slots
+//! carry [`SLOT_PAD`] spare bytes) and the copy starts past the skew.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{result, sys, CudaEvent, CudaStream};
-use weightstream_format::SharedSource;
+use weightstream_io::aligned::{align_down, align_up};
+use weightstream_io::ordered::{self, RingShape};
+use weightstream_io::{SharedSource, DIRECT_ALIGN};
 use weightstream_kernels::Launch;
 
 use crate::error::{CudaError, Result};
+use crate::gds::{Gds, GdsBuffer, GdsFile};
 use crate::gpu::Gpu;
 use crate::memory::{DeviceBuffer, PinnedBuffer};
+
+/// Spare bytes per slot: a direct read covers the chunk's enclosing aligned
+/// range, up to two blocks more than the chunk.
+pub const SLOT_PAD: usize = 2 * DIRECT_ALIGN;
 
 /// Ring geometry and parallelism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +68,9 @@ pub struct ChunkWork {
     /// The caller's index of the tensor this chunk belongs to.
     pub tensor: usize,
     pub source: SharedSource,
+    /// Read with cuFile straight into device scratch (GPUDirect Storage)
+    /// instead of through pinned host memory.
+    pub gds: Option<Arc<GdsFile>>,
     pub offset: u64,
     pub len: usize,
     pub op: ChunkOp,
@@ -62,37 +78,6 @@ pub struct ChunkWork {
     pub dst: u64,
     /// The tensor is complete once this chunk is.
     pub last_of_tensor: bool,
-}
-
-struct State {
-    next: usize,
-    /// Per slot: the chunk whose bytes it holds, ready to submit.
-    filled: Vec<Option<usize>>,
-    submitted: usize,
-    abort: bool,
-    error: Option<CudaError>,
-}
-
-struct Shared {
-    state: Mutex<State>,
-    cv: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A poisoned lock means a thread panicked holding it; the state is
-        // still consistent enough to stop on.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn fail(&self, e: CudaError) {
-        let mut st = self.lock();
-        if st.error.is_none() {
-            st.error = Some(e);
-        }
-        st.abort = true;
-        self.cv.notify_all();
-    }
 }
 
 fn event(gpu: &Gpu, flags: sys::CUevent_flags) -> Result<CudaEvent> {
@@ -105,12 +90,15 @@ fn event(gpu: &Gpu, flags: sys::CUevent_flags) -> Result<CudaEvent> {
 /// both streams drained, so the next starts with every slot free.
 pub struct StagingRing {
     cfg: StagingConfig,
+    /// cuFile registrations of the scratch buffers, made on the first GDS
+    /// run. Declared before `scratch`: dropped (deregistered) first.
+    gds_buffers: Mutex<Option<Vec<GdsBuffer>>>,
     pinned: Vec<PinnedBuffer>,
     scratch: Vec<DeviceBuffer>,
     copy_done: Vec<CudaEvent>,
     slot_free: Vec<CudaEvent>,
-    copy: std::sync::Arc<CudaStream>,
-    compute: std::sync::Arc<CudaStream>,
+    copy: Arc<CudaStream>,
+    compute: Arc<CudaStream>,
 }
 
 impl StagingRing {
@@ -121,6 +109,7 @@ impl StagingRing {
         gpu.bind()?;
         let mut r = StagingRing {
             cfg,
+            gds_buffers: Mutex::new(None),
             pinned: vec![],
             scratch: vec![],
             copy_done: vec![],
@@ -129,8 +118,10 @@ impl StagingRing {
             compute: gpu.new_stream()?,
         };
         for _ in 0..cfg.slots {
-            r.pinned.push(gpu.alloc_pinned(cfg.slot_bytes)?);
-            r.scratch.push(gpu.alloc(cfg.slot_bytes, "a staging scratch buffer")?);
+            // One block extra so the slot can start on a 4 KiB boundary
+            // whatever alignment the allocator gives.
+            r.pinned.push(gpu.alloc_pinned(cfg.slot_bytes + SLOT_PAD + DIRECT_ALIGN)?);
+            r.scratch.push(gpu.alloc(cfg.slot_bytes + SLOT_PAD, "a staging scratch buffer")?);
             r.copy_done.push(event(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?);
             // Readers block on these: sleep rather than spin.
             r.slot_free.push(event(gpu, sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC)?);
@@ -141,6 +132,37 @@ impl StagingRing {
     pub fn config(&self) -> StagingConfig {
         self.cfg
     }
+
+    /// Slot `s` of pinned memory: 4 KiB aligned, `slot_bytes + SLOT_PAD` long.
+    fn pinned_slot(&self, s: usize) -> *mut u8 {
+        let p = self.pinned[s].as_ptr() as *mut u8;
+        p.wrapping_add(p.align_offset(DIRECT_ALIGN))
+    }
+
+    /// Register the scratch buffers with cuFile (once per ring; a failure
+    /// only costs speed, and is returned for the log).
+    pub fn register_for_gds(&self, gds: &'static Gds) -> std::result::Result<(), String> {
+        let mut regs = self.gds_buffers.lock().unwrap_or_else(|p| p.into_inner());
+        if regs.is_some() {
+            return Ok(());
+        }
+        let mut v = Vec::new();
+        for b in &self.scratch {
+            // SAFETY: the scratch buffers live as long as the ring, and the
+            // registrations are dropped first (field order).
+            v.push(unsafe { gds.register_buffer(b.ptr(), b.len()) }?);
+        }
+        *regs = Some(v);
+        Ok(())
+    }
+}
+
+/// Where a reader left a chunk's bytes.
+enum Filled {
+    /// In the slot's pinned memory, at this range.
+    Host(Range<usize>),
+    /// Already in the slot's device scratch, this many bytes in.
+    Device(u64),
 }
 
 /// Run every chunk. `on_tensor_done(t)` is called, in completion order, once
@@ -164,140 +186,50 @@ pub fn run(
         return Ok(());
     }
     gpu.bind()?;
-    let slots = cfg.slots;
     let (copy, compute) = (&*ring.copy, &*ring.compute);
     if let Some(s) = after {
         let ready = event(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
         ready.record(s).map_err(|e| CudaError::driver("cuEventRecord", e))?;
         compute.wait(&ready).map_err(|e| CudaError::driver("cuStreamWaitEvent", e))?;
     }
-    let shared = Shared {
-        state: Mutex::new(State { next: 0, filled: vec![None; slots], submitted: 0, abort: false, error: None }),
-        cv: Condvar::new(),
-    };
-    let readers = cfg.readers.clamp(1, slots.min(work.len()));
-
-    let outcome = std::thread::scope(|scope| {
-        for _ in 0..readers {
-            scope.spawn(|| reader(gpu, ring, work, &shared, slots));
-        }
-        let r = submit_all(gpu, ring, work, &shared, slots, copy, compute, cancelled, &mut on_tensor_done);
-        if r.is_err() {
-            let mut st = shared.lock();
-            st.abort = true;
-            shared.cv.notify_all();
-        }
-        // Whatever happened, nothing may still be in flight when the ring is
-        // freed: drain both streams before the readers are joined and the
-        // buffers dropped.
-        let drained = copy.synchronize().and(compute.synchronize()).map_err(|e| CudaError::driver("cuStreamSynchronize", e));
-        (r, drained)
-    });
-    let reader_error = shared.lock().error.take();
-    match (outcome, reader_error) {
-        ((Err(Stop::Failed(e)), _), _) => Err(e),
-        ((Err(Stop::Aborted), _), Some(e)) => Err(e),
-        ((Err(Stop::Aborted), _), None) => Err(CudaError::Invalid("the staging pipeline stopped without a reason".into())),
-        ((Ok(()), _), Some(e)) => Err(e),
-        ((Ok(()), drained), None) => drained,
-    }
-}
-
-/// Why the submitter stopped: its own error, or a reader's (kept in `State`).
-enum Stop {
-    Aborted,
-    Failed(CudaError),
-}
-
-impl From<CudaError> for Stop {
-    fn from(e: CudaError) -> Stop {
-        Stop::Failed(e)
-    }
-}
-
-fn reader(gpu: &Gpu, ring: &StagingRing, work: &[ChunkWork], shared: &Shared, slots: usize) {
-    if let Err(e) = gpu.bind() {
-        return shared.fail(e);
-    }
-    loop {
-        let i = {
-            let mut st = shared.lock();
-            if st.abort || st.next >= work.len() {
-                return;
-            }
-            st.next += 1;
-            st.next - 1
-        };
-        let s = i % slots;
-        if i >= slots {
-            // Wait until the slot's previous chunk was submitted, then until
-            // the device is done with it.
-            let mut st = shared.lock();
-            while !st.abort && st.submitted < i - slots + 1 {
-                st = shared.cv.wait(st).unwrap_or_else(|p| p.into_inner());
-            }
-            if st.abort {
-                return;
-            }
-            drop(st);
-            if let Err(e) = ring.slot_free[s].synchronize() {
-                return shared.fail(CudaError::driver("cuEventSynchronize", e));
-            }
+    let fill = |i: usize, s: usize| -> Result<Filled> {
+        gpu.bind()?;
+        if i >= cfg.slots {
+            // The slot's previous chunk was submitted (the ring's promise);
+            // wait until the device is done reading it.
+            ring.slot_free[s].synchronize().map_err(|e| CudaError::driver("cuEventSynchronize", e))?;
         }
         let w = &work[i];
-        // SAFETY: slot s belongs to chunk i now: its previous chunk's copy and
-        // kernel completed (slot_free), and the next chunk to use it waits
-        // until this one is submitted.
-        let buf = unsafe { ring.pinned[s].slice_mut(w.len) };
-        if let Err(source) = w.source.read_at(w.offset, buf) {
-            return shared.fail(CudaError::Read { file: w.source.path().to_path_buf(), offset: w.offset, tensor: w.tensor, source });
+        match &w.gds {
+            Some(f) => gds_fill(ring, s, w, f),
+            None => host_fill(ring, s, w),
         }
-        let mut st = shared.lock();
-        st.filled[s] = Some(i);
-        shared.cv.notify_all();
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn submit_all(
-    gpu: &Gpu,
-    ring: &StagingRing,
-    work: &[ChunkWork],
-    shared: &Shared,
-    slots: usize,
-    copy: &CudaStream,
-    compute: &CudaStream,
-    cancelled: &(dyn Fn() -> bool + Sync),
-    on_tensor_done: &mut impl FnMut(usize) -> Result<()>,
-) -> Result<(), Stop> {
+    };
     let mut pending: VecDeque<(usize, CudaEvent)> = VecDeque::new();
-    for (i, w) in work.iter().enumerate() {
+    let consume = |i: usize, s: usize, filled: Filled| -> Result<()> {
         if cancelled() {
-            return Err(CudaError::Cancelled.into());
+            return Err(CudaError::Cancelled);
         }
-        let s = i % slots;
-        {
-            let mut st = shared.lock();
-            while st.filled[s] != Some(i) && !st.abort {
-                st = shared.cv.wait(st).unwrap_or_else(|p| p.into_inner());
-            }
-            if st.abort {
-                return Err(Stop::Aborted);
-            }
-            st.filled[s] = None;
-        }
+        let w = &work[i];
         let scratch = ring.scratch[s].ptr();
-        // SAFETY: the reader finished writing w.len bytes to pinned[s]; the
-        // slot is not reused before slot_free[s] (recorded below) completes.
-        let host = unsafe { std::slice::from_raw_parts(ring.pinned[s].as_ptr(), w.len) };
-        unsafe { result::memcpy_htod_async(scratch, host, copy.cu_stream()) }.map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
-        ring.copy_done[s].record(copy).map_err(|e| CudaError::driver("cuEventRecord", e))?;
-        compute.wait(&ring.copy_done[s]).map_err(|e| CudaError::driver("cuStreamWaitEvent", e))?;
+        let src = match filled {
+            Filled::Host(r) => {
+                // SAFETY: the reader finished writing r in slot s; the slot is
+                // not refilled before slot_free[s] (recorded below) completes.
+                let host = unsafe { std::slice::from_raw_parts(ring.pinned_slot(s).add(r.start), r.len()) };
+                unsafe { result::memcpy_htod_async(scratch, host, copy.cu_stream()) }.map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
+                ring.copy_done[s].record(copy).map_err(|e| CudaError::driver("cuEventRecord", e))?;
+                compute.wait(&ring.copy_done[s]).map_err(|e| CudaError::driver("cuStreamWaitEvent", e))?;
+                scratch
+            }
+            // cuFileRead returned: the bytes are in device memory.
+            Filled::Device(at) => scratch + at,
+        };
         match w.op {
-            // SAFETY: scratch[s] holds the chunk's bytes; the caller
-            // guarantees dst has room for n BF16 values and valid scales.
-            ChunkOp::Kernel(l) => unsafe { gpu.launch(&l, scratch, w.dst, w.n, compute)? },
-            ChunkOp::Copy => unsafe { result::memcpy_dtod_async(w.dst, scratch, w.len, compute.cu_stream()) }
+            // SAFETY: src holds the chunk's bytes; the caller guarantees dst
+            // has room for n BF16 values and valid scales.
+            ChunkOp::Kernel(l) => unsafe { gpu.launch(&l, src, w.dst, w.n, compute)? },
+            ChunkOp::Copy => unsafe { result::memcpy_dtod_async(w.dst, src, w.len, compute.cu_stream()) }
                 .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))?,
         }
         ring.slot_free[s].record(compute).map_err(|e| CudaError::driver("cuEventRecord", e))?;
@@ -306,19 +238,52 @@ fn submit_all(
             done.record(compute).map_err(|e| CudaError::driver("cuEventRecord", e))?;
             pending.push_back((w.tensor, done));
         }
-        {
-            let mut st = shared.lock();
-            st.submitted = i + 1;
-            shared.cv.notify_all();
-        }
         while pending.front().is_some_and(|(_, ev)| ev.is_complete()) {
             let (t, _) = pending.pop_front().expect("front exists");
             on_tensor_done(t)?;
         }
-    }
-    compute.synchronize().map_err(|e| CudaError::driver("cuStreamSynchronize", e))?;
+        Ok(())
+    };
+    let outcome = ordered::run(work.len(), RingShape { slots: cfg.slots, workers: cfg.readers }, &fill, consume);
+    // Whatever happened, nothing may be in flight when this returns: the
+    // caller may free the destinations, and the next run reuses the slots.
+    let drained = copy.synchronize().and(compute.synchronize()).map_err(|e| CudaError::driver("cuStreamSynchronize", e));
+    outcome?;
+    drained?;
     for (t, _) in pending {
         on_tensor_done(t)?;
     }
     Ok(())
+}
+
+fn read_error(w: &ChunkWork, source: std::io::Error) -> CudaError {
+    CudaError::Read { file: w.source.path().to_path_buf(), offset: w.offset, tensor: w.tensor, source }
+}
+
+/// Read chunk `w` into slot `s`'s pinned memory.
+fn host_fill(ring: &StagingRing, s: usize, w: &ChunkWork) -> Result<Filled> {
+    // SAFETY: the ring gives slot s to this reader alone, and slot_free[s]
+    // completed: no copy from it is in flight. The slot is slot_bytes +
+    // SLOT_PAD bytes inside its pinned buffer (allocated with one block more
+    // for the alignment).
+    let buf = unsafe { std::slice::from_raw_parts_mut(ring.pinned_slot(s), ring.cfg.slot_bytes + SLOT_PAD) };
+    w.source.read_staged(w.offset, w.len, buf).map(Filled::Host).map_err(|e| read_error(w, e))
+}
+
+/// Read chunk `w` with cuFile into slot `s`'s device scratch.
+fn gds_fill(ring: &StagingRing, s: usize, w: &ChunkWork, f: &GdsFile) -> Result<Filled> {
+    let start = align_down(w.offset);
+    let skew = w.offset - start;
+    let need = (align_up(w.offset + w.len as u64) - start) as usize;
+    // The kernels read 2-byte fields: keep the chunk's first byte at an even
+    // device address even when the file offset is odd.
+    let pad = skew & 1;
+    // SAFETY: scratch[s] holds slot_bytes + SLOT_PAD >= need + pad bytes;
+    // slot_free[s] completed, so no kernel is reading it.
+    let got = unsafe { f.read(ring.scratch[s].ptr(), pad, need, start) }.map_err(|m| read_error(w, std::io::Error::other(m)))?;
+    if (got as u64) < skew + w.len as u64 {
+        let msg = format!("the file ends at {} while reading {} bytes at {} (did it shrink?)", start + got as u64, w.len, w.offset);
+        return Err(read_error(w, std::io::Error::new(std::io::ErrorKind::UnexpectedEof, msg)));
+    }
+    Ok(Filled::Device(pad + skew))
 }

@@ -160,6 +160,7 @@ fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> V
         .map(|(k, &b)| {
             let nb = chunk_blocks.min(blocks - b);
             ChunkWork {
+                gds: None,
                 tensor: 0,
                 source: src.clone(),
                 offset: (b * 18) as u64,
