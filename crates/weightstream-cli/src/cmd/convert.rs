@@ -42,7 +42,7 @@ pub struct Args {
     /// Replace OUT if it exists
     #[arg(long)]
     pub force: bool,
-    /// How to read the input: auto, read or mmap (see `weightstream load --help`)
+    /// How to read the input: auto, read, mmap, direct or gds (see `weightstream load --help`)
     #[arg(long, default_value = "auto", value_parser = crate::source_arg::parse)]
     pub source: weightstream::SourceKind,
     /// Print a JSON report
@@ -63,7 +63,7 @@ pub fn run(args: &Args) -> CmdResult {
         max_shard_bytes: args.max_shard_size,
         skip_unsupported: args.skip_unsupported,
         force: args.force,
-        cpu: CpuOptions { threads: args.threads, isa: None },
+        cpu: CpuOptions { threads: args.threads, ..Default::default() },
         source: args.source,
     };
     let report = convert(&args.input, &args.output, &opts, control);

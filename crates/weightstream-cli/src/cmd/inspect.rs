@@ -83,7 +83,9 @@ pub fn to_json(cat: &Catalog) -> Json {
     let mut out = json!({
         "format": cat.format,
         "path": cat.root.display().to_string(),
-        "files": cat.files.iter().map(|f| json!({"path": f.path.display().to_string(), "nbytes": f.source.len()})).collect::<Vec<_>>(),
+        "files": cat.files.iter().map(|f| json!({
+            "path": f.path.display().to_string(), "nbytes": f.source.len(), "source": f.source.name(), "source_note": f.source.note(),
+        })).collect::<Vec<_>>(),
         "metadata": cat.metadata.to_json(),
         "tensors": tensors,
         "totals": totals(cat).into_iter().map(|(k, (n, e, b))| (k.to_string(), json!({"tensors": n, "elements": e, "nbytes": b}))).collect::<serde_json::Map<_, _>>(),

@@ -21,7 +21,8 @@ device, and reports bytes read, time, and throughput both of file bytes and of B
     after_help = "Examples:\n  \
 weightstream load model-q4_0.gguf                   GPU if present, else CPU\n  \
 weightstream load ./DeepSeek-FP8 --device cuda:1 --json\n  \
-weightstream load model.gguf --device cpu --threads 2 --verify"
+weightstream load model.gguf --device cpu --threads 2 --verify\n  \
+weightstream load model.gguf --source direct --readers 8    cold file: O_DIRECT, 8 reads in flight"
 )]
 pub struct Args {
     /// A .gguf or .safetensors file, or a checkpoint directory
@@ -35,25 +36,26 @@ pub struct Args {
     /// Hand each tensor back as it completes instead of keeping them all (bounded memory)
     #[arg(long)]
     pub discard: bool,
+    /// Read the tensor bytes through the source as a load does, but do not dequantize (CPU): the storage path alone, for benchmarks
+    #[arg(long, conflicts_with = "verify")]
+    pub read_only: bool,
     /// Leave out tensors that cannot become BF16 instead of failing
     #[arg(long)]
     pub skip_unsupported: bool,
     /// CPU threads (default: every core)
     #[arg(long)]
     pub threads: Option<usize>,
-    /// How to read the file: auto, read (positioned reads) or mmap (fastest
-    /// warm, but a file truncated during the load kills the process)
-    #[arg(long, default_value = "auto", value_parser = crate::source_arg::parse)]
+    #[arg(long, default_value = "auto", value_parser = crate::source_arg::parse, help = crate::source_arg::HELP)]
     pub source: weightstream::SourceKind,
-    /// GPU: pinned staging buffers in the ring
-    #[arg(long, default_value_t = StagingConfig::default().slots)]
-    pub staging_slots: usize,
-    /// GPU: size of each staging buffer in MiB
-    #[arg(long, default_value_t = StagingConfig::default().slot_bytes >> 20)]
-    pub staging_mib: usize,
-    /// GPU: threads reading the checkpoint into the staging ring
-    #[arg(long, default_value_t = StagingConfig::default().readers)]
-    pub readers: usize,
+    /// Threads reading the file ahead (CPU: for the read and direct sources; GPU: into the staging ring) [default: 4]
+    #[arg(long)]
+    pub readers: Option<usize>,
+    /// Buffers read ahead [default: CPU twice the readers, GPU 8]
+    #[arg(long)]
+    pub staging_slots: Option<usize>,
+    /// MiB per read and per buffer [default: CPU 4, GPU 16]
+    #[arg(long)]
+    pub staging_mib: Option<usize>,
     /// Print a JSON report
     #[arg(long)]
     pub json: bool,
@@ -62,6 +64,9 @@ pub struct Args {
 pub fn run(args: &Args) -> CmdResult {
     let choice: DeviceChoice = args.device.parse().or_fail(args.json)?;
     let device = choice.resolve().or_fail(args.json)?;
+    if args.read_only && device != Device::Cpu {
+        return Err(Failure { error: weightstream::Error::Other("--read-only measures the CPU read path: add --device cpu".into()), json: args.json });
+    }
     crate::interrupt::install();
     let cat = weightstream::open_with_source(&args.path, args.source).or_fail(args.json)?;
     let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
@@ -71,23 +76,35 @@ pub fn run(args: &Args) -> CmdResult {
     let keep = !args.discard || args.verify;
     let (stats, produced, where_) = match device {
         Device::Cpu => {
-            let cpu = CpuExecutor::new(&CpuOptions { threads: args.threads, isa: None }).or_fail(args.json)?;
+            let opts = CpuOptions {
+                threads: args.threads,
+                readers: args.readers,
+                slots: args.staging_slots,
+                chunk_bytes: args.staging_mib.map(|m| m << 20),
+                ..Default::default()
+            };
+            let cpu = CpuExecutor::new(&opts).or_fail(args.json)?;
             let mut kept = Vec::new();
-            let stats = cpu.stream(&cat, &plan, control, |t| {
-                if keep {
-                    kept.push(t.data);
-                }
-                Ok(())
-            });
+            let stats = if args.read_only {
+                cpu.read_only(&cat, &plan, control)
+            } else {
+                cpu.stream(&cat, &plan, control, |t| {
+                    if keep {
+                        kept.push(t.data);
+                    }
+                    Ok(())
+                })
+            };
             bar.finish();
-            let w = Where::Cpu { isa: cpu.isa().name(), threads: cpu.threads() };
+            let w = Where::Cpu { isa: cpu.isa().name(), threads: cpu.threads(), readers: cpu.readers() };
             (stats.or_fail(args.json)?, kept, w)
         }
         Device::Cuda(n) => {
+            let d = StagingConfig::default();
             let staging = StagingConfig {
-                slots: args.staging_slots,
-                slot_bytes: args.staging_mib << 20,
-                readers: args.readers,
+                slots: args.staging_slots.unwrap_or(d.slots),
+                slot_bytes: args.staging_mib.map_or(d.slot_bytes, |m| m << 20),
+                readers: args.readers.unwrap_or(d.readers),
             };
             let gpu = GpuExecutor::new(&GpuOptions { device: n, staging }).or_fail(args.json)?;
             let mut kept = Vec::new();
@@ -101,12 +118,12 @@ pub fn run(args: &Args) -> CmdResult {
             let stats = stats.or_fail(args.json)?;
             // Copied back only to verify (after the timed load).
             let host = if args.verify { kept.iter().map(|t| t.to_host()).collect::<Result<Vec<_>, _>>().or_fail(args.json)? } else { vec![] };
-            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging };
+            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging, notes: gpu.notes() };
             (stats, host, w)
         }
     };
     let verified = if args.verify { Some(verify(&cat, &plan, &produced).or_fail(args.json)?) } else { None };
-    report(args, &stats, &where_, &plan, verified.as_ref());
+    report(args, &cat, &stats, &where_, &plan, verified.as_ref());
     match verified {
         Some(v) if !v.mismatches.is_empty() => Err(Failure {
             error: weightstream::Error::Other(format!("{} tensor(s) differ from the scalar reference", v.mismatches.len())),
@@ -118,8 +135,8 @@ pub fn run(args: &Args) -> CmdResult {
 
 /// Where the load ran, for the report.
 enum Where {
-    Cpu { isa: &'static str, threads: usize },
-    Cuda { ordinal: usize, name: String, staging: StagingConfig },
+    Cpu { isa: &'static str, threads: usize, readers: usize },
+    Cuda { ordinal: usize, name: String, staging: StagingConfig, notes: Vec<String> },
 }
 
 struct Verification {
@@ -130,7 +147,7 @@ struct Verification {
 
 /// Recompute with the scalar kernels on one thread: an independent path.
 fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[Vec<u16>]) -> weightstream::Result<Verification> {
-    let reference = CpuExecutor::new(&CpuOptions { threads: Some(1), isa: Some(Isa::Scalar) })?;
+    let reference = CpuExecutor::new(&CpuOptions { threads: Some(1), isa: Some(Isa::Scalar), ..Default::default() })?;
     let mut mismatches = vec![];
     for (job, data) in plan.jobs.iter().zip(got) {
         let want = reference.run_job(cat, job, None)?;
@@ -141,18 +158,19 @@ fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[Vec<u16>]) -> weights
     Ok(Verification { tensors: plan.jobs.len(), mismatches })
 }
 
-fn report(args: &Args, s: &LoadStats, where_: &Where, plan: &Plan, v: Option<&Verification>) {
+fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Where, plan: &Plan, v: Option<&Verification>) {
     let (device, detail) = match where_ {
-        Where::Cpu { isa, threads } => ("cpu".to_string(), json!({"isa": isa, "threads": threads})),
-        Where::Cuda { ordinal, name, staging } => (
+        Where::Cpu { isa, threads, readers } => ("cpu".to_string(), json!({"isa": isa, "threads": threads, "readers": readers})),
+        Where::Cuda { ordinal, name, staging, notes } => (
             format!("cuda:{ordinal}"),
-            json!({"gpu": name, "staging_slots": staging.slots, "staging_bytes": staging.slot_bytes, "readers": staging.readers}),
+            json!({"gpu": name, "staging_slots": staging.slots, "staging_bytes": staging.slot_bytes, "readers": staging.readers, "storage_notes": notes}),
         ),
     };
     if args.json {
         let out = json!({
-            "path": args.path.display().to_string(), "device": device, "source": args.source.name(), "detail": detail,
-            "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": s.out_bytes, "seconds": s.seconds,
+            "path": args.path.display().to_string(), "device": device, "source": args.source.name(), "sources": crate::source_arg::json(cat), "detail": detail,
+            "read_only": args.read_only,
+            "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": if args.read_only { 0 } else { s.out_bytes }, "seconds": s.seconds,
             "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
             "skipped": plan.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
             "verify": v.map(|v| json!({"tensors": v.tensors, "identical": v.mismatches.is_empty(),
@@ -162,14 +180,27 @@ fn report(args: &Args, s: &LoadStats, where_: &Where, plan: &Plan, v: Option<&Ve
         return;
     }
     let how = match where_ {
-        Where::Cpu { isa, threads } => format!("{isa} kernels, {threads} threads"),
+        Where::Cpu { isa, threads, .. } => format!("{isa} kernels, {threads} threads"),
         Where::Cuda { name, staging, .. } => {
             format!("{name}, {} x {} staging, {} readers", staging.slots, human::bytes(staging.slot_bytes as u64), staging.readers)
         }
     };
-    println!("loaded {} tensors from {} on {device} ({how}) in {:.3} s", s.tensors, args.path.display(), s.seconds);
+    let verb = if args.read_only { "read" } else { "loaded" };
+    println!("{verb} {} tensors from {} on {device} ({how}) in {:.3} s", s.tensors, args.path.display(), s.seconds);
     println!("  file bytes read  {:>10}  {:>7.2} GB/s", human::bytes(s.src_bytes), s.src_gbps());
-    println!("  BF16 produced    {:>10}  {:>7.2} GB/s", human::bytes(s.out_bytes), s.out_gbps());
+    if args.read_only {
+        println!("  (read only: nothing dequantized)");
+    } else {
+        println!("  BF16 produced    {:>10}  {:>7.2} GB/s", human::bytes(s.out_bytes), s.out_gbps());
+    }
+    for line in crate::source_arg::lines(cat) {
+        println!("  {line}");
+    }
+    if let Where::Cuda { notes, .. } = where_ {
+        for n in notes {
+            println!("  {n}");
+        }
+    }
     for k in &plan.skipped {
         println!("  skipped {}: {}", k.name, k.reason);
     }
