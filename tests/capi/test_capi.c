@@ -275,6 +275,35 @@ static void check_checkpoint(void) {
     ws_close(c);
 }
 
+/* Direct I/O with small reads through the read-ahead ring gives the same
+ * bytes, and ws_sources says how each file is read. */
+static void check_sources(void) {
+    char *gguf = path_of(fixture_dir, "all_types.gguf", "");
+    ws_checkpoint *c = NULL;
+    CHECK(ws_sources(NULL)[0] == '\0', "ws_sources(NULL) is empty");
+    ws_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.source = "direct";
+    o.readers = 3;
+    o.staging_bytes = 4096 + 18; /* several reads per tensor, none aligned */
+    CHECK(ws_open_with(gguf, &o, &c) == WS_OK, "open with direct I/O");
+    const char *s = ws_sources(c);
+    CHECK(strstr(s, "all_types.gguf: direct\n") != NULL || strstr(s, "refused") != NULL, "ws_sources: %s", s);
+    CHECK(load_all_and_compare(c, 1) == 0, "direct I/O gives the reference bytes");
+    ws_close(c);
+    o.source = "read";
+    CHECK(ws_open_with(gguf, &o, &c) == WS_OK, "open with pread");
+    CHECK(strstr(ws_sources(c), "all_types.gguf: read\n") != NULL, "ws_sources: %s", ws_sources(c));
+    CHECK(load_all_and_compare(c, 1) == 0, "pread through the ring gives the reference bytes");
+    ws_close(c);
+    o.source = "auto";
+    CHECK(ws_open_with(gguf, &o, &c) == WS_OK, "open with auto");
+    CHECK(strstr(ws_sources(c), "(auto: ") != NULL, "auto says why: %s", ws_sources(c));
+    ws_close(c);
+    free(gguf);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s FIXTURE_DIR EXPECTED_DIR\n", argv[0]);
@@ -287,6 +316,7 @@ int main(int argc, char **argv) {
     check_layout();
     check_open_errors();
     check_checkpoint();
+    check_sources();
     printf("%d C API checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -84,11 +84,13 @@ typedef struct ws_load_request {
  * need; zero means the default. */
 typedef struct ws_options {
     size_t struct_size;    /* sizeof(ws_options) */
-    const char *source;    /* "auto" (default), "read" or "mmap" */
+    const char *source;    /* "auto" (default: measures the page cache, then reads through it
+                              when the file is warm and with O_DIRECT when cold), "read", "mmap",
+                              "direct" (O_DIRECT) or "gds" (cuFile into GPU memory); see ws_sources */
     int threads;           /* CPU dequant threads (0: every core) */
-    int staging_slots;     /* GPU: pinned staging buffers (0: default) */
-    size_t staging_bytes;  /* GPU: bytes per staging buffer (0: default) */
-    int readers;           /* GPU: threads reading into the staging ring (0: default) */
+    int staging_slots;     /* buffers read ahead: pinned on the GPU path (0: default) */
+    size_t staging_bytes;  /* bytes per read and per buffer (0: default) */
+    int readers;           /* threads reading ahead (0: default) */
 } ws_options;
 
 /* Called during ws_load_tensors with the fraction done (0..1, by file
@@ -112,6 +114,12 @@ ws_status ws_open(const char *path, ws_checkpoint **out);
 ws_status ws_open_with(const char *path, const ws_options *options, ws_checkpoint **out);
 /* Free everything; NULL is allowed. */
 void ws_close(ws_checkpoint *ckpt);
+
+/* How the files are read, one line per file: "<path>: <source>" with
+ * source read, mmap, direct or gds, followed by " (<why>)" when `auto` chose
+ * it or it replaces a source the filesystem refused. Valid until ws_close;
+ * "" for NULL. */
+const char *ws_sources(const ws_checkpoint *ckpt);
 
 /* Data tensors in file order (FP8 scales are consumed by their weights and
  * activation scales left out, so they are not listed). */

@@ -28,6 +28,8 @@ pub struct Checkpoint {
     pub(crate) plan: Plan,
     pub(crate) entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
+    /// ws_sources: one line per file, "<path>: <source>[ (<why>)]".
+    pub(crate) sources: CString,
     pub(crate) cpu: CpuExecutor,
     staging: StagingConfig,
     gpus: Mutex<HashMap<usize, Arc<GpuExecutor>>>,
@@ -59,14 +61,24 @@ impl Checkpoint {
             });
         }
         let by_name = entries.iter().enumerate().map(|(i, e)| (e.name.to_string_lossy().into_owned(), i)).collect();
-        let cpu = CpuExecutor::new(&CpuOptions { threads, isa: None })?;
+        // The staging options mean the same on the CPU: read-ahead threads, buffers, bytes per read.
+        let cpu = CpuExecutor::new(&CpuOptions { threads, readers, slots, chunk_bytes: slot_bytes, isa: None })?;
         let d = StagingConfig::default();
         let staging = StagingConfig {
             slots: slots.unwrap_or(d.slots),
             slot_bytes: slot_bytes.unwrap_or(d.slot_bytes),
             readers: readers.unwrap_or(d.readers),
         };
-        Ok(Checkpoint { cat, plan, entries, by_name, cpu, staging, gpus: Mutex::new(HashMap::new()) })
+        let sources = cat
+            .files
+            .iter()
+            .map(|f| match f.source.note() {
+                Some(n) => format!("{}: {} ({n})\n", f.path.display(), f.source.name()),
+                None => format!("{}: {}\n", f.path.display(), f.source.name()),
+            })
+            .collect::<String>();
+        let sources = c_string(&sources)?;
+        Ok(Checkpoint { cat, plan, entries, by_name, sources, cpu, staging, gpus: Mutex::new(HashMap::new()) })
     }
 
     pub(crate) fn entry(&self, index: usize) -> Result<&Entry, Failure> {

@@ -197,10 +197,10 @@ pub unsafe extern "C" fn ws_open_with(path: *const c_char, options: *const WsOpt
         }
         let source = match opts.map(|o| o.source).filter(|s| !s.is_null()) {
             // SAFETY: a non-null C string per the contract.
-            Some(s) => match unsafe { c_str(s, "options.source") }? {
-                "auto" => SourceKind::default(),
-                name => SourceKind::parse(name).ok_or_else(|| invalid(&format!("source '{name}': use auto, read or mmap")))?,
-            },
+            Some(s) => {
+                let name = unsafe { c_str(s, "options.source") }?;
+                SourceKind::parse(name).ok_or_else(|| invalid(&format!("source '{name}': use {}", SourceKind::NAMES.join(", "))))?
+            }
             None => SourceKind::default(),
         };
         let nonneg = |v: c_int, what: &str| -> Result<Option<usize>, Failure> {
@@ -240,6 +240,14 @@ pub unsafe extern "C" fn ws_close(ckpt: *mut Checkpoint) {
 pub unsafe extern "C" fn ws_tensor_count(ckpt: *const Checkpoint) -> usize {
     // SAFETY: per the contract.
     unsafe { ckpt.as_ref() }.map_or(0, |c| c.entries.len())
+}
+
+/// # Safety
+/// `ckpt` is null or a live checkpoint.
+#[no_mangle]
+pub unsafe extern "C" fn ws_sources(ckpt: *const Checkpoint) -> *const c_char {
+    // SAFETY: per the contract.
+    unsafe { ckpt.as_ref() }.map_or(c"".as_ptr(), |c| c.sources.as_ptr())
 }
 
 /// # Safety

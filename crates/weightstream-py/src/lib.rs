@@ -34,10 +34,7 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
 }
 
 fn source_kind(s: &str) -> PyResult<SourceKind> {
-    match s {
-        "auto" => Ok(SourceKind::default()),
-        _ => SourceKind::parse(s).ok_or_else(|| WeightstreamError::new_err(format!("source '{s}': use auto, read or mmap"))),
-    }
+    SourceKind::parse(s).ok_or_else(|| WeightstreamError::new_err(format!("source '{s}': use {}", SourceKind::NAMES.join(", "))))
 }
 
 /// An opened checkpoint and the plan of its data tensors.
@@ -120,10 +117,22 @@ impl Checkpoint {
         self.plan.skipped.iter().map(|s| (s.name.clone(), s.reason.clone())).collect()
     }
 
+    /// Per file: (path, source reading it, why it was chosen or None).
+    fn sources(&self) -> Vec<(String, String, Option<String>)> {
+        self.cat
+            .files
+            .iter()
+            .map(|f| (f.path.display().to_string(), f.source.name().to_string(), f.source.note().map(str::to_string)))
+            .collect()
+    }
+
     /// Dequantize tensors `indices` on the CPU into host buffers: `ptrs[k]`
     /// is the address of a contiguous buffer of `nbytes[k]` bytes that must be
-    /// exactly the tensor's BF16 size. Returns (seconds, file bytes).
-    #[pyo3(signature = (indices, ptrs, nbytes, threads = None, callback = None))]
+    /// exactly the tensor's BF16 size. The staging options mean the same as
+    /// on the GPU: read-ahead buffers, bytes per read, reader threads.
+    /// Returns (seconds, file bytes, notes).
+    #[pyo3(signature = (indices, ptrs, nbytes, threads = None, staging_slots = None, staging_bytes = None, readers = None, callback = None))]
+    #[allow(clippy::too_many_arguments)]
     fn load_cpu(
         &self,
         py: Python<'_>,
@@ -131,13 +140,17 @@ impl Checkpoint {
         ptrs: Vec<usize>,
         nbytes: Vec<usize>,
         threads: Option<usize>,
+        staging_slots: Option<usize>,
+        staging_bytes: Option<usize>,
+        readers: Option<usize>,
         callback: Option<Py<PyAny>>,
-    ) -> PyResult<(f64, u64)> {
+    ) -> PyResult<(f64, u64, Vec<String>)> {
         let plan = self.sub_plan(&indices)?;
         check_buffers(&plan, &ptrs, &nbytes)?;
         let cat = self.cat.clone();
         py.detach(move || {
-            let cpu = CpuExecutor::new(&CpuOptions { threads, isa: None })?;
+            let opts = CpuOptions { threads, readers, slots: staging_slots, chunk_bytes: staging_bytes, isa: None };
+            let cpu = CpuExecutor::new(&opts)?;
             let mut dsts: Vec<&mut [u16]> = ptrs
                 .iter()
                 .zip(&plan.jobs)
@@ -148,7 +161,7 @@ impl Checkpoint {
                 .map(|(&p, j)| unsafe { std::slice::from_raw_parts_mut(p as *mut u16, j.n_elems as usize) })
                 .collect();
             let stats = cpu.load_into(&cat, &plan, &mut dsts, Control::default(), |i| report(&callback, indices[i]))?;
-            Ok((stats.seconds, stats.src_bytes))
+            Ok((stats.seconds, stats.src_bytes, vec![]))
         })
         .map_err(|e| to_py(py, e))
     }
@@ -156,6 +169,7 @@ impl Checkpoint {
     /// Dequantize tensors `indices` on CUDA device `device` into device
     /// buffers `ptrs` (torch tensors' data pointers), ordered after work
     /// queued on `stream` (torch's current stream). Complete on return.
+    /// Returns (seconds, file bytes, notes on how storage was read).
     #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, staging_slots = None, staging_bytes = None, readers = None, callback = None))]
     #[allow(clippy::too_many_arguments)]
     fn load_cuda(
@@ -170,7 +184,7 @@ impl Checkpoint {
         staging_bytes: Option<usize>,
         readers: Option<usize>,
         callback: Option<Py<PyAny>>,
-    ) -> PyResult<(f64, u64)> {
+    ) -> PyResult<(f64, u64, Vec<String>)> {
         let plan = self.sub_plan(&indices)?;
         let addrs: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
         check_buffers(&plan, &addrs, &nbytes)?;
@@ -188,7 +202,7 @@ impl Checkpoint {
             // BF16 CUDA tensors on `device` (sizes checked above), alive until
             // this returns, and torch's current stream on that device.
             let stats = unsafe { gpu.load_into(&cat, &plan, &ptrs, stream, Control::default(), |i| report(&callback, indices[i]))? };
-            Ok((stats.seconds, stats.src_bytes))
+            Ok((stats.seconds, stats.src_bytes, gpu.notes()))
         })
         .map_err(|e| to_py(py, e))
     }

@@ -16,6 +16,7 @@ torch-allocated tensors, ordered after torch's current stream.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 from typing import Any, Iterator, Optional
@@ -27,6 +28,14 @@ from ._native import __version__
 __all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "__version__"]
 
 _END_OF_BATCH = object()
+_log = logging.getLogger("weightstream")
+
+
+def _log_notes(notes) -> None:
+    """How files are read: why auto chose a source (info), or a source used
+    instead of the one asked for (a warning; those notes say "instead")."""
+    for note in notes:
+        _log.log(logging.WARNING if "instead" in note else logging.INFO, "%s", note)
 
 
 def _torch():
@@ -86,6 +95,7 @@ class Checkpoint:
                  batch_bytes: int = 2 << 30):
         self._native = _Native(str(path), source, skip_unsupported)
         self.path = str(path)
+        _log_notes(f"{p}: {name}: {note}" for p, name, note in self._native.sources() if note)
         self.device = device
         self._kind, self._index = _parse_device(device)
         self._threads = threads
@@ -135,6 +145,11 @@ class Checkpoint:
     def skipped(self) -> list[tuple[str, str]]:
         return self._native.skipped()
 
+    def sources(self) -> list[dict[str, Any]]:
+        """Per file: the source reading it ('read', 'mmap', 'direct', 'gds')
+        and, where `auto` chose it or it stands in for a refused one, why."""
+        return [{"path": p, "source": name, "note": note} for p, name, note in self._native.sources()]
+
     def _index_of(self, name: str) -> int:
         try:
             return self._pos[name]
@@ -149,11 +164,12 @@ class Checkpoint:
     def _run(self, indices: list[int], tensors: list, kind: str, index: int, stream: int, callback=None) -> None:
         """Fill `tensors` (allocated for `indices`) in place."""
         ptrs, nbytes = (list(x) for x in zip(*(_address(t) for t in tensors))) if tensors else ([], [])
+        slots, slot_bytes, readers = self._staging
         if kind == "cpu":
-            self._native.load_cpu(indices, ptrs, nbytes, self._threads, callback)
+            _, _, notes = self._native.load_cpu(indices, ptrs, nbytes, self._threads, slots, slot_bytes, readers, callback)
         else:
-            slots, slot_bytes, readers = self._staging
-            self._native.load_cuda(index, indices, ptrs, nbytes, stream, slots, slot_bytes, readers, callback)
+            _, _, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, slots, slot_bytes, readers, callback)
+        _log_notes(notes)
 
     def _load(self, indices: list[int], kind: str, index: int) -> list:
         tensors = [_empty(self._shapes[i], kind, index) for i in indices]
@@ -244,8 +260,17 @@ class Checkpoint:
 
 
 def open(path, device="cpu", **options) -> Checkpoint:
-    """Open a checkpoint (headers only). Options: source ('auto', 'read',
-    'mmap'), skip_unsupported, threads, staging_slots, staging_bytes, readers."""
+    """Open a checkpoint (headers only). Options:
+
+    - source: 'auto' (measure the page cache: read through it when the file
+      is warm, O_DIRECT when cold; cuFile on a GPU with nvidia-fs), 'read',
+      'mmap', 'direct' (O_DIRECT) or 'gds' (cuFile into GPU memory);
+      `Checkpoint.sources()` says what each file got and why;
+    - skip_unsupported: leave out tensors that cannot become BF16;
+    - threads: CPU dequantization threads;
+    - readers, staging_slots, staging_bytes: threads reading ahead, buffers
+      read ahead, bytes per read (CPU and GPU);
+    - batch_bytes: BF16 per batch when iterating."""
     return Checkpoint(path, device, **options)
 
 

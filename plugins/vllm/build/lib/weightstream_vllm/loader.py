@@ -74,6 +74,8 @@ class WeightstreamModelLoader(BaseModelLoader):
         with self._open(model_config, target) as ck:
             if ck.skipped():
                 logger.warning("weightstream: skipped %s", ck.skipped())
+            for s in ck.sources():
+                logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
             weights = iter(ck)
             if ck.format() == "gguf":
                 weights = gguf_names.to_hf(weights, ck.metadata(), model_config.hf_config)

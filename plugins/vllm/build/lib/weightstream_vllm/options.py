@@ -14,11 +14,12 @@ class Options:
     #: The checkpoint: a .gguf or .safetensors file or a directory (default:
     #: the --model directory, or the --model file).
     file: Optional[str] = None
-    #: How to read it: "auto", "read" or "mmap".
+    #: How to read it: "auto" (measures the page cache: read through it when
+    #: warm, O_DIRECT when cold), "read", "mmap", "direct" or "gds" (cuFile).
     source: str = "auto"
     #: CPU dequant threads (default: every core).
     threads: Optional[int] = None
-    #: GPU staging ring: buffers, bytes per buffer, reader threads.
+    #: Read-ahead (CPU and GPU): buffers, bytes per read, reader threads.
     staging_slots: Optional[int] = None
     staging_bytes: Optional[int] = None
     readers: Optional[int] = None
