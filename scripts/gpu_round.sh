@@ -6,17 +6,21 @@
 #       fatbins, download the wheels the GPU machine lacks (gguf,
 #       cuda-bench), all into .gpu-carry/, and print the device call.
 #
-#   scripts/gpu_round.sh device [parity] [sanitizer] [python] [sweep] [e2e] [report]
+#   scripts/gpu_round.sh device [parity] [sanitizer] [python] [sweep] [e2e] [storage] [report]
 #       on the GPU machine (nvcc 13.0, PyTorch, Python 3.12; no cargo, no
 #       network), with .gpu-carry carried: no step named = all of them.
 #       parity:    GPU kernel and pipeline tests, bitwise against the CPU
-#                  kernels, and weightstream load --verify on the fixtures
+#                  kernels; GPU loads through every source (mmap, read,
+#                  direct, gds via cuFile) against a CPU load; and
+#                  weightstream load --verify on the fixtures
 #       sanitizer: compute-sanitizer memcheck over the GPU tests
 #       python:    the Python package on the GPU: load_file/open(device="cuda")
 #                  into torch tensors, bitwise equal to the CPU result
 #       sweep:     nvbench kernel sweep beside a device-to-device copy
 #       e2e:       Llama-7B-shaped Q4_0/Q8_0/FP8/BF16 loads against pinned H2D,
 #                  safetensors.torch.load_file and gguf-py, plus a staging sweep
+#       storage:   cold (page cache dropped) and warm loads of the 7B Q4_0 and
+#                  BF16 files through each source, against dd iflag=direct
 #       report:    tables for docs/PERFORMANCE.md, a short summary last
 #       Everything lands in $OUT (or ./gpu-round-out).
 #
@@ -30,23 +34,27 @@ CARRY=.gpu-carry
 mode=${1:-}
 shift || true
 
+# test_binary PACKAGE TEST DEST: build an integration test binary, copy it to DEST.
+test_binary() {
+  local bin
+  bin=$(cargo test --release --locked -p "$1" --test "$2" --no-run --message-format=json 2>/dev/null | "$WS_VENV/bin/python" -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == sys.argv[1] and m.get("executable"):
+        print(m["executable"])' "$2")
+  [ -x "$bin" ] || { echo "gpu_round: the $2 test binary was not built" >&2; exit 1; }
+  cp "$bin" "$3"
+}
+
 prepare() {
   scripts/setup.sh
   source scripts/env.sh
   rm -rf "$CARRY"
   mkdir -p "$CARRY/bin" "$CARRY/fatbin" "$CARRY/wheels"
-  echo "gpu_round: building the GPU test binary"
-  local json
-  json=$(cargo test --release --locked -p weightstream-cuda --test gpu --no-run --message-format=json 2>/dev/null)
-  local test_bin
-  test_bin=$(echo "$json" | "$WS_VENV/bin/python" -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "gpu" and m.get("executable"):
-        print(m["executable"])')
-  [ -x "$test_bin" ] || { echo "gpu_round: the GPU test binary was not built" >&2; exit 1; }
-  cp "$test_bin" "$CARRY/bin/gpu-tests"
+  echo "gpu_round: building the GPU test binaries"
+  test_binary weightstream-cuda gpu "$CARRY/bin/gpu-tests"
+  test_binary weightstream gpu_sources "$CARRY/bin/gpu-sources-tests"
   cp target/release/weightstream "$CARRY/bin/weightstream"
   cp target/python-wheel/weightstream-*.whl "$CARRY/wheels/"
   strip --strip-debug "$CARRY/bin/"* 2>/dev/null || true
@@ -61,7 +69,8 @@ for line in sys.stdin:
   [ "$(ls "$CARRY/fatbin" | wc -l)" -ge 4 ] || { echo "gpu_round: fatbins missing (nvcc?)" >&2; exit 1; }
   "$WS_VENV/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 -d "$CARRY/wheels" gguf==0.19.0 cuda-bench==0.3.0
+    --platform manylinux2014_x86_64 -d "$CARRY/wheels" gguf==0.19.0 cuda-bench==0.3.0 \
+    "$(grep -o 'nvidia-cufile==[0-9.]*' requirements/cuda-toolchain.txt)"
   du -sh "$CARRY"
   cat <<TXT
 gpu_round: ready. On the GPU machine run, with carry [".gpu-carry"]:
@@ -75,8 +84,12 @@ device() {
   [ -x "$CARRY/bin/weightstream" ] || { echo "gpu_round: $CARRY is missing: run 'scripts/gpu_round.sh prepare' here and carry it" >&2; exit 1; }
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/ws-site "$CARRY"/wheels/*.whl
   export PYTHONPATH=/tmp/ws-site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+  # cuFile: the carried libcufile.so.0 linked as the libcufile.so cudarc loads.
+  mkdir -p /tmp/ws-cufile
+  ln -sf /tmp/ws-site/nvidia/cu13/lib/libcufile.so.0 /tmp/ws-cufile/libcufile.so
+  export LD_LIBRARY_PATH=/tmp/ws-cufile${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   local steps=("$@")
-  [ ${#steps[@]} -gt 0 ] || steps=(parity sanitizer python sweep e2e report)
+  [ ${#steps[@]} -gt 0 ] || steps=(parity sanitizer python sweep e2e storage report)
   {
     echo "date: $(date -u +%FT%TZ)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader || true
@@ -89,6 +102,7 @@ device() {
     case "$step" in
       parity)
         "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 2>&1 | tee "$out/parity.log"
+        WEIGHTSTREAM_REQUIRE_GDS=1 "$CARRY/bin/gpu-sources-tests" --include-ignored --nocapture 2>&1 | tee -a "$out/parity.log"
         local fx=/tmp/ws-fixtures
         python3 tests/fixtures/generate.py "$fx" >/dev/null
         python3 -c "import sys; sys.path.insert(0, 'tests/fixtures'); import edge_cases; from pathlib import Path; edge_cases.generate(Path('$fx'), 1)"
@@ -109,8 +123,13 @@ device() {
       e2e)
         python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" --dir /tmp/ws-e2e --out "$out/e2e.json"
         ;;
+      storage)
+        python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" --dir /tmp/ws-e2e --generate-only
+        python3 bench/io/storage.py --ws "$CARRY/bin/weightstream" --device cuda --sources auto,read,mmap,direct,gds \
+          --model /tmp/ws-e2e/7b-llama-bf16 --model /tmp/ws-e2e/7b-llama-q4_0.gguf --reps 3 --out "$out/storage.json" 2>&1 | tee "$out/storage.md"
+        ;;
       report)
-        python3 bench/gpu/report.py --sweep "$out/sweep.csv" --e2e "$out/e2e.json" --out "$out/report.md"
+        python3 bench/gpu/report.py --sweep "$out/sweep.csv" --e2e "$out/e2e.json" --storage "$out/storage.json" --out "$out/report.md"
         ;;
       *) echo "gpu_round: unknown step '$step'" >&2; exit 2 ;;
     esac
@@ -123,9 +142,11 @@ check() {
   source scripts/env.sh
   local tmp
   tmp=$(mktemp -d)
-  "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/e2e.py bench/gpu/report.py
+  "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
   "$WS_VENV/bin/python" bench/gpu/e2e.py --ws "$WEIGHTSTREAM_BIN" --dir "$tmp/models" --out "$tmp/e2e.json" --dry-run --reps 2
-  "$WS_VENV/bin/python" bench/gpu/report.py --e2e "$tmp/e2e.json" --out "$tmp/report.md" >/dev/null
+  "$WS_VENV/bin/python" bench/io/storage.py --ws "$WEIGHTSTREAM_BIN" --device cpu --sources auto,read,mmap,direct,gds \
+    --model "$tmp/models/tiny-llama-q4_0.gguf" --reps 2 --out "$tmp/storage.json" >/dev/null 2>&1
+  "$WS_VENV/bin/python" bench/gpu/report.py --e2e "$tmp/e2e.json" --storage "$tmp/storage.json" --out "$tmp/report.md" >/dev/null
   echo "gpu_round: the device half's scripts ran on a tiny model on the CPU ($tmp)"
 }
 

@@ -161,7 +161,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ws", type=Path, required=True, help="the weightstream binary")
     ap.add_argument("--dir", type=Path, required=True, help="where the checkpoints are (generated if missing)")
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, help="JSON results (required unless --generate-only)")
+    ap.add_argument("--generate-only", action="store_true", help="only make sure the checkpoints exist")
     ap.add_argument("--preset", default="7b")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dry-run", action="store_true", help="tiny model, CPU only: checks this script")
@@ -170,6 +171,10 @@ def main():
     preset, device = ("tiny", "cpu") if args.dry_run else (args.preset, "cuda")
     args.dir.mkdir(parents=True, exist_ok=True)
     generate(args.dir, preset)
+    if args.generate_only:
+        return
+    if args.out is None:
+        ap.error("--out is required")
     for pat in FORMATS.values():
         warm(args.dir / pat.format(p=preset))
     result = {"preset": preset, "device": device, "date": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -10,7 +10,11 @@ import argparse
 import csv
 import json
 import re
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "io"))
+import storage  # noqa: E402  (bench/io/storage.py)
 
 
 def parse_bw(s: str) -> float:
@@ -78,6 +82,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sweep", type=Path)
     ap.add_argument("--e2e", type=Path)
+    ap.add_argument("--storage", type=Path, help="bench/io/storage.py --out JSON")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     md, summary = [], []
@@ -89,6 +94,13 @@ def main():
         lines, short = e2e_tables(args.e2e)
         md += ["### End to end, warm page cache", ""] + lines + [""]
         summary += short
+    if args.storage and args.storage.exists():
+        results = json.loads(args.storage.read_text())
+        md += ["### Storage: cold and warm page cache, each source against dd iflag=direct", ""] + storage.render(results) + [""]
+        for r in results:
+            for e, v in r["entries"].items():
+                if e.startswith("cold:") and v["ratio"]:
+                    summary.append(f"{Path(r['model']).name} {e} ({v['source_used']}): {v['ratio']['median']:.2f} of dd")
     args.out.write_text("\n".join(md) + "\n")
     print("\n".join(md))
     print("== summary")
