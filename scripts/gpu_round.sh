@@ -74,7 +74,7 @@ for line in sys.stdin:
   du -sh "$CARRY"
   cat <<TXT
 gpu_round: ready. On the GPU machine run, with carry [".gpu-carry"]:
-  scripts/gpu_round.sh device            (or name steps: parity sanitizer sweep e2e report)
+  scripts/gpu_round.sh device            (or name steps: parity sanitizer python sweep e2e storage report)
 TXT
 }
 
