@@ -63,6 +63,45 @@ def test_config_from_hf_config_path(variants, tmp_path):
     assert tokens(gguf_only, "weightstream", config_only) == tokens(reference, "auto")
 
 
+CONFIG_FIELDS = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                 "num_attention_heads", "num_key_value_heads", "max_position_embeddings", "rms_norm_eps",
+                 "tie_word_embeddings")
+
+
+@pytest.mark.parametrize("kind", ["q4_0", "tied-q8_0"])
+def test_config_written_from_gguf_metadata_matches_the_original(variants, tmp_path, kind):
+    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(variants[kind][0] / "model.gguf"),
+                        "-o", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads((tmp_path / "config.json").read_text())
+    want = json.loads((variants[kind][0] / "config.json").read_text())
+    assert {k: got[k] for k in CONFIG_FIELDS} == {k: want[k] for k in CONFIG_FIELDS}
+    assert got["architectures"] == ["LlamaForCausalLM"]
+
+
+def test_a_gguf_alone_serves_with_the_config_from_its_metadata(variants, tmp_path):
+    """No config.json anywhere: hf_config writes it from the GGUF, vLLM serves the same tokens."""
+    import shutil
+
+    checkpoint, reference = variants["q4_0"]
+    gguf_only, config = tmp_path / "gguf", tmp_path / "config"
+    gguf_only.mkdir()
+    shutil.copy(checkpoint / "model.gguf", gguf_only / "model.gguf")
+    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(gguf_only / "model.gguf"),
+                        "-o", str(config)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert tokens(gguf_only, "weightstream", config) == tokens(reference, "auto")
+
+
+def test_hf_config_refuses_a_file_that_is_not_gguf_with_what_to_do(tmp_path):
+    bad = tmp_path / "model.gguf"
+    bad.write_bytes(b"not a gguf file at all")
+    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(bad), "-o", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and str(bad) in r.stderr and "--hf-config-path" in r.stderr, r.stderr[-3000:]
+    assert not (tmp_path / "out" / "config.json").exists()
+
+
 def test_references_differ_so_the_comparison_can_fail(variants):
     """Quantization changes this model's greedy tokens: equality above is not trivial."""
     import numpy as np
