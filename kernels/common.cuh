@@ -5,8 +5,9 @@
 // tests run every kernel's complete launch grid and compare the bits with
 // the Rust CPU kernels (docs/numerics.md is the contract).
 //
-// Numerics: every input converts to f32 exactly; one f32 multiply, round to
-// nearest even (__fmul_rn: never contracted into an FMA); f32 -> BF16 round
+// Numerics: every input converts to f32 exactly; each f32 multiply, add or
+// subtract rounds to nearest even (__fmul_rn, __fadd_rn, __fsub_rn: never
+// contracted into an FMA; the fatbins are also built with --fmad=false); f32 -> BF16 round
 // to nearest even with every NaN as 0x7FC0. Build without fast math.
 #pragma once
 
@@ -17,6 +18,8 @@
 #define __device__
 #define __forceinline__ inline
 #endif
+
+#include "formats.cuh"
 
 #define WS_HD __host__ __device__ __forceinline__
 #ifdef __CUDACC__
@@ -55,6 +58,24 @@ WS_HD float mul(float a, float b) {
     return __fmul_rn(a, b);
 #else
     return a * b;
+#endif
+}
+
+// One IEEE add and one subtract, round to nearest even; with `mul`, the
+// K-quants' `d * q - m` stays two roundings (never an FMA).
+WS_HD float add(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+WS_HD float sub(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(a, b);
+#else
+    return a - b;
 #endif
 }
 

@@ -12,14 +12,22 @@ void grid(uint32_t grid_dim, uint32_t block_dim, F f) {
     for (uint32_t b = 0; b < grid_dim; b++)
         for (uint32_t t = 0; t < block_dim; t++) f(ws::Coords{b, t, block_dim, grid_dim});
 }
+
+struct HostField {
+    const char* name;
+    uint32_t offset;
+};
 }  // namespace
 
 extern "C" {
-void ws_host_q4_0(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
-    grid(g, b, [&](ws::Coords c) { ws::q4_0_thread(src, dst, n, c); });
-}
-void ws_host_q8_0(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
-    grid(g, b, [&](ws::Coords c) { ws::q8_0_thread(src, dst, n, c); });
+// A block format's kernel, by ggml type id. Returns 0, or -1 for a format
+// without a kernel here.
+int ws_host_block(uint32_t ggml_id, const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
+    switch (ggml_id) {
+        case ws::q4_0::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q4_0_thread(src, dst, n, c); }); return 0;
+        case ws::q8_0::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q8_0_thread(src, dst, n, c); }); return 0;
+        default: return -1;
+    }
 }
 void ws_host_f32(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
     grid(g, b, [&](ws::Coords c) { ws::f32_thread(src, dst, n, c); });
@@ -34,5 +42,31 @@ void ws_host_fp8(int e4m3, const uint8_t* src, uint16_t* dst, uint64_t n, const 
         grid(g, b, [&](ws::Coords c) { ws::fp8_thread<true>(src, dst, n, p, c); });
     else
         grid(g, b, [&](ws::Coords c) { ws::fp8_thread<false>(src, dst, n, p, c); });
+}
+
+// formats.cuh as compiled, for the mirror test: entry i's name, ggml id,
+// elements, bytes and up to 8 fields (names and offsets). Returns the
+// number of fields, or -1 past the last entry.
+int ws_host_block_layout(uint32_t i, const char** name, uint32_t* ggml_id, uint32_t* elems, uint32_t* bytes,
+                         const char** field_names, uint32_t* field_offsets) {
+    uint32_t k = 0;
+#define WS_LAYOUT_ENTRY(NAME, NS, ...)                                              \
+    if (k++ == i) {                                                                 \
+        using namespace ws;                                                         \
+        static const HostField fields[] = __VA_ARGS__;                              \
+        *name = NAME;                                                               \
+        *ggml_id = NS::GGML_ID;                                                     \
+        *elems = NS::ELEMS;                                                         \
+        *bytes = NS::BYTES;                                                         \
+        uint32_t nf = sizeof(fields) / sizeof(fields[0]);                           \
+        for (uint32_t f = 0; f < nf && f < 8; f++) {                                \
+            field_names[f] = fields[f].name;                                        \
+            field_offsets[f] = fields[f].offset;                                    \
+        }                                                                           \
+        return (int)nf;                                                             \
+    }
+    WS_BLOCK_LAYOUTS(WS_LAYOUT_ENTRY)
+#undef WS_LAYOUT_ENTRY
+    return -1;
 }
 }

@@ -8,11 +8,11 @@
 namespace ws {
 
 WS_HD void q4_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    const uint8_t* blk = src + (g >> 2) * 18;
+    const uint8_t* blk = src + (g >> 2) * q4_0::BYTES;
     uint32_t k = (uint32_t)(g & 3);
-    float d = f16_to_f32(load_u16(blk));
+    float d = f16_to_f32(load_u16(blk + q4_0::D));
     uint8_t qs[8];
-    load8_even(blk + 2 + 8 * (k & 1u), qs);
+    load8_even(blk + q4_0::QS + 8 * (k & 1u), qs);
     uint32_t shift = (k >> 1) * 4;
     uint16_t out[8];
     WS_UNROLL

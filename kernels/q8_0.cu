@@ -5,10 +5,10 @@
 namespace ws {
 
 WS_HD void q8_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    const uint8_t* blk = src + (g >> 2) * 34;
-    float d = f16_to_f32(load_u16(blk));
+    const uint8_t* blk = src + (g >> 2) * q8_0::BYTES;
+    float d = f16_to_f32(load_u16(blk + q8_0::D));
     uint8_t qs[8];
-    load8_even(blk + 2 + 8 * (uint32_t)(g & 3), qs);
+    load8_even(blk + q8_0::QS + 8 * (uint32_t)(g & 3), qs);
     uint16_t out[8];
     WS_UNROLL
     for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(d, (float)(int8_t)qs[j]));

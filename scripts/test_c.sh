@@ -44,7 +44,7 @@ cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/t
 for m in q4_0 q8_0 q8_0-tied; do
   printf 'test_c: %-10s ' "$m"
   "$tmp/test_adapter" "$tmp/models/tiny-llama-$m.gguf" "$tmp/models/tiny-llama-$m.ref-bf16.gguf" \
-    "$tmp/models/tiny-llama-kquant.gguf" 2>"$tmp/adapter.log" | tr '\n' ' ' || { echo; cat "$tmp/adapter.log" | grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" | tail -20; exit 1; }
+    "$tmp/models/tiny-llama-unsupported.gguf" 2>"$tmp/adapter.log" | tr '\n' ' ' || { echo; cat "$tmp/adapter.log" | grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" | tail -20; exit 1; }
   echo
 done
 echo "test_c: passed"

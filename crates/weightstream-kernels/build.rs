@@ -10,8 +10,6 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Kernel sources, one per format family.
-const KERNELS: &[&str] = &["q4_0", "q8_0", "float", "fp8"];
 /// Real architectures to ship SASS for; PTX of the last one for the rest.
 const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
 
@@ -43,7 +41,7 @@ fn main() {
     match find_nvcc(&manifest) {
         Some(nvcc) => {
             version = nvcc_version(&nvcc);
-            for k in KERNELS {
+            for k in kernel_sources(&kernels) {
                 let fatbin = out.join(format!("{k}.fatbin"));
                 compile(&nvcc, &kernels.join(format!("{k}.cu")), &fatbin);
                 entries.push(format!("(\"{k}\", include_bytes!({:?}))", fatbin.display().to_string()));
@@ -55,6 +53,21 @@ fn main() {
     }
     std::fs::write(out.join("fatbins.rs"), format!("&[{}]", entries.join(", "))).unwrap();
     println!("cargo:rustc-env=WS_NVCC_VERSION={version}");
+}
+
+/// Kernel sources, one per format family: every `kernels/*.cu` (a new
+/// format's kernel is picked up by adding its file), sorted for stable output.
+fn kernel_sources(dir: &Path) -> Vec<String> {
+    let mut stems: Vec<String> = std::fs::read_dir(dir)
+        .expect("read kernels/")
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            (p.extension().and_then(|x| x.to_str()) == Some("cu")).then(|| p.file_stem()?.to_str().map(str::to_string)).flatten()
+        })
+        .collect();
+    stems.sort();
+    stems
 }
 
 fn find_nvcc(manifest: &Path) -> Option<PathBuf> {

@@ -8,8 +8,8 @@
 - for each, NAME.ref-bf16.gguf: the same file with every quantized tensor
   replaced by gguf-py's dequantization rounded to BF16 (ml_dtypes, round to
   nearest even) and F32 tensors kept; what llama.cpp loads normally;
-- tiny-llama-kquant.gguf: one tensor (blk.0.ffn_down.weight) as Q4_K, which
-  the adapter must refuse with a message naming it.
+- tiny-llama-unsupported.gguf: one tensor (blk.0.ffn_down.weight) as IQ4_XS
+  (no kernel yet), which the adapter must refuse with a message naming it.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import sample_model  # noqa: E402
 VT = gguf.GGUFValueType
 
 
-def copy(src: Path, dst: Path, to_bf16: bool, drop=(), as_q4_k=()) -> None:
+def copy(src: Path, dst: Path, to_bf16: bool, drop=(), as_unsupported=()) -> None:
     r = gguf.GGUFReader(src)
     arch = r.fields["general.architecture"].contents()
     w = gguf.GGUFWriter(str(dst), arch=arch)
@@ -41,9 +41,9 @@ def copy(src: Path, dst: Path, to_bf16: bool, drop=(), as_q4_k=()) -> None:
         if t.name in drop:
             continue
         kind = t.tensor_type
-        if t.name in as_q4_k:
+        if t.name in as_unsupported:
             rows, cols = int(t.shape[1]), int(t.shape[0])
-            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 144), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 136), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ4_XS)
             continue
         if kind == gguf.GGMLQuantizationType.F32:
             w.add_tensor(t.name, np.array(t.data, dtype=np.float32))
@@ -71,7 +71,7 @@ def main(out: Path) -> None:
     models.append(tied)
     for m in models:
         copy(m, m.with_suffix(".ref-bf16.gguf"), to_bf16=True)
-    copy(models[1], out / "tiny-llama-kquant.gguf", to_bf16=False, as_q4_k=("blk.0.ffn_down.weight",))
+    copy(models[1], out / "tiny-llama-unsupported.gguf", to_bf16=False, as_unsupported=("blk.0.ffn_down.weight",))
     print("\n".join(str(m) for m in models))
 
 

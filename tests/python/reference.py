@@ -1,5 +1,5 @@
 """Independent references for the numerics contract (docs/numerics.md):
-gguf-py for Q4_0/Q8_0, ml_dtypes for the float conversions, and numpy for
+gguf-py for the GGUF block formats, ml_dtypes for the float conversions, and numpy for
 FP8 scaling. BF16 results are uint16 bit patterns with every NaN replaced by
 the canonical 0x7FC0."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ def to_bf16_bits(x: np.ndarray) -> np.ndarray:
 
 
 def gguf_quant(raw: bytes, qtype: gguf.GGMLQuantizationType) -> np.ndarray:
-    """Q4_0/Q8_0 block bytes -> BF16 bits via gguf-py's dequantize."""
+    """Block-format bytes (Q4_0 ... Q6_K) -> BF16 bits via gguf-py's dequantize."""
     with np.errstate(invalid="ignore", over="ignore"):
         f = gguf.quants.dequantize(np.frombuffer(raw, dtype=np.uint8), qtype)
     return to_bf16_bits(f.astype(np.float32).ravel())

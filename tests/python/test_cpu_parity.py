@@ -63,7 +63,7 @@ def gguf_reference(path: Path) -> dict[str, np.ndarray]:
     for t in gguf.GGUFReader(path).tensors:
         raw = t.data.tobytes()
         name = t.tensor_type.name
-        if name in ("Q4_0", "Q8_0"):
+        if t.tensor_type in edge_cases.BLOCK_TYPES:
             out[t.name] = reference.gguf_quant(raw, t.tensor_type)
         elif name in ("F32", "F16", "BF16"):
             out[t.name] = reference.floats(raw, name)
@@ -85,7 +85,7 @@ def test_fixture_gguf_matches_gguf_py(fixtures, tmp_path, name):
     out, _ = fixtures
     got = convert(out / name, tmp_path / "o.safetensors", "avx2" if cpu_has_avx2() else "scalar", 2)
     want = gguf_reference(out / name)
-    assert set(got) == set(want)  # q4_k left out by --skip-unsupported
+    assert set(got) == set(want)  # iq4_xs left out by --skip-unsupported
     for n in want:
         assert_bits_equal(n, got[n], want[n])
 

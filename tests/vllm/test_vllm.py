@@ -113,12 +113,12 @@ def test_references_differ_so_the_comparison_can_fail(variants):
 
 
 def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, tmp_path):
-    """A Q4_K tensor: vLLM start-up fails, naming the tensor and the fix."""
+    """An IQ4_XS tensor (no kernel yet): vLLM start-up fails, naming the tensor and the type."""
     import gguf
     import numpy as np
     import shutil
 
-    d = tmp_path / "k-quant"
+    d = tmp_path / "iq4_xs"
     d.mkdir()
     shutil.copy(variants["q8_0"][0] / "config.json", d / "config.json")
     src = gguf.GGUFReader(variants["q8_0"][0] / "model.gguf")
@@ -126,7 +126,7 @@ def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, t
     for t in src.tensors:
         if t.name == "blk.0.ffn_down.weight":
             rows, cols = int(t.shape[1]), int(t.shape[0])
-            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 144), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 136), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ4_XS)
         else:
             w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
     w.write_header_to_file()
@@ -136,4 +136,4 @@ def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, t
     r = subprocess.run([sys.executable, GENERATE, str(d), "weightstream"], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0
     log = r.stdout + r.stderr  # vLLM workers log to stdout
-    assert "blk.0.ffn_down.weight" in log and "Q4_K" in log and "llama-quantize" in log, log[-3000:]
+    assert "blk.0.ffn_down.weight" in log and "IQ4_XS" in log and "supported:" in log, log[-3000:]

@@ -8,7 +8,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use weightstream_bench::{block_scales, bytes, fp8_codes, quant_blocks};
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
-use weightstream_format::Fp8Format;
+use weightstream_format::{BlockFormat, Fp8Format};
 
 const ROWS: u64 = 4096;
 const COLS: u64 = 11008;
@@ -22,8 +22,8 @@ fn kernels(c: &mut Criterion) {
     let (layout, scales) = block_scales(ROWS, COLS);
     let grid = ScaleGrid::new(&scales, &layout, ROWS, COLS).unwrap();
     let cases: Vec<(&str, Kernel, &[u8])> = vec![
-        ("q4_0", Kernel::Q4_0, &q4),
-        ("q8_0", Kernel::Q8_0, &q8),
+        ("q4_0", Kernel::Block(BlockFormat::Q4_0), &q4),
+        ("q8_0", Kernel::Block(BlockFormat::Q8_0), &q8),
         ("fp8_e4m3_block", Kernel::Fp8 { format: Fp8Format::E4M3, rows: ROWS, cols: COLS, scales: Some(grid) }, &f8),
         ("fp8_e5m2_block", Kernel::Fp8 { format: Fp8Format::E5M2, rows: ROWS, cols: COLS, scales: Some(grid) }, &f8),
         ("f16", Kernel::F16, &f16),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use weightstream_cuda::{run, ChunkOp, ChunkWork, CudaError, Gpu, StagingConfig, StagingRing};
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
-use weightstream_format::{ByteSource, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource};
+use weightstream_format::{BlockFormat, ByteSource, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource};
 use weightstream_kernels::{Fp8Args, Launch};
 
 const POISON: u8 = 0xA5;
@@ -84,7 +84,7 @@ fn kernels_match_cpu_bitwise() {
     let g = gpu();
     let mut rng = Rng::new("kernels_match_cpu_bitwise");
     let f16_edges: [u16; 13] = [0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x3C00, 0x2E66];
-    for (launch, kernel, block) in [(Launch::Q4_0, Kernel::Q4_0, 18usize), (Launch::Q8_0, Kernel::Q8_0, 34)] {
+    for (launch, kernel, block) in [(Launch::Block(BlockFormat::Q4_0), Kernel::Block(BlockFormat::Q4_0), 18usize), (Launch::Block(BlockFormat::Q8_0), Kernel::Block(BlockFormat::Q8_0), 34)] {
         for blocks in [1usize, 3, 1000, 100_003] {
             let mut src = rng.bytes(blocks * block);
             for (b, d) in src.chunks_exact_mut(block).zip(f16_edges.iter().cycle()) {
@@ -165,7 +165,7 @@ fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> V
                 source: src.clone(),
                 offset: (b * 18) as u64,
                 len: nb * 18,
-                op: ChunkOp::Kernel(Launch::Q4_0),
+                op: ChunkOp::Kernel(Launch::Block(BlockFormat::Q4_0)),
                 n: (nb * 32) as u64,
                 dst: dst + (b * 64) as u64,
                 last_of_tensor: k + 1 == chunks.len(),
@@ -188,7 +188,7 @@ fn pipeline_matches_cpu_and_frees_everything() {
     for b in bytes.chunks_exact_mut(18) {
         b[..2].copy_from_slice(&0x2E66u16.to_le_bytes());
     }
-    let want = cpu(&Kernel::Q4_0, 0, &bytes, blocks * 32);
+    let want = cpu(&Kernel::Block(BlockFormat::Q4_0), 0, &bytes, blocks * 32);
     let src: SharedSource = Arc::new(MemorySource::new("mem.gguf", bytes));
     let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2 };
     let ring = StagingRing::new(&g, cfg).unwrap();

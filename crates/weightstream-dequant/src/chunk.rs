@@ -3,7 +3,7 @@
 use crate::isa::Isa;
 use crate::kernel::{DequantError, Kernel, ScaleGrid};
 use crate::scalar;
-use weightstream_format::Fp8Format;
+use weightstream_format::{BlockFormat, Fp8Format};
 
 /// Dequantize elements `[first, first + dst.len())` of a tensor from `src`,
 /// the bytes of exactly those elements.
@@ -14,8 +14,7 @@ pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa:
     kernel.check(first, dst.len() as u64, src.len() as u64)?;
     let isa = if isa.supported() { isa } else { Isa::Scalar };
     match *kernel {
-        Kernel::Q4_0 => run(isa, src, dst, scalar::q4_0, avx2_fn(Avx2Kernel::Q4_0)),
-        Kernel::Q8_0 => run(isa, src, dst, scalar::q8_0, avx2_fn(Avx2Kernel::Q8_0)),
+        Kernel::Block(f) => run(isa, src, dst, scalar::block_kernel(f), avx2_fn(Avx2Kernel::Block(f))),
         Kernel::F32 => run(isa, src, dst, scalar::f32, avx2_fn(Avx2Kernel::F32)),
         Kernel::F16 => run(isa, src, dst, scalar::f16, avx2_fn(Avx2Kernel::F16)),
         // A copy: no ISA does better than the compiler's memcpy.
@@ -27,8 +26,7 @@ pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa:
 
 #[derive(Clone, Copy)]
 enum Avx2Kernel {
-    Q4_0,
-    Q8_0,
+    Block(BlockFormat),
     F32,
     F16,
 }
@@ -42,8 +40,7 @@ fn avx2_fn(k: Avx2Kernel) -> Option<KernelFn> {
         // SAFETY (each): only called through `run`, after `Isa::Avx2.supported()`
         // confirmed AVX2 and F16C; slice lengths checked by Kernel::check.
         Some(match k {
-            Avx2Kernel::Q4_0 => |s, d| unsafe { avx2::q4_0(s, d) },
-            Avx2Kernel::Q8_0 => |s, d| unsafe { avx2::q8_0(s, d) },
+            Avx2Kernel::Block(f) => return avx2::block_kernel(f),
             Avx2Kernel::F32 => |s, d| unsafe { avx2::f32(s, d) },
             Avx2Kernel::F16 => |s, d| unsafe { avx2::f16(s, d) },
         })

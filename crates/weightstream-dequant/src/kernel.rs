@@ -2,7 +2,7 @@
 //! element is touched, so that a bad chunk is an error and never a panic or
 //! an out-of-bounds access.
 
-use weightstream_format::{Encoding, Fp8Format, ScaleLayout};
+use weightstream_format::{BlockFormat, Encoding, Fp8Format, ScaleLayout};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DequantError {
@@ -80,8 +80,8 @@ pub enum Kernel<'a> {
     F32,
     F16,
     BF16,
-    Q4_0,
-    Q8_0,
+    /// A block quantization format (Q4_0 ... Q6_K).
+    Block(BlockFormat),
     /// FP8 weights of a `[rows, cols]` matrix; no scales means scale 1.
     Fp8 { format: Fp8Format, rows: u64, cols: u64, scales: Option<ScaleGrid<'a>> },
 }
@@ -94,8 +94,7 @@ impl<'a> Kernel<'a> {
             Encoding::F32 => Kernel::F32,
             Encoding::F16 => Kernel::F16,
             Encoding::BF16 => Kernel::BF16,
-            Encoding::Q4_0 => Kernel::Q4_0,
-            Encoding::Q8_0 => Kernel::Q8_0,
+            Encoding::Block(f) => Kernel::Block(f),
             Encoding::Fp8(_) => return None,
         })
     }
@@ -105,8 +104,7 @@ impl<'a> Kernel<'a> {
             Kernel::F32 => Encoding::F32,
             Kernel::F16 => Encoding::F16,
             Kernel::BF16 => Encoding::BF16,
-            Kernel::Q4_0 => Encoding::Q4_0,
-            Kernel::Q8_0 => Encoding::Q8_0,
+            Kernel::Block(f) => Encoding::Block(*f),
             Kernel::Fp8 { format, .. } => Encoding::Fp8(*format),
         }
     }

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{Rng, F16_EDGES, F32_EDGES};
+use common::{block_source, Rng, F32_EDGES};
 use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
-use weightstream_format::{Fp8Format, ScaleKind, ScaleLayout};
+use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
 fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> {
     let mut out = vec![0xDEADu16; n];
@@ -23,28 +23,14 @@ fn assert_isas_agree(what: &str, kernel: &Kernel, src: &[u8], n: usize) {
     }
 }
 
-/// Q4_0/Q8_0 blocks: every scale edge with every quant value, then random.
-fn quant_blocks(rng: &mut Rng, block: usize, random: usize) -> Vec<u8> {
-    let mut src = Vec::new();
-    for &d in F16_EDGES {
-        for q in 0..(block - 2) {
-            src.extend_from_slice(&d.to_le_bytes());
-            src.extend((0..block - 2).map(|j| (q * 17 + j * 31) as u8));
-        }
-    }
-    for _ in 0..random {
-        src.extend(rng.bytes(block));
-    }
-    src
-}
-
 #[test]
-fn q4_0_and_q8_0_all_isas() {
-    let mut rng = Rng::from_env("q4_0_and_q8_0_all_isas");
-    for (kernel, block) in [(Kernel::Q4_0, 18usize), (Kernel::Q8_0, 34)] {
-        for random in [0, 1, 3, 1000] {
-            let src = quant_blocks(&mut rng, block, random);
-            assert_isas_agree(&format!("{kernel:?}"), &kernel, &src, src.len() / block * 32);
+fn block_formats_all_isas() {
+    let mut rng = Rng::from_env("block_formats_all_isas");
+    for &f in BlockFormat::ALL {
+        let l = f.layout();
+        for random in [0, 1, 3, 200] {
+            let src = block_source(&mut rng, f, random);
+            assert_isas_agree(l.name, &Kernel::Block(f), &src, src.len() / l.bytes * l.elems);
         }
     }
 }
@@ -58,7 +44,7 @@ fn every_q_value_matches_the_formula() {
         src[2 + j] = (j as u8) | ((15 - j as u8) << 4);
     }
     for isa in Isa::all_supported() {
-        let out = run(&Kernel::Q4_0, 0, &src, 32, isa);
+        let out = run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, 32, isa);
         for j in 0..16 {
             assert_eq!(out[j], numerics::f32_to_bf16(j as f32 - 8.0));
             assert_eq!(out[j + 16], numerics::f32_to_bf16(7.0 - j as f32));
@@ -72,7 +58,7 @@ fn every_q_value_matches_the_formula() {
         }
     }
     for isa in Isa::all_supported() {
-        let out = run(&Kernel::Q8_0, 0, &src, 256, isa);
+        let out = run(&Kernel::Block(BlockFormat::Q8_0), 0, &src, 256, isa);
         for (v, o) in out.iter().enumerate() {
             assert_eq!(*o, numerics::f32_to_bf16(2.0 * (v as u8 as i8) as f32));
         }
@@ -165,11 +151,11 @@ fn parallel_equals_serial_for_any_piece_size() {
     let mut rng = Rng::from_env("parallel_equals_serial_for_any_piece_size");
     let src = rng.bytes(18 * 3001);
     let n = 3001 * 32;
-    let want = run(&Kernel::Q4_0, 0, &src, n, Isa::Scalar);
+    let want = run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, n, Isa::Scalar);
     for piece in [1, 32, 33, 1000, 4096, 1 << 20] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         let mut out = vec![0u16; n];
-        pool.install(|| dequantize_par(&Kernel::Q4_0, 0, &src, &mut out, Isa::detect(), piece)).unwrap();
+        pool.install(|| dequantize_par(&Kernel::Block(BlockFormat::Q4_0), 0, &src, &mut out, Isa::detect(), piece)).unwrap();
         assert_eq!(out, want, "piece {piece}");
     }
 }
@@ -178,9 +164,9 @@ fn parallel_equals_serial_for_any_piece_size() {
 fn bad_chunks_are_errors() {
     let src = vec![0u8; 36];
     let mut out = vec![0u16; 64];
-    assert!(dequantize(&Kernel::Q4_0, 0, &src[..35], &mut out, Isa::Scalar).is_err());
-    assert!(dequantize(&Kernel::Q4_0, 16, &src, &mut out, Isa::Scalar).is_err());
-    assert!(dequantize(&Kernel::Q4_0, 0, &src, &mut out[..63], Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), 0, &src[..35], &mut out, Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), 16, &src, &mut out, Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), 0, &src, &mut out[..63], Isa::Scalar).is_err());
     let k = Kernel::Fp8 { format: Fp8Format::E4M3, rows: 2, cols: 16, scales: None };
     assert!(dequantize(&k, 8, &src[..32], &mut out[..32], Isa::Scalar).is_err(), "past the end of the matrix");
     let layout = ScaleLayout { kind: ScaleKind::Block, block_rows: 1, block_cols: 8, grid_rows: 2, grid_cols: 1 };

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::block::BlockFormat;
 use crate::gguf::{GgmlType, MetadataValue};
 use crate::safetensors::StDtype;
 use weightstream_io::SharedSource;
@@ -49,14 +50,14 @@ pub enum Fp8Format {
     E5M2,
 }
 
-/// How a tensor's stored bytes become BF16.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+/// How a tensor's stored bytes become BF16. Serialized as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encoding {
     F32,
     F16,
     BF16,
-    Q4_0,
-    Q8_0,
+    /// A block quantization format (ggml's Q4_0 ... Q6_K): `crate::block`.
+    Block(BlockFormat),
     Fp8(Fp8Format),
 }
 
@@ -66,8 +67,7 @@ impl Encoding {
             Encoding::F32 => "F32",
             Encoding::F16 => "F16",
             Encoding::BF16 => "BF16",
-            Encoding::Q4_0 => "Q4_0",
-            Encoding::Q8_0 => "Q8_0",
+            Encoding::Block(f) => f.name(),
             Encoding::Fp8(Fp8Format::E4M3) => "F8_E4M3",
             Encoding::Fp8(Fp8Format::E5M2) => "F8_E5M2",
         }
@@ -79,10 +79,15 @@ impl Encoding {
         match self {
             Encoding::F32 => (1, 4),
             Encoding::F16 | Encoding::BF16 => (1, 2),
-            Encoding::Q4_0 => (32, 18),
-            Encoding::Q8_0 => (32, 34),
+            Encoding::Block(f) => f.geometry(),
             Encoding::Fp8(_) => (1, 1),
         }
+    }
+}
+
+impl Serialize for Encoding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -193,31 +198,45 @@ impl TensorInfo {
 
     /// How this tensor becomes BF16, or why it cannot.
     pub fn encoding(&self) -> Result<Encoding, String> {
-        let unsupported = || {
-            Err(format!(
-                "dtype {} cannot be dequantized to BF16 (supported: F32, F16, BF16, Q4_0, Q8_0, F8_E4M3, F8_E5M2)",
-                self.dtype.name()
-            ))
-        };
-        match self.dtype {
+        let enc = match self.dtype {
             Dtype::Ggml(t) => match t.name() {
-                "F32" => Ok(Encoding::F32),
-                "F16" => Ok(Encoding::F16),
-                "BF16" => Ok(Encoding::BF16),
-                "Q4_0" => Ok(Encoding::Q4_0),
-                "Q8_0" => Ok(Encoding::Q8_0),
-                _ => unsupported(),
+                "F32" => Some(Encoding::F32),
+                "F16" => Some(Encoding::F16),
+                "BF16" => Some(Encoding::BF16),
+                _ => t.block_format().map(Encoding::Block),
             },
             Dtype::St(d) => match d {
-                StDtype::F32 => Ok(Encoding::F32),
-                StDtype::F16 => Ok(Encoding::F16),
-                StDtype::BF16 => Ok(Encoding::BF16),
-                StDtype::F8_E4M3 => Ok(Encoding::Fp8(Fp8Format::E4M3)),
-                StDtype::F8_E5M2 => Ok(Encoding::Fp8(Fp8Format::E5M2)),
-                _ => unsupported(),
+                StDtype::F32 => Some(Encoding::F32),
+                StDtype::F16 => Some(Encoding::F16),
+                StDtype::BF16 => Some(Encoding::BF16),
+                StDtype::F8_E4M3 => Some(Encoding::Fp8(Fp8Format::E4M3)),
+                StDtype::F8_E5M2 => Some(Encoding::Fp8(Fp8Format::E5M2)),
+                _ => None,
             },
-        }
+        };
+        enc.ok_or_else(|| unsupported_reason(self.dtype))
     }
+}
+
+/// Every encoding with a kernel, for messages: "F32, F16, BF16, Q4_0, ...".
+pub fn supported_encodings() -> String {
+    let mut names = vec!["F32", "F16", "BF16"];
+    names.extend(BlockFormat::ALL.iter().map(|f| f.name()));
+    names.extend(["F8_E4M3", "F8_E5M2"]);
+    names.join(", ")
+}
+
+/// Why a dtype has no kernel: what it is and what is supported, so the
+/// user knows whether a newer weightstream or another file is the way out.
+fn unsupported_reason(dtype: Dtype) -> String {
+    let what = match dtype {
+        Dtype::Ggml(t) if matches!(t.name(), "I8" | "I16" | "I32" | "I64" | "F64") => {
+            format!("ggml type {} is not a weight encoding weightstream dequantizes", t.name())
+        }
+        Dtype::Ggml(t) => format!("ggml type {} has no dequantization kernel in this version of weightstream", t.name()),
+        Dtype::St(d) => format!("safetensors dtype {} has no dequantization kernel in this version of weightstream", d.name()),
+    };
+    format!("{what} (supported: {})", supported_encodings())
 }
 
 /// One file of a checkpoint and the source that reads it.

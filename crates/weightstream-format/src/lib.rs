@@ -6,6 +6,7 @@
 //! here reads tensor data, and no input can make it panic, read out of
 //! bounds, or allocate much beyond the size of the headers it reads.
 
+pub mod block;
 pub mod catalog;
 mod cursor;
 pub mod error;
@@ -14,7 +15,9 @@ pub mod gguf;
 pub mod open;
 pub mod safetensors;
 
+pub use block::{BlockFormat, BlockLayout};
 pub use catalog::{
+    supported_encodings,
     Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, Metadata, Role, ScaleDtype, ScaleKind, ScaleLayout,
     ScaleRef, TensorInfo,
 };

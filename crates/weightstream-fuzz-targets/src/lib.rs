@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use weightstream_dequant::{dequantize, scales_to_f32, Isa, Kernel, ScaleGrid};
 use weightstream_format::{
+    block::BlockFormat,
     gguf, safetensors, safetensors_catalog, ByteSource, Encoding, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource,
 };
 
@@ -100,8 +101,8 @@ pub fn dequant(data: &[u8]) {
         .collect();
     let grid = ScaleGrid::new(&scales, &layout, rows, cols).ok();
     let kernel = match kind {
-        0 => Kernel::Q4_0,
-        1 => Kernel::Q8_0,
+        0 => Kernel::Block(BlockFormat::ALL[body.first().map_or(0, |&b| b as usize) % BlockFormat::ALL.len()]),
+        1 => Kernel::Block(BlockFormat::Q8_0),
         2 => Kernel::F32,
         3 => Kernel::F16,
         4 => Kernel::BF16,

@@ -1,11 +1,12 @@
 //! The kernels compiled for the host (kernels/host_grid.cpp): run a
 //! launch's complete grid, block by block and thread by thread, on the CPU.
 
+use std::ffi::{c_char, CStr};
+
 use crate::launch::Launch;
 
 extern "C" {
-    fn ws_host_q4_0(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
-    fn ws_host_q8_0(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
+    fn ws_host_block(ggml_id: u32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
     fn ws_host_f32(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
     fn ws_host_f16(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
     #[allow(clippy::too_many_arguments)]
@@ -23,6 +24,15 @@ extern "C" {
         grid: u32,
         block: u32,
     );
+    fn ws_host_block_layout(
+        i: u32,
+        name: *mut *const c_char,
+        ggml_id: *mut u32,
+        elems: *mut u32,
+        bytes: *mut u32,
+        field_names: *mut *const c_char,
+        field_offsets: *mut u32,
+    ) -> i32;
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -31,12 +41,16 @@ pub enum HostGridError {
     DestinationTooShort { needed: usize, got: usize },
     ScalesTooShort { needed: usize, got: usize },
     Unaligned,
+    /// The host build has no kernel for this block format.
+    NoKernel(&'static str),
 }
 
 fn src_bytes(launch: &Launch, n: usize) -> usize {
     match launch {
-        Launch::Q4_0 => n / 32 * 18,
-        Launch::Q8_0 => n / 32 * 34,
+        Launch::Block(f) => {
+            let l = f.layout();
+            n / l.elems * l.bytes
+        }
         Launch::F32 => n * 4,
         Launch::F16 => n * 2,
         Launch::Fp8(_) => n,
@@ -49,8 +63,10 @@ fn src_bytes(launch: &Launch, n: usize) -> usize {
 /// kernels index exactly what a correct launch covers.
 pub fn run(launch: &Launch, src: &[u8], dst: &mut [u16], n: u64, scales: Option<&[f32]>, grid: u32, block: u32) -> Result<(), HostGridError> {
     let n_us = n as usize;
-    if matches!(launch, Launch::Q4_0 | Launch::Q8_0) && n_us % 32 != 0 {
-        return Err(HostGridError::Unaligned);
+    if let Launch::Block(f) = launch {
+        if n_us % f.layout().elems != 0 {
+            return Err(HostGridError::Unaligned);
+        }
     }
     let need = src_bytes(launch, n_us);
     if src.len() < need {
@@ -65,8 +81,11 @@ pub fn run(launch: &Launch, src: &[u8], dst: &mut [u16], n: u64, scales: Option<
     // and writes nothing else and keeps no pointers.
     unsafe {
         match launch {
-            Launch::Q4_0 => ws_host_q4_0(s, d, n, grid, block),
-            Launch::Q8_0 => ws_host_q8_0(s, d, n, grid, block),
+            Launch::Block(f) => {
+                if ws_host_block(f.layout().ggml_id, s, d, n, grid, block) != 0 {
+                    return Err(HostGridError::NoKernel(f.name()));
+                }
+            }
             Launch::F32 => ws_host_f32(s, d, n, grid, block),
             Launch::F16 => ws_host_f16(s, d, n, grid, block),
             Launch::Fp8(a) => {
@@ -103,4 +122,44 @@ pub fn run(launch: &Launch, src: &[u8], dst: &mut [u16], n: u64, scales: Option<
         }
     }
     Ok(())
+}
+
+/// One entry of `kernels/formats.cuh` as the host compiler saw it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CudaLayout {
+    pub name: String,
+    pub ggml_id: u32,
+    pub elems: u32,
+    pub bytes: u32,
+    /// (field name, byte offset) in order.
+    pub fields: Vec<(String, u32)>,
+}
+
+/// Every entry of the CUDA sources' block-format table (formats.cuh).
+pub fn cuda_layouts() -> Vec<CudaLayout> {
+    let mut out = Vec::new();
+    for i in 0.. {
+        let (mut name, mut id, mut elems, mut bytes) = (std::ptr::null(), 0u32, 0u32, 0u32);
+        let mut names = [std::ptr::null::<c_char>(); 8];
+        let mut offsets = [0u32; 8];
+        // SAFETY: every out-pointer is valid for the writes the C++ side
+        // makes (one value each, at most 8 fields); it returns pointers to
+        // static NUL-terminated string literals.
+        let nf = unsafe {
+            ws_host_block_layout(i, &mut name, &mut id, &mut elems, &mut bytes, names.as_mut_ptr(), offsets.as_mut_ptr())
+        };
+        if nf < 0 {
+            break;
+        }
+        // SAFETY: static C string literals (above).
+        let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        out.push(CudaLayout {
+            name: text(name),
+            ggml_id: id,
+            elems,
+            bytes,
+            fields: (0..(nf as usize).min(8)).map(|f| (text(names[f]), offsets[f])).collect(),
+        });
+    }
+    out
 }

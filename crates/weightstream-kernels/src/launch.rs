@@ -1,5 +1,7 @@
 //! Kernel launches described once, for the GPU and the host grid alike.
 
+use weightstream_format::BlockFormat;
+
 /// Threads per block: 8 warps, each writing 512 contiguous bytes per step.
 pub const BLOCK_DIM: u32 = 256;
 
@@ -20,8 +22,9 @@ pub struct Fp8Args {
 /// One kernel launch over `n` elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {
-    Q4_0,
-    Q8_0,
+    /// A block format's kernel: `kernels/<module>.cu`, `ws_<module>` (the
+    /// format's `BlockLayout`).
+    Block(BlockFormat),
     F32,
     F16,
     Fp8(Fp8Args),
@@ -31,8 +34,7 @@ impl Launch {
     /// (module = kernels/<module>.cu, function name).
     pub fn function(&self) -> (&'static str, &'static str) {
         match self {
-            Launch::Q4_0 => ("q4_0", "ws_q4_0"),
-            Launch::Q8_0 => ("q8_0", "ws_q8_0"),
+            Launch::Block(f) => (f.layout().module, f.layout().cuda_function),
             Launch::F32 => ("float", "ws_f32"),
             Launch::F16 => ("float", "ws_f16"),
             Launch::Fp8(a) if a.e4m3 => ("fp8", "ws_fp8_e4m3"),

@@ -6,7 +6,7 @@
 //! so a write past it shows.
 
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
-use weightstream_format::{Fp8Format, ScaleKind, ScaleLayout};
+use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 use weightstream_kernels::{geometry, host_grid, Fp8Args, Launch, BLOCK_DIM};
 
 const POISON: u16 = 0xBEEF;
@@ -74,7 +74,7 @@ fn quant_source(rng: &mut Rng, block: usize, random_blocks: usize) -> Vec<u8> {
 #[test]
 fn q4_0_and_q8_0() {
     let mut rng = Rng::new("q4_0_and_q8_0");
-    for (launch, kernel, block) in [(Launch::Q4_0, Kernel::Q4_0, 18usize), (Launch::Q8_0, Kernel::Q8_0, 34)] {
+    for (launch, kernel, block) in [(Launch::Block(BlockFormat::Q4_0), Kernel::Block(BlockFormat::Q4_0), 18usize), (Launch::Block(BlockFormat::Q8_0), Kernel::Block(BlockFormat::Q8_0), 34)] {
         for random in [0usize, 1, 5, 1031] {
             let src = quant_source(&mut rng, block, random);
             let n = src.len() / block * 32;
@@ -160,9 +160,9 @@ fn fp8_every_layout_chunk_and_code() {
 #[test]
 fn lengths_are_checked_before_running() {
     let mut out = vec![0u16; 32];
-    assert!(host_grid::run(&Launch::Q4_0, &[0u8; 17], &mut out, 32, None, 1, 32).is_err());
-    assert!(host_grid::run(&Launch::Q4_0, &[0u8; 18], &mut out[..31], 32, None, 1, 32).is_err());
-    assert!(host_grid::run(&Launch::Q4_0, &[0u8; 18], &mut out, 31, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 17], &mut out, 32, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out[..31], 32, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out, 31, None, 1, 32).is_err());
     let a = Fp8Args { e4m3: true, scales: 0, first: 0, cols: 16, block_rows: 1, block_cols: 16, grid_cols: 1 };
     assert!(host_grid::run(&Launch::Fp8(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), 1, 32).is_err());
 }

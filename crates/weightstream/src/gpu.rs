@@ -286,8 +286,7 @@ fn chunks_for(
     for c in job.chunks(elems) {
         let op = match job.encoding {
             Encoding::BF16 => ChunkOp::Copy,
-            Encoding::Q4_0 => ChunkOp::Kernel(Launch::Q4_0),
-            Encoding::Q8_0 => ChunkOp::Kernel(Launch::Q8_0),
+            Encoding::Block(f) => ChunkOp::Kernel(Launch::Block(f)),
             Encoding::F32 => ChunkOp::Kernel(Launch::F32),
             Encoding::F16 => ChunkOp::Kernel(Launch::F16),
             Encoding::Fp8(format) => {

@@ -29,8 +29,8 @@ from .options import Options, find_checkpoint
 logger = init_logger(__name__)
 
 WHAT_TO_DO_UNSUPPORTED = (
-    "weightstream serves Q4_0, Q8_0, F16, F32 and BF16 GGUF tensors and F8_E4M3/F8_E5M2 safetensors weights; "
-    "requantize the model to Q8_0 or Q4_0 (llama.cpp's llama-quantize), or use the vllm-gguf-plugin for k-quants"
+    "the message above lists the types weightstream dequantizes; a GGUF with other types can be served "
+    "by the vllm-gguf-plugin, which keeps weights quantized"
 )
 
 

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use rayon::prelude::*;
 use serde_json::json;
 use weightstream::dequant::{dequantize_par, Isa, Kernel, ScaleGrid, DEFAULT_PIECE};
-use weightstream::format::{Fp8Format, ScaleKind, ScaleLayout};
+use weightstream::format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
 use crate::human::Table;
 use crate::report::{CmdResult, OrFail};
@@ -25,7 +25,8 @@ weightstream bench --format q4_0 --threads 1\n  \
 WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels"
 )]
 pub struct Args {
-    /// Kernels to run (repeatable): q4_0, q8_0, fp8-tensor, fp8-channel, fp8-block, e5m2-block, f16, f32, bf16
+    /// Kernels to run (repeatable): q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k,
+    /// fp8-tensor, fp8-channel, fp8-block, e5m2-block, f16, f32, bf16
     #[arg(long = "format", value_name = "F")]
     pub formats: Vec<String>,
     /// Threads (default: all cores)
@@ -42,7 +43,12 @@ pub struct Args {
     pub json: bool,
 }
 
-const ALL: [&str; 9] = ["q4_0", "q8_0", "fp8-tensor", "fp8-channel", "fp8-block", "e5m2-block", "f16", "f32", "bf16"];
+/// Every kernel's name: the block formats (lower-case), then the others.
+fn all_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = BlockFormat::ALL.iter().map(|f| f.layout().module).collect();
+    names.extend(["fp8-tensor", "fp8-channel", "fp8-block", "e5m2-block", "f16", "f32", "bf16"]);
+    names
+}
 
 struct Input {
     src: Vec<u8>,
@@ -71,10 +77,17 @@ fn bytes(n: usize, seed: u64) -> Vec<u8> {
 
 fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
     let n = (rows * cols) as usize;
-    let quant = |block: usize| {
-        let mut src = bytes(n / 32 * block, 7);
-        for b in src.chunks_exact_mut(block) {
-            b[..2].copy_from_slice(&0x2E66u16.to_le_bytes()); // d = 0.1
+    // Random blocks whose f16 scales (d, dmin, m) are all 0.1: ordinary
+    // values, no NaN or infinity taking a different path.
+    let quant = |f: BlockFormat| {
+        let l = f.layout();
+        let mut src = bytes(n / l.elems * l.bytes, 7);
+        for b in src.chunks_exact_mut(l.bytes) {
+            for field in ["D", "DMIN", "M"] {
+                if let Some((o, _)) = l.field(field) {
+                    b[o..o + 2].copy_from_slice(&0x2E66u16.to_le_bytes());
+                }
+            }
         }
         src
     };
@@ -95,9 +108,10 @@ fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
         grid_cols: cols.div_ceil(bc),
     };
     let plain = |kernel, src| Input { src, kind: InputKind::Plain(kernel) };
+    if let Some(f) = BlockFormat::from_name(name) {
+        return Some(plain(Kernel::Block(f), quant(f)));
+    }
     Some(match name {
-        "q4_0" => plain(Kernel::Q4_0, quant(18)),
-        "q8_0" => plain(Kernel::Q8_0, quant(34)),
         "f16" => plain(Kernel::F16, bytes(n * 2, 3).chunks_exact(2).flat_map(|c| [c[0], c[1] & 0x3B]).collect()),
         "f32" => plain(Kernel::F32, bytes(n * 4, 5).chunks_exact(4).flat_map(|c| [c[0], c[1], c[2], c[3] & 0x3F]).collect()),
         "bf16" => plain(Kernel::BF16, bytes(n * 2, 9)),
@@ -129,15 +143,21 @@ pub fn run(args: &Args) -> CmdResult {
     let Some((rows, cols)) = args.shape.split_once('x').and_then(|(r, c)| Some((r.parse::<u64>().ok()?, c.parse::<u64>().ok()?))) else {
         return fail(format!("--shape {} is not ROWSxCOLS", args.shape));
     };
-    if cols % 32 != 0 || rows == 0 {
-        return fail("--shape needs rows > 0 and columns a multiple of 32 (the Q4_0/Q8_0 block)".into());
-    }
+    let all = all_names();
     let mut names = Vec::new();
-    for f in if args.formats.is_empty() { ALL.iter().map(|s| s.to_string()).collect() } else { args.formats.clone() } {
-        match ALL.iter().find(|a| **a == f) {
+    for f in if args.formats.is_empty() { all.iter().map(|s| s.to_string()).collect() } else { args.formats.clone() } {
+        match all.iter().find(|a| a.eq_ignore_ascii_case(&f)) {
             Some(n) => names.push(*n),
-            None => return fail(format!("unknown --format {f}; choose from {}", ALL.join(", "))),
+            None => return fail(format!("unknown --format {f}; choose from {}", all.join(", "))),
         }
+    }
+    // Block formats need whole blocks per row (256 elements for K-quants).
+    let granule = names.iter().filter_map(|n| BlockFormat::from_name(n)).map(|f| f.layout().elems as u64).max().unwrap_or(1);
+    if rows == 0 || cols % granule.max(32) != 0 {
+        return fail(format!(
+            "--shape needs rows > 0 and columns a multiple of {} (the largest block among the chosen formats)",
+            granule.max(32)
+        ));
     }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new()
@@ -155,7 +175,7 @@ pub fn run(args: &Args) -> CmdResult {
 
     let mut results = Vec::new();
     for name in names {
-        let inp = input(name, rows, cols).expect("every name in ALL has an input");
+        let inp = input(name, rows, cols).expect("every name in all_names() has an input");
         let kernel = match &inp.kind {
             InputKind::Fp8 { format, layout, scales } => {
                 let grid = ScaleGrid::new(scales, layout, rows, cols)

@@ -12,7 +12,7 @@ use crate::chunk::fp8_runs;
 use crate::kernel::ScaleGrid;
 use crate::numerics::f16_to_f32;
 use crate::scalar;
-use weightstream_format::Fp8Format;
+use weightstream_format::{BlockFormat, Fp8Format};
 
 /// f32 -> BF16 in the low half of each 32-bit lane (RNE, NaN canonical).
 #[inline]
@@ -45,6 +45,19 @@ unsafe fn store16(dst: *mut u16, a: __m256, b: __m256) {
 #[target_feature(enable = "avx2")]
 unsafe fn scaled(q: __m256i, d: __m256) -> __m256 {
     _mm256_mul_ps(_mm256_cvtepi32_ps(q), d)
+}
+
+/// The AVX2 kernel of a block format, where one exists (the others run
+/// their portable kernel).
+pub fn block_kernel(f: BlockFormat) -> Option<fn(&[u8], &mut [u16])> {
+    // SAFETY (each): only called through chunk::run, after
+    // `Isa::Avx2.supported()` confirmed AVX2 and F16C; slice lengths
+    // checked by Kernel::check.
+    Some(match f {
+        BlockFormat::Q4_0 => |s, d| unsafe { q4_0(s, d) },
+        BlockFormat::Q8_0 => |s, d| unsafe { q8_0(s, d) },
+        _ => return None,
+    })
 }
 
 #[target_feature(enable = "avx2,f16c")]

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::block::{self, BlockFormat};
+
 /// Block geometry of a ggml type: `block` elements take `type_size` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GgmlTypeInfo {
@@ -24,25 +26,27 @@ macro_rules! ggml_types {
     };
 }
 
-const QK_K: u64 = 256;
+const QK_K: u64 = block::QK_K as u64;
 
 // Ids, block sizes and bytes per block as in ggml.h / gguf-py 0.19.0
-// (GGML_QUANT_SIZES). Ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 were removed
-// from ggml and are rejected as unknown.
+// (GGML_QUANT_SIZES). Types with a dequant kernel take their geometry from
+// their one definition in `crate::block`; the others are listed so
+// `inspect` can show them. Ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 were
+// removed from ggml and are rejected as unknown.
 ggml_types! {
     F32 = 0, 1, 4;
     F16 = 1, 1, 2;
-    Q4_0 = 2, 32, 2 + 16;
-    Q4_1 = 3, 32, 2 + 2 + 16;
-    Q5_0 = 6, 32, 2 + 4 + 16;
-    Q5_1 = 7, 32, 2 + 2 + 4 + 16;
-    Q8_0 = 8, 32, 2 + 32;
+    Q4_0 = 2, block::q4_0::ELEMS as u64, block::q4_0::BYTES as u64;
+    Q4_1 = 3, block::q4_1::ELEMS as u64, block::q4_1::BYTES as u64;
+    Q5_0 = 6, block::q5_0::ELEMS as u64, block::q5_0::BYTES as u64;
+    Q5_1 = 7, block::q5_1::ELEMS as u64, block::q5_1::BYTES as u64;
+    Q8_0 = 8, block::q8_0::ELEMS as u64, block::q8_0::BYTES as u64;
     Q8_1 = 9, 32, 4 + 4 + 32;
-    Q2_K = 10, 256, 2 + 2 + QK_K / 16 + QK_K / 4;
-    Q3_K = 11, 256, 2 + QK_K / 4 + QK_K / 8 + 12;
-    Q4_K = 12, 256, 2 + 2 + QK_K / 2 + 12;
-    Q5_K = 13, 256, 2 + 2 + QK_K / 2 + QK_K / 8 + 12;
-    Q6_K = 14, 256, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16;
+    Q2_K = 10, block::q2_k::ELEMS as u64, block::q2_k::BYTES as u64;
+    Q3_K = 11, block::q3_k::ELEMS as u64, block::q3_k::BYTES as u64;
+    Q4_K = 12, block::q4_k::ELEMS as u64, block::q4_k::BYTES as u64;
+    Q5_K = 13, block::q5_k::ELEMS as u64, block::q5_k::BYTES as u64;
+    Q6_K = 14, block::q6_k::ELEMS as u64, block::q6_k::BYTES as u64;
     Q8_K = 15, 256, 4 + QK_K + QK_K / 8;
     IQ2_XXS = 16, 256, 2 + QK_K / 4;
     IQ2_XS = 17, 256, 2 + QK_K / 4 + QK_K / 32;
@@ -88,6 +92,10 @@ impl GgmlType {
     pub fn type_size(self) -> u64 {
         self.0.type_size
     }
+    /// The block format with a dequant kernel, if this type has one.
+    pub fn block_format(self) -> Option<BlockFormat> {
+        BlockFormat::from_ggml_id(self.id())
+    }
     /// Bytes for `n_elems` elements, or `None` if `n_elems` is not a whole
     /// number of blocks or the size overflows.
     pub fn nbytes(self, n_elems: u64) -> Option<u64> {
@@ -121,5 +129,14 @@ mod tests {
         assert!(GgmlType::from_id(4).is_none());
         assert_eq!(GgmlType::from_name("Q4_0").unwrap().nbytes(64), Some(36));
         assert_eq!(GgmlType::from_name("Q4_0").unwrap().nbytes(33), None);
+    }
+
+    #[test]
+    fn block_formats_agree_with_the_ggml_table() {
+        for f in BlockFormat::ALL {
+            let t = GgmlType::from_id(f.layout().ggml_id).unwrap();
+            assert_eq!((t.name(), t.block(), t.type_size()), (f.name(), f.geometry().0, f.geometry().1));
+            assert_eq!(t.block_format(), Some(*f));
+        }
     }
 }

@@ -1,0 +1,179 @@
+//! Block quantization formats: the one definition of each.
+//!
+//! A block format stores `ELEMS` values in `BYTES` bytes, as named fields at
+//! fixed offsets. Everything that needs a block's geometry or byte layout
+//! reads it from here: the GGUF reader's size checks (through the ggml type
+//! table), the planner's chunk boundaries, the CPU kernels' field offsets.
+//! The CUDA sources mirror this table in `kernels/formats.cuh`, and a test
+//! (crates/weightstream-kernels/tests/formats.rs) checks the compiled
+//! mirror against it field by field.
+//!
+//! Adding a format: one line in `block_formats!` below, one kernel per
+//! device (crates/weightstream-dequant, kernels/), its formula in
+//! docs/numerics.md.
+
+use serde::Serialize;
+
+/// A named field of a block (ggml's field name, upper-cased): it starts at
+/// byte `offset` and ends where the next field starts (the last one at the
+/// block's end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    pub name: &'static str,
+    pub offset: usize,
+}
+
+/// The geometry and byte layout of one block format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockLayout {
+    /// The format's name as ggml and gguf-py spell it.
+    pub name: &'static str,
+    /// Lower-case name: the CUDA source `kernels/<module>.cu` and the CPU
+    /// kernel `scalar::<module>`.
+    pub module: &'static str,
+    /// The CUDA kernel's function name: `ws_<module>`.
+    pub cuda_function: &'static str,
+    /// Its ggml type id (GGUF tensor info).
+    pub ggml_id: u32,
+    /// Elements per block.
+    pub elems: usize,
+    /// Bytes per block.
+    pub bytes: usize,
+    /// Fields in byte order, contiguous, covering the block.
+    pub fields: &'static [Field],
+}
+
+impl BlockLayout {
+    /// Byte range `[offset, end)` of field `name`.
+    pub fn field(&self, name: &str) -> Option<(usize, usize)> {
+        let i = self.fields.iter().position(|f| f.name == name)?;
+        let end = self.fields.get(i + 1).map_or(self.bytes, |f| f.offset);
+        Some((self.fields[i].offset, end))
+    }
+}
+
+macro_rules! block_formats {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident / $module:ident = ggml $id:expr, $elems:expr, $bytes:expr, { $($field:ident @ $offset:expr),+ $(,)? };
+    )*) => {
+        /// A block quantization format (see the module docs).
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        pub enum BlockFormat { $($(#[$doc])* $variant,)* }
+
+        impl BlockFormat {
+            pub const ALL: &'static [BlockFormat] = &[$(BlockFormat::$variant,)*];
+
+            pub const fn layout(self) -> &'static BlockLayout {
+                match self { $(BlockFormat::$variant => &$module::LAYOUT,)* }
+            }
+        }
+
+        $(
+            #[doc = concat!("Byte layout of ", stringify!($variant), ": field offsets, `ELEMS`, `BYTES`.")]
+            #[allow(dead_code)]
+            pub mod $module {
+                use super::{BlockLayout, Field};
+                pub const ELEMS: usize = $elems;
+                pub const BYTES: usize = $bytes;
+                $(pub const $field: usize = $offset;)+
+                pub const LAYOUT: BlockLayout = BlockLayout {
+                    name: stringify!($variant),
+                    module: stringify!($module),
+                    cuda_function: concat!("ws_", stringify!($module)),
+                    ggml_id: $id,
+                    elems: ELEMS,
+                    bytes: BYTES,
+                    fields: &[$(Field { name: stringify!($field), offset: $offset },)+],
+                };
+            }
+        )*
+    };
+}
+
+/// Super-block size of the K-quants.
+pub const QK_K: usize = 256;
+
+// Layouts as in ggml-common.h (block_q4_0 ...) and gguf-py 0.19's
+// quants.py; the fields keep ggml's names. f16 fields (d, dmin, m) sit at
+// even offsets and every block size is even, so they are 2-byte aligned
+// wherever a block starts on an even address.
+block_formats! {
+    /// f16 d; 16 bytes of nibbles. x = d * (q - 8).
+    Q4_0 / q4_0 = ggml 2, 32, 18, { D @ 0, QS @ 2 };
+    /// f16 d, f16 m; 16 bytes of nibbles. x = d * q + m.
+    Q4_1 / q4_1 = ggml 3, 32, 20, { D @ 0, M @ 2, QS @ 4 };
+    /// f16 d; 32 high bits (u32 LE); 16 bytes of low nibbles. x = d * (q - 16).
+    Q5_0 / q5_0 = ggml 6, 32, 22, { D @ 0, QH @ 2, QS @ 6 };
+    /// f16 d, f16 m; 32 high bits; 16 bytes of low nibbles. x = d * q + m.
+    Q5_1 / q5_1 = ggml 7, 32, 24, { D @ 0, M @ 2, QH @ 4, QS @ 8 };
+    /// f16 d; 32 x i8. x = d * q.
+    Q8_0 / q8_0 = ggml 8, 32, 34, { D @ 0, QS @ 2 };
+    /// 16 x (4-bit scale | 4-bit min); 64 bytes of 2-bit quants; f16 d, dmin.
+    Q2_K / q2_k = ggml 10, 256, 84, { SCALES @ 0, QS @ 16, D @ 80, DMIN @ 82 };
+    /// 32 bytes of high bits; 64 bytes of 2-bit quants; 12 bytes of 6-bit scales; f16 d.
+    Q3_K / q3_k = ggml 11, 256, 110, { HMASK @ 0, QS @ 32, SCALES @ 96, D @ 108 };
+    /// f16 d, dmin; 12 bytes of 6-bit scales and mins; 128 bytes of nibbles.
+    Q4_K / q4_k = ggml 12, 256, 144, { D @ 0, DMIN @ 2, SCALES @ 4, QS @ 16 };
+    /// f16 d, dmin; 12 bytes of scales and mins; 32 bytes of high bits; 128 bytes of nibbles.
+    Q5_K / q5_k = ggml 13, 256, 176, { D @ 0, DMIN @ 2, SCALES @ 4, QH @ 16, QS @ 48 };
+    /// 128 bytes of low nibbles; 64 bytes of 2-bit highs; 16 x i8 scales; f16 d.
+    Q6_K / q6_k = ggml 14, 256, 210, { QL @ 0, QH @ 128, SCALES @ 192, D @ 208 };
+}
+
+impl BlockFormat {
+    pub fn name(self) -> &'static str {
+        self.layout().name
+    }
+
+    pub fn from_name(name: &str) -> Option<BlockFormat> {
+        BlockFormat::ALL.iter().copied().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
+    pub fn from_ggml_id(id: u32) -> Option<BlockFormat> {
+        BlockFormat::ALL.iter().copied().find(|f| f.layout().ggml_id == id)
+    }
+
+    /// (elements per block, bytes per block).
+    pub const fn geometry(self) -> (u64, u64) {
+        let l = self.layout();
+        (l.elems as u64, l.bytes as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_contiguous_and_cover_each_block() {
+        for f in BlockFormat::ALL {
+            let l = f.layout();
+            assert_eq!(l.fields[0].offset, 0, "{}", l.name);
+            for w in l.fields.windows(2) {
+                assert!(w[0].offset < w[1].offset, "{}: {} before {}", l.name, w[0].name, w[1].name);
+            }
+            assert!(l.fields.last().unwrap().offset < l.bytes, "{}", l.name);
+            assert_eq!(l.bytes % 2, 0, "{}: odd block size breaks f16 alignment", l.name);
+            for name in ["D", "DMIN", "M"] {
+                if let Some((o, e)) = l.field(name) {
+                    assert_eq!((o % 2, e - o), (0, 2), "{}.{name}", l.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_follow_ggml() {
+        // Field sizes as ggml-common.h derives them from QK_K.
+        assert_eq!(q2_k::BYTES, QK_K / 16 + QK_K / 4 + 2 + 2);
+        assert_eq!(q3_k::BYTES, QK_K / 8 + QK_K / 4 + 12 + 2);
+        assert_eq!(q4_k::BYTES, 2 + 2 + 12 + QK_K / 2);
+        assert_eq!(q5_k::BYTES, 2 + 2 + 12 + QK_K / 8 + QK_K / 2);
+        assert_eq!(q6_k::BYTES, QK_K / 2 + QK_K / 4 + QK_K / 16 + 2);
+        assert_eq!(BlockFormat::Q4_K.layout().field("QS"), Some((16, 144)));
+        assert_eq!(BlockFormat::from_name("q6_k"), Some(BlockFormat::Q6_K));
+        assert_eq!(BlockFormat::from_ggml_id(8), Some(BlockFormat::Q8_0));
+    }
+}
