@@ -136,8 +136,8 @@ static ws_status retype(struct gguf_context *meta, ws_checkpoint *ckpt, char *er
         }
         size_t index;
         if (ws_find_tensor(ckpt, name, &index) != WS_OK || ws_tensor_nbytes(ckpt, index, WS_DTYPE_BF16) == 0) {
-            snprintf(error, error_size, "tensor '%s' (%s) cannot be loaded as BF16: weightstream serves Q4_0, Q8_0, F16, BF16 and F32 GGUF tensors",
-                     name, ggml_type_name(type));
+            snprintf(error, error_size, "tensor '%s' (%s) cannot be loaded as BF16: weightstream has no dequantization kernel for %s",
+                     name, ggml_type_name(type), ggml_type_name(type));
             return WS_ERR_UNSUPPORTED;
         }
         gguf_set_tensor_type(meta, name, GGML_TYPE_BF16);

@@ -1,6 +1,6 @@
 /*
  * weightstream for llama.cpp: build a llama_model whose quantized weights
- * (Q4_0, Q8_0, F16, BF16 in the GGUF) are BF16 tensors filled by
+ * (every type weightstream dequantizes: Q4_0 ... Q6_K, F16, BF16) are BF16 tensors filled by
  * weightstream, in the buffers llama.cpp allocates (CPU or GPU), through
  * llama_model_init_from_user. F32 tensors are copied as they are.
  *
