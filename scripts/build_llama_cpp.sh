@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build llama.cpp (CPU, shared libraries) from the copy vendored in the
+# Build llama.cpp (CPU, shared libraries, and the llama-quantize and
+# llama-gguf-split tools in <prefix>/bin) from the copy vendored in the
 # llama-cpp-python sdist pinned in requirements/llama-cpp.txt, into
 # .cache/llama.cpp/<version>/ (built once, then reused). Prints the install
 # prefix (include/, lib/) on its last line.
@@ -11,7 +12,10 @@ spec=$(grep -E '^llama-cpp-python==' requirements/llama-cpp.txt)
 version=$(echo "$spec" | sed -E 's/^llama-cpp-python==([^ ]+).*/\1/')
 base=$ROOT/.cache/llama.cpp/$version
 prefix=$base/install
-if [ ! -f "$prefix/.built" ]; then
+# The stamp names what the build holds: a cache from before the tools were
+# built is rebuilt.
+stamp=$prefix/.built-with-tools
+if [ ! -f "$stamp" ]; then
   mkdir -p "$base"
   if [ ! -d "$base/src" ]; then
     echo "build_llama_cpp: downloading llama-cpp-python $version (sdist, hash-checked)" >&2
@@ -22,12 +26,23 @@ if [ ! -f "$prefix/.built" ]; then
     rm -rf "$base"/llama_cpp_python-* "$base/dl"
   fi
   echo "build_llama_cpp: building llama.cpp $version (CPU, shared) in $base/build" >&2
-  cmake -S "$base/src" -B "$base/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF \
-    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON -DGGML_OPENMP=OFF \
-    -DCMAKE_INSTALL_PREFIX="$prefix" >&2
+  common=(-S "$base/src" -B "$base/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_COMMON=ON
+    -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON -DGGML_OPENMP=OFF
+    -DLLAMA_TOOLS_INSTALL=OFF -DCMAKE_INSTALL_PREFIX="$prefix")
+  # Two tools the tests make realistic files with: llama-quantize (Q4_K_M
+  # and the other presets people download) and llama-gguf-split (split
+  # sets). Only those targets: the other tools (multimodal, bench, ...)
+  # would triple the build. Then the tools are switched off again so that
+  # `cmake --install` installs just the libraries and headers (the mtmd
+  # tool installs unconditionally and was not built).
+  cmake "${common[@]}" -DLLAMA_BUILD_TOOLS=ON >&2
+  cmake --build "$base/build" -j "$(nproc)" --target llama llama-quantize llama-gguf-split >&2
+  cmake "${common[@]}" -DLLAMA_BUILD_TOOLS=OFF >&2
   cmake --build "$base/build" -j "$(nproc)" >&2
   cmake --install "$base/build" >&2
-  touch "$prefix/.built"
+  mkdir -p "$prefix/bin"
+  cp "$base/build/bin/llama-quantize" "$base/build/bin/llama-gguf-split" "$prefix/bin/"
+  touch "$stamp"
 fi
 echo "$prefix"

@@ -5,9 +5,10 @@
 #   - tests/capi/test_capi.c: every C API function, error path and
 #     cancellation, under valgrind (definite or indirect leaks fail);
 #   - tests/llamacpp/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0, Q8_0 with
-#     tied embeddings) loaded through the adapter give logits identical to
-#     llama.cpp's normal load of the gguf-py-dequantized BF16 GGUF; a k-quant
-#     GGUF is refused with a message naming the tensor.
+#     tied embeddings, and a Q4_K_M written by the real llama-quantize) loaded
+#     through the adapter give logits identical to llama.cpp's normal load of
+#     the gguf-py-dequantized BF16 GGUF; a GGUF with a type weightstream has
+#     no kernel for (IQ4_XS) is refused with a message naming the tensor.
 # Run scripts/setup.sh first.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,11 +38,11 @@ valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-
   "$tmp/load_gguf" "$tmp/fx/all_types.gguf" 2>/dev/null | tail -3
 
 echo "test_c: the llama.cpp adapter against llama.cpp"
-"$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" >/dev/null
+"$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" "$LLAMA/bin/llama-quantize" >/dev/null
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
-for m in q4_0 q8_0 q8_0-tied; do
+for m in q4_0 q8_0 q4_k_m q8_0-tied; do
   printf 'test_c: %-10s ' "$m"
   "$tmp/test_adapter" "$tmp/models/tiny-llama-$m.gguf" "$tmp/models/tiny-llama-$m.ref-bf16.gguf" \
     "$tmp/models/tiny-llama-unsupported.gguf" 2>"$tmp/adapter.log" | tr '\n' ' ' || { echo; cat "$tmp/adapter.log" | grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" | tail -20; exit 1; }

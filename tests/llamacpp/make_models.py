@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Models for the llama.cpp adapter test, each with its reference:
 
-    python tests/llamacpp/make_models.py OUT_DIR
+    python tests/llamacpp/make_models.py OUT_DIR [LLAMA_QUANTIZE]
 
 - tiny-llama-q4_0.gguf, tiny-llama-q8_0.gguf (gguf-py quantized), and
   tiny-llama-q8_0-tied.gguf (no output.weight: tied embeddings);
+- tiny-llama-q4_k_m.gguf: the real llama-quantize's Q4_K_M of an F32 tiny
+  Llama (Q4_K, Q6_K and, for the 704-wide FFN, its fallback type), when
+  LLAMA_QUANTIZE is given;
 - for each, NAME.ref-bf16.gguf: the same file with every quantized tensor
   replaced by gguf-py's dequantization rounded to BF16 (ml_dtypes, round to
   nearest even) and F32 tensors kept; what llama.cpp loads normally;
@@ -58,7 +61,7 @@ def copy(src: Path, dst: Path, to_bf16: bool, drop=(), as_unsupported=()) -> Non
     w.close()
 
 
-def main(out: Path) -> None:
+def main(out: Path, llama_quantize: Path | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     models = []
@@ -66,14 +69,19 @@ def main(out: Path) -> None:
         p = out / f"tiny-llama-{fmt}.gguf"
         sample_model.write_gguf(p, sample_model.PRESETS["tiny"], fmt, rng, real=True)
         models.append(p)
+    if llama_quantize is not None:
+        import real_quants
+
+        f32 = real_quants.f32_model(out / "f32")
+        models.append(real_quants.quantize(f32, out / "tiny-llama-q4_k_m.gguf", "Q4_K_M", llama_quantize))
     tied = out / "tiny-llama-q8_0-tied.gguf"
     copy(models[1], tied, to_bf16=False, drop=("output.weight",))
     models.append(tied)
     for m in models:
         copy(m, m.with_suffix(".ref-bf16.gguf"), to_bf16=True)
-    copy(models[1], out / "tiny-llama-unsupported.gguf", to_bf16=False, as_unsupported=("blk.0.ffn_down.weight",))
+    copy(out / "tiny-llama-q8_0.gguf", out / "tiny-llama-unsupported.gguf", to_bf16=False, as_unsupported=("blk.0.ffn_down.weight",))
     print("\n".join(str(m) for m in models))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None)

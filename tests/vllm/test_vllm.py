@@ -2,7 +2,8 @@
 registers, and `load_format="weightstream"` generates exactly the greedy
 tokens of vLLM's default loader on a BF16 checkpoint of the
 reference-dequantized weights, for BF16, GGUF Q8_0 and Q4_0 (with llama.cpp's
-q/k permutation, and with tied embeddings), and block-FP8 checkpoints."""
+q/k permutation, and with tied embeddings), block-FP8 checkpoints, and the
+Q4_K_M and Q3_K_M files the real llama-quantize writes."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SEED
 
 GENERATE = ROOT / "tests/vllm/generate.py"
 
@@ -137,3 +138,25 @@ def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, t
     assert r.returncode != 0
     log = r.stdout + r.stderr  # vLLM workers log to stdout
     assert "blk.0.ffn_down.weight" in log and "IQ4_XS" in log and "supported:" in log, log[-3000:]
+
+
+@pytest.fixture(scope="session")
+def kquants(tmp_path_factory):
+    """Q4_K_M and Q3_K_M checkpoints made by the real llama-quantize (built by
+    scripts/build_llama_cpp.sh on first use)."""
+    import models
+
+    sys.path.insert(0, str(ROOT / "tests/fixtures"))
+    import real_quants
+
+    return models.build_kquants(tmp_path_factory.mktemp("kquants"), SEED,
+                                lambda src, dst, ftype: real_quants.quantize(src, dst, ftype))
+
+
+@pytest.mark.parametrize("ftype", ["Q4_K_M", "Q3_K_M"])
+def test_llama_quantize_k_quants_give_the_default_loaders_tokens(kquants, ftype):
+    checkpoint, reference, types = kquants[ftype]
+    main = {"Q4_K_M": {"Q4_K", "Q6_K"}, "Q3_K_M": {"Q3_K"}}[ftype]
+    assert main <= types, f"llama-quantize {ftype} wrote {sorted(types)}"
+    want = tokens(reference, "auto")
+    assert tokens(checkpoint, "weightstream") == want

@@ -3,7 +3,7 @@
 //! for the target's baseline SIMD (SSE2, NEON).
 
 use crate::numerics::{f16_to_f32, f32_to_bf16, Fp8Table};
-use weightstream_format::{block, BlockFormat, Fp8Format};
+use weightstream_format::{block, BlockFormat, BlockLayout, Fp8Format};
 
 /// The portable kernel of a block format: whole blocks of `src` to `dst`.
 pub fn block_kernel(f: BlockFormat) -> fn(&[u8], &mut [u16]) {
@@ -174,35 +174,33 @@ fn k_nibble(qs: &[u8], e: usize) -> u8 {
     (qs[32 * (k / 2) + e % 32] >> (4 * (k % 2))) & 0x0F
 }
 
-/// x = (d * sc) * q - (dmin * m), per 32 elements.
-pub fn q4_k(src: &[u8], dst: &mut [u16]) {
-    use block::q4_k::*;
-    for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
-        let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
+/// The Q4_K/Q5_K formula: x = (d * sc) * q - (dmin * m), sc and m per 32
+/// elements; `quant(block, e)` gives element e's unsigned q.
+#[inline(always)]
+fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout, quant: impl Fn(&[u8], usize) -> u8) {
+    let field = |name| layout.field(name).expect("K-quant field").0;
+    let (d_at, dmin_at, scales_at) = (field("D"), field("DMIN"), field("SCALES"));
+    for (b, out) in src.chunks_exact(layout.bytes).zip(dst.chunks_exact_mut(layout.elems)) {
+        let (d, dmin) = (f16_at(b, d_at), f16_at(b, dmin_at));
         for (k, sub) in out.chunks_exact_mut(32).enumerate() {
-            let (sc, m) = k4_scale_min(&b[SCALES..], k);
+            let (sc, m) = k4_scale_min(&b[scales_at..], k);
             let (dl, ml) = (d * sc as f32, dmin * m as f32);
             for (l, o) in sub.iter_mut().enumerate() {
-                *o = f32_to_bf16(dl * k_nibble(&b[QS..], 32 * k + l) as f32 - ml);
+                *o = f32_to_bf16(dl * quant(b, 32 * k + l) as f32 - ml);
             }
         }
     }
 }
 
+pub fn q4_k(src: &[u8], dst: &mut [u16]) {
+    use block::q4_k::*;
+    k4_family(src, dst, &LAYOUT, |b, e| k_nibble(&b[QS..], e));
+}
+
 /// As Q4_K with a fifth bit: bit k of `qh[l]` for element 32k + l.
 pub fn q5_k(src: &[u8], dst: &mut [u16]) {
     use block::q5_k::*;
-    for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
-        let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
-        for (k, sub) in out.chunks_exact_mut(32).enumerate() {
-            let (sc, m) = k4_scale_min(&b[SCALES..], k);
-            let (dl, ml) = (d * sc as f32, dmin * m as f32);
-            for (l, o) in sub.iter_mut().enumerate() {
-                let q = k_nibble(&b[QS..], 32 * k + l) | (((b[QH + l] >> k) & 1) << 4);
-                *o = f32_to_bf16(dl * q as f32 - ml);
-            }
-        }
-    }
+    k4_family(src, dst, &LAYOUT, |b, e| k_nibble(&b[QS..], e) | (((b[QH + e % 32] >> (e / 32)) & 1) << 4));
 }
 
 /// x = (d * sc) * (q - 32), q 6 bits: a nibble of `ql` (64-byte groups,
