@@ -62,7 +62,8 @@ typedef struct ws_destination {
     ws_memory memory;
     int device;       /* CUDA device ordinal (WS_MEMORY_CUDA) */
     void *stream;     /* CUstream/cudaStream_t whose queued work must finish before the data is
-                         written, or NULL; the data is complete when the call returns either way */
+                         written; NULL is the legacy default stream (waited for too, as any
+                         stream); the data is complete when the call returns either way */
 } ws_destination;
 
 typedef struct ws_tensor_info {

@@ -151,7 +151,8 @@ impl Checkpoint {
                 .collect();
             let plan = Plan { jobs, skipped: vec![] };
             let ptrs: Vec<u64> = xs.iter().map(|x| x.req.dst.data as u64).collect();
-            let stream = (stream != 0).then_some(stream as u64);
+            // NULL is the legacy default stream: waited for like any other.
+            let stream = stream as u64;
             // SAFETY: destinations and stream per the contract.
             unsafe { gpu.load_into(&self.cat, &plan, &ptrs, stream, control, |_| Ok(()))? };
             reporter.finish_phase(plan.src_bytes());

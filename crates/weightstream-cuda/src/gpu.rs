@@ -8,16 +8,16 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream};
 use cudarc::nvrtc::Ptx;
-use weightstream_kernels::{fatbin, geometry, Launch};
+use weightstream_kernels::{fatbin, geometry, BlockFormat, Launch};
 
 use crate::error::{CudaError, Result};
 use crate::memory::{DeviceBuffer, PinnedBuffer};
 use crate::probe::{device_count, guarded};
 
 /// Every kernel the executor launches: (module, function).
-const FUNCTIONS: &[(&str, &str)] = &[
-    ("q4_0", "ws_q4_0"),
-    ("q8_0", "ws_q8_0"),
+/// Kernels beyond the block formats (whose module and function names come
+/// from their one definition, `BlockFormat::layout()`).
+const OTHER_FUNCTIONS: &[(&str, &str)] = &[
     ("float", "ws_f32"),
     ("float", "ws_f16"),
     ("fp8", "ws_fp8_e4m3"),
@@ -51,9 +51,18 @@ impl Gpu {
             return Err(CudaError::Unavailable(format!("cuda:{ordinal} does not exist: {n} device(s), cuda:0..cuda:{}", n - 1)));
         }
         let ctx = guarded("cuDevicePrimaryCtxRetain", || CudaContext::new(ordinal))?;
+        // cudarc's event tracking makes the first `new_stream` synchronize
+        // the whole primary context (all of torch's queued work) and tags
+        // every CudaSlice use with events. We allocate no CudaSlice (our
+        // buffers are memory.rs's) and order our streams with explicit
+        // events, so turn it off.
+        // SAFETY: nothing in this crate creates a CudaSlice, the only kind of
+        // allocation event tracking protects; stream ordering is ours.
+        unsafe { ctx.disable_event_tracking() };
         let mut modules = HashMap::new();
         let mut functions = HashMap::new();
-        for &(module, name) in FUNCTIONS {
+        let blocks = BlockFormat::ALL.iter().map(|f| (f.layout().module, f.layout().cuda_function));
+        for (module, name) in blocks.chain(OTHER_FUNCTIONS.iter().copied()) {
             if !modules.contains_key(module) {
                 let image = fatbin(module).ok_or_else(|| CudaError::Unavailable(format!("kernel module {module} missing from this build")))?;
                 let m = guarded("cuModuleLoadData", || ctx.load_module(Ptx::from_binary(image.to_vec())))?;
@@ -104,8 +113,8 @@ impl Gpu {
     /// `cudaStream_t`); not destroyed when dropped.
     ///
     /// # Safety
-    /// `stream` must be a live stream of this device's primary context that
-    /// outlives the returned value.
+    /// `stream` must be 0 (the legacy default stream) or a live stream of
+    /// this device's primary context that outlives the returned value.
     pub unsafe fn borrow_stream(&self, stream: u64) -> Arc<CudaStream> {
         self.ctx.wrap_borrowed_stream(stream as sys::CUstream)
     }

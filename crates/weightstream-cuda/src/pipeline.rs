@@ -117,14 +117,18 @@ impl StagingRing {
             copy: gpu.new_stream()?,
             compute: gpu.new_stream()?,
         };
+        // Device scratch first: a ring too large for the GPU fails there,
+        // before gigabytes of host memory are pinned for nothing.
         for _ in 0..cfg.slots {
-            // One block extra so the slot can start on a 4 KiB boundary
-            // whatever alignment the allocator gives.
-            r.pinned.push(gpu.alloc_pinned(cfg.slot_bytes + SLOT_PAD + DIRECT_ALIGN)?);
             r.scratch.push(gpu.alloc(cfg.slot_bytes + SLOT_PAD, "a staging scratch buffer")?);
             r.copy_done.push(event(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?);
             // Readers block on these: sleep rather than spin.
             r.slot_free.push(event(gpu, sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC)?);
+        }
+        for _ in 0..cfg.slots {
+            // One block extra so the slot can start on a 4 KiB boundary
+            // whatever alignment the allocator gives.
+            r.pinned.push(gpu.alloc_pinned(cfg.slot_bytes + SLOT_PAD + DIRECT_ALIGN)?);
         }
         Ok(r)
     }

@@ -236,8 +236,12 @@ fn out_of_memory_is_an_error() {
     assert!(e.is_out_of_memory(), "{e}");
     assert!(e.to_string().contains("an impossible tensor"));
     assert_eq!(g.mem_info().unwrap().0, free);
-    // A staging ring that cannot fit: an error, nothing left allocated.
+    // A staging ring that cannot fit: an out-of-memory error from the device
+    // scratch, which is allocated before any host memory is pinned (else
+    // this would pin 2x the GPU's memory of host RAM first), nothing left
+    // allocated.
     let cfg = StagingConfig { slots: 4, slot_bytes: total / 2, readers: 1 };
-    assert!(StagingRing::new(&g, cfg).is_err());
+    let e = StagingRing::new(&g, cfg).err().expect("a ring of twice the device memory must fail");
+    assert!(e.is_out_of_memory(), "{e}");
     assert_eq!(g.mem_info().unwrap().0, free);
 }

@@ -11,6 +11,8 @@ pub mod host_grid;
 mod launch;
 
 pub use launch::{geometry, Fp8Args, Launch, BLOCK_DIM};
+// The block formats a `Launch::Block` names (their one definition).
+pub use weightstream_format::BlockFormat;
 
 /// GPU images, one per kernel source file: (file stem, fatbin bytes).
 pub const FATBINS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/fatbins.rs"));

@@ -197,7 +197,6 @@ impl Checkpoint {
         let cat = self.cat.clone();
         py.detach(move || {
             let gpu = GpuExecutor::new(&GpuOptions { device, staging })?;
-            let stream = (stream != 0).then_some(stream);
             // SAFETY: the Python layer passes data pointers of contiguous
             // BF16 CUDA tensors on `device` (sizes checked above), alive until
             // this returns, and torch's current stream on that device.

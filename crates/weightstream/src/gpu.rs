@@ -156,26 +156,29 @@ impl GpuExecutor {
     /// Load into caller-owned device memory: `dsts[i]` receives job `i`
     /// (`out_bytes()` bytes). Work is ordered after everything already queued
     /// on `stream` (a `CUstream`/`cudaStream_t`, e.g. PyTorch's current
-    /// stream), and complete when this returns.
+    /// stream; 0 is the legacy default stream, PyTorch's usual one, and is
+    /// waited for like any other: our streams are non-blocking, so without
+    /// that wait, memory the caller recycles on stream 0 could be written
+    /// while a kernel there still reads it), and complete when this returns.
     ///
     /// # Safety
     /// Every `dsts[i]` must be device memory of this GPU's primary context
-    /// with room for job `i`'s output, alive until this returns; `stream`, if
-    /// given, a live stream of that context.
+    /// with room for job `i`'s output, alive until this returns; `stream` 0
+    /// or a live stream of that context.
     pub unsafe fn load_into(
         &self,
         cat: &Catalog,
         plan: &Plan,
         dsts: &[u64],
-        stream: Option<u64>,
+        stream: u64,
         control: Control,
         mut on_done: impl FnMut(usize) -> Result<()>,
     ) -> Result<LoadStats> {
         if dsts.len() != plan.jobs.len() {
             return Err(Error::Other(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
         }
-        let borrowed = stream.map(|s| self.gpu.borrow_stream(s));
-        self.run(cat, plan, dsts, borrowed.as_deref(), control, &mut on_done)
+        let borrowed = self.gpu.borrow_stream(stream);
+        self.run(cat, plan, dsts, Some(&borrowed), control, &mut on_done)
     }
 
     /// Copy a tensor's stored bytes unchanged to device memory (when the
