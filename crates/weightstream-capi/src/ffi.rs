@@ -98,7 +98,7 @@ impl From<weightstream::Error> for Failure {
             E::Device(m) if m.contains("out of GPU memory") => WsStatus::OutOfMemory,
             E::Device(_) => WsStatus::Device,
             E::Cancelled => WsStatus::Cancelled,
-            E::BadRows { .. } => WsStatus::InvalidArgument,
+            E::BadSlice { .. } => WsStatus::InvalidArgument,
             E::Dequant { .. } | E::Other(_) => WsStatus::Internal,
         };
         Failure { status, message: e.to_string() }

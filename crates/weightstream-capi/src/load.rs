@@ -112,7 +112,7 @@ impl Checkpoint {
                     // SAFETY: size checked equal to the job's BF16 bytes and
                     // 2-byte alignment checked; validity is the caller's contract.
                     let dst = unsafe { std::slice::from_raw_parts_mut(x.req.dst.data as *mut u16, job.n_elems as usize) };
-                    self.cpu.fill(&self.cat, &JobKernel::new(&self.cat, job)?, job.first, dst, Some(&tracker))?;
+                    self.cpu.fill(&self.cat, &JobKernel::new(&self.cat, job)?, dst, Some(&tracker))?;
                 }
                 Output::Raw(t) => {
                     let info = &self.cat.tensors[t];

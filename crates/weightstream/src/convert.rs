@@ -230,7 +230,7 @@ fn write_shard(cat: &Catalog, cpu: &CpuExecutor, jobs: &[&Job], path: &Path, met
         while first < end {
             let n = WRITE_GROUP_ELEMS.min(end - first);
             let out = &mut buf[..n as usize];
-            cpu.fill(cat, &jk, first, out, Some(tracker))?;
+            cpu.fill_elems(cat, &jk, first, out, Some(tracker))?;
             write_bf16(&mut w, out).map_err(io_err(path))?;
             first += n;
         }

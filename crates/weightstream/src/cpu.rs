@@ -61,7 +61,8 @@ pub(crate) fn alloc_output(tensor: &str, n: u64) -> Result<Vec<u16>> {
 }
 
 /// Elements `[first, first + n)` of job `job` (an index into the request),
-/// stored in bytes `src` of the job's file.
+/// stored in bytes `src` of the job's file: inside one of the job's
+/// segments (a column slice reads row by row).
 struct Group {
     job: usize,
     first: u64,
@@ -71,22 +72,20 @@ struct Group {
     last_of_job: bool,
 }
 
-/// The groups covering `elems` of each job; a job with no elements gets one
-/// empty group so that its completion is still reported.
-fn groups(jobs: &[(&Job, Range<u64>)], chunk_bytes: usize) -> Vec<Group> {
+/// The groups covering each job, segment by segment; a job with no elements
+/// gets one empty group so that its completion is still reported.
+fn groups(jobs: &[&Job], chunk_bytes: usize) -> Vec<Group> {
     let mut out = Vec::new();
-    for (j, (job, elems)) in jobs.iter().enumerate() {
+    for (j, job) in jobs.iter().enumerate() {
         let (block, size) = job.encoding.block();
-        let step = (chunk_bytes as u64 / size).max(1) * block;
-        let mut a = elems.start;
-        loop {
-            let n = step.min(elems.end - a);
-            out.push(Group { job: j, first: a, n, src: job.byte_range(a, n), last_of_job: a + n == elems.end });
-            a += n;
-            if a >= elems.end {
-                break;
-            }
+        let start = out.len();
+        for c in job.chunks((chunk_bytes as u64 / size).max(1) * block) {
+            out.push(Group { job: j, first: c.first, n: c.n, src: c.src, last_of_job: false });
         }
+        if out.len() == start {
+            out.push(Group { job: j, first: job.first, n: 0, src: job.src.start..job.src.start, last_of_job: false });
+        }
+        out.last_mut().expect("one group at least").last_of_job = true;
     }
     out
 }
@@ -163,12 +162,12 @@ impl CpuExecutor {
     fn each_group(
         &self,
         cat: &Catalog,
-        jobs: &[(&Job, Range<u64>)],
+        jobs: &[&Job],
         tracker: Option<&Tracker>,
         mut on: impl FnMut(&Group, GroupBytes) -> Result<()>,
     ) -> Result<()> {
         let groups = groups(jobs, self.chunk_bytes);
-        let source = |g: &Group| &cat.files[jobs[g.job].0.file].source;
+        let source = |g: &Group| &cat.files[jobs[g.job].file].source;
         let check = || tracker.map_or(Ok(()), |t| t.check());
         let done = |g: &Group| {
             if let Some(t) = tracker {
@@ -208,8 +207,8 @@ impl CpuExecutor {
             // consumer is done with it (ordered::run's guarantee).
             let buf = unsafe { slots[s].slot_mut() };
             src.read_staged(g.src.start, (g.src.end - g.src.start) as usize, buf).map(Filled::Staged).map_err(|e| Error::Read {
-                file: file_path(cat, jobs[g.job].0.file),
-                tensor: jobs[g.job].0.name.clone(),
+                file: file_path(cat, jobs[g.job].file),
+                tensor: jobs[g.job].name.clone(),
                 offset: g.src.start,
                 source: e,
             })
@@ -269,11 +268,32 @@ impl CpuExecutor {
         }
     }
 
-    /// Dequantize elements `[first, first + dst.len())` of `job` into `dst`.
-    pub fn fill(&self, cat: &Catalog, jk: &JobKernel, first: u64, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
-        let end = first + dst.len() as u64;
-        self.each_group(cat, &[(jk.job(), first..end)], tracker, |g, src| {
-            let at = (g.first - first) as usize;
+    /// Dequantize the job into `dst` (exactly its `n_elems` values).
+    pub fn fill(&self, cat: &Catalog, jk: &JobKernel, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
+        let job = jk.job();
+        self.fill_part(cat, jk, job, dst, tracker)
+    }
+
+    /// Dequantize elements `[first, first + dst.len())` of a job of whole
+    /// rows (`window` none) into `dst`: a part of its output, for writers
+    /// that bound their buffer.
+    pub fn fill_elems(&self, cat: &Catalog, jk: &JobKernel, first: u64, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
+        let job = jk.job();
+        let n = dst.len() as u64;
+        if job.window.is_some() || first < job.first || first + n > job.first + job.n_elems {
+            return Err(Error::Other(format!("elements {first}..{} are not a part of tensor '{}''s output", first + n, job.name)));
+        }
+        let part = Job { first, n_elems: n, src: job.byte_range(first, n), ..job.clone() };
+        self.fill_part(cat, jk, &part, dst, tracker)
+    }
+
+    /// `part` (the job of `jk`, or a contiguous piece of it) into `dst`.
+    fn fill_part(&self, cat: &Catalog, jk: &JobKernel, part: &Job, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
+        if dst.len() as u64 != part.n_elems {
+            return Err(Error::Other(format!("tensor '{}' needs {} values, its destination holds {}", part.name, part.n_elems, dst.len())));
+        }
+        self.each_group(cat, &[part], tracker, |g, src| {
+            let at = part.out_index(g.first) as usize;
             self.dequantize(cat, jk, g.first, src, &mut dst[at..at + g.n as usize])
         })
     }
@@ -282,7 +302,7 @@ impl CpuExecutor {
     pub fn run_job(&self, cat: &Catalog, job: &Job, tracker: Option<&Tracker>) -> Result<HostTensor> {
         let jk = JobKernel::new(cat, job)?;
         let mut data = alloc_output(&job.name, job.n_elems)?;
-        self.fill(cat, &jk, job.first, &mut data, tracker)?;
+        self.fill(cat, &jk, &mut data, tracker)?;
         Ok(HostTensor { name: job.name.clone(), shape: job.shape.clone(), data })
     }
 
@@ -296,7 +316,7 @@ impl CpuExecutor {
         mut on: impl FnMut(usize, &JobKernel, &Group, GroupBytes) -> Result<()>,
         mut finished: impl FnMut(usize) -> Result<()>,
     ) -> Result<()> {
-        let jobs: Vec<(&Job, Range<u64>)> = plan.jobs.iter().map(|j| (j, j.first..j.first + j.n_elems)).collect();
+        let jobs: Vec<&Job> = plan.jobs.iter().collect();
         // The current job's kernel (scales decoded once per job).
         let mut current: Option<(usize, JobKernel)> = None;
         self.each_group(cat, &jobs, Some(tracker), |g, src| {
@@ -339,7 +359,7 @@ impl CpuExecutor {
             plan,
             &tracker,
             |j, jk, g, src| {
-                let at = (g.first - plan.jobs[j].first) as usize;
+                let at = plan.jobs[j].out_index(g.first) as usize;
                 self.dequantize(cat, jk, g.first, src, &mut dsts[j][at..at + g.n as usize])
             },
             on_done,
@@ -361,7 +381,7 @@ impl CpuExecutor {
                 *out = Some((j, alloc_output(&plan.jobs[j].name, plan.jobs[j].n_elems)?));
             }
             let (_, data) = out.as_mut().expect("set above");
-            let at = (g.first - plan.jobs[j].first) as usize;
+            let at = plan.jobs[j].out_index(g.first) as usize;
             self.dequantize(cat, jk, g.first, src, &mut data[at..at + g.n as usize])
         };
         let finished = |j: usize| -> Result<()> {
@@ -383,9 +403,9 @@ impl CpuExecutor {
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         tracker.check()?;
-        let jobs: Vec<(&Job, Range<u64>)> = plan.jobs.iter().map(|j| (j, j.first..j.first + j.n_elems)).collect();
+        let jobs: Vec<&Job> = plan.jobs.iter().collect();
         self.each_group(cat, &jobs, Some(&tracker), |g, src| {
-            let job = jobs[g.job].0;
+            let job = jobs[g.job];
             match src {
                 GroupBytes::Mem(bytes) => {
                     std::hint::black_box(bytes.iter().step_by(4096).fold(0u8, |a, &b| a ^ b));

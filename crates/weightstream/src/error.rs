@@ -19,8 +19,8 @@ pub enum Error {
     Io { path: PathBuf, source: std::io::Error },
     #[error("no tensor named '{0}' in the checkpoint")]
     NoSuchTensor(String),
-    #[error("rows {start}..{end} are outside tensor '{tensor}' with {rows} rows")]
-    BadRows { tensor: String, start: u64, end: u64, rows: u64 },
+    #[error("tensor '{tensor}' ({}x{} matrix): rows {}..{}, columns {}..{}: {why}", shape.0, shape.1, rows.start, rows.end, cols.start, cols.end)]
+    BadSlice { tensor: String, rows: std::ops::Range<u64>, cols: std::ops::Range<u64>, shape: (u64, u64), why: String },
     #[error("out of host memory: tensor '{tensor}' needs {bytes} bytes")]
     HostMemory { tensor: String, bytes: u64 },
     #[error("cancelled")]
@@ -41,7 +41,7 @@ impl Error {
             Error::Dequant { .. } => "dequant",
             Error::Io { .. } => "io",
             Error::NoSuchTensor(_) => "no_such_tensor",
-            Error::BadRows { .. } => "bad_rows",
+            Error::BadSlice { .. } => "bad_slice",
             Error::HostMemory { .. } => "host_memory",
             Error::Cancelled => "cancelled",
             Error::Device(_) => "device",

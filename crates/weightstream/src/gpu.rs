@@ -314,7 +314,7 @@ fn chunks_for(
             len: (c.src.end - c.src.start) as usize,
             op,
             n: c.n,
-            dst: dst + (c.first - job.first) * 2,
+            dst: dst + job.out_index(c.first) * 2,
             last_of_tensor: false,
         });
     }

@@ -1,8 +1,10 @@
 //! The plan: which tensors to produce, from which bytes, in file order.
 //!
-//! One planner serves every executor (CPU, CUDA). A job is an element range
-//! of one tensor, so a tensor-parallel row slice is a plan, not a copy.
-//! Executors split jobs into chunks on block boundaries with [`Job::chunks`].
+//! One planner serves every executor (CPU, CUDA). A job is a rectangle of
+//! one tensor's matrix view (all of it, a row range, a column range, or
+//! both), so a tensor-parallel shard is a plan, not a copy, and only its
+//! bytes are read. Executors split jobs into chunks on block boundaries with
+//! [`Job::chunks`]; a column-sliced job is one contiguous segment per row.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -29,13 +31,13 @@ pub struct ScaleSource {
     pub scale: ScaleRef,
 }
 
-/// One tensor (or a row range of one) to produce as BF16.
+/// One tensor (or a rectangle of its matrix view) to produce as BF16.
 #[derive(Debug, Clone)]
 pub struct Job {
     /// Index in `Catalog::tensors`.
     pub tensor: usize,
     pub name: String,
-    /// Shape of what this job produces (rows cut to the slice).
+    /// Shape of what this job produces (cut to the slice).
     pub shape: Vec<u64>,
     pub encoding: Encoding,
     /// The tensor as a `[rows, cols]` matrix (its full size, before slicing).
@@ -43,8 +45,13 @@ pub struct Job {
     pub file: usize,
     /// First element of the tensor this job produces.
     pub first: u64,
+    /// Elements produced (rows x window width for a column slice).
     pub n_elems: u64,
-    /// Absolute byte range of those elements in `file`.
+    /// A column slice: columns `[start, end)` of every row from the row of
+    /// `first` on (`None`: whole rows, the elements `[first, first + n_elems)`).
+    pub window: Option<Range<u64>>,
+    /// Absolute byte range in `file` from the first element's block to the
+    /// last's (for a column slice, the rows' segments and the gaps between).
     pub src: Range<u64>,
     pub scale: Option<ScaleSource>,
 }
@@ -64,51 +71,122 @@ impl Job {
         self.n_elems * 2
     }
 
+    /// File bytes this job reads (a column slice: its rows' segments only).
     pub fn src_bytes(&self) -> u64 {
-        self.src.end - self.src.start
+        self.segments().map(|(first, n)| { let r = self.byte_range(first, n); r.end - r.start }).sum()
     }
 
-    /// Bytes that hold elements `[first, first + n)` (block-aligned).
+    /// Bytes that hold elements `[first, first + n)` of the tensor
+    /// (block-aligned, inside one segment).
     pub fn byte_range(&self, first: u64, n: u64) -> Range<u64> {
         let (block, size) = self.encoding.block();
         let start = self.src.start + (first - self.first) / block * size;
         start..start + n / block * size
     }
 
-    /// Split into chunks of about `chunk_elems` elements, on block boundaries.
+    /// The contiguous element ranges `(first, n)` of the tensor this job
+    /// produces, in output order: one, or one per row of a column slice.
+    pub fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let cols = self.matrix.1;
+        let (rows, width) = match &self.window {
+            None => (0..u64::from(self.n_elems > 0), self.n_elems),
+            Some(w) => {
+                let width = w.end - w.start;
+                let r0 = if cols == 0 { 0 } else { self.first / cols };
+                (r0..r0 + if width == 0 { 0 } else { self.n_elems / width }, width)
+            }
+        };
+        rows.map(move |r| match &self.window {
+            None => (self.first, width),
+            Some(w) => (r * cols + w.start, width),
+        })
+    }
+
+    /// Where tensor element `elem` (one this job produces) goes in its output.
+    pub fn out_index(&self, elem: u64) -> u64 {
+        match &self.window {
+            None => elem - self.first,
+            Some(w) => {
+                let cols = self.matrix.1;
+                (elem / cols - self.first / cols) * (w.end - w.start) + (elem % cols - w.start)
+            }
+        }
+    }
+
+    /// Split into chunks of about `chunk_elems` elements, on block
+    /// boundaries, never across a segment (a column slice's row).
     pub fn chunks(&self, chunk_elems: u64) -> impl Iterator<Item = Chunk> + '_ {
         let block = self.encoding.block().0;
         let step = (chunk_elems / block).max(1) * block;
-        let end = self.first + self.n_elems;
-        (self.first..end).step_by(step as usize).map(move |a| {
-            let n = step.min(end - a);
-            Chunk { first: a, n, src: self.byte_range(a, n) }
+        self.segments().flat_map(move |(first, n)| {
+            let end = first + n;
+            (first..end).step_by(step as usize).map(move |a| {
+                let n = step.min(end - a);
+                Chunk { first: a, n, src: self.byte_range(a, n) }
+            })
         })
     }
 
     /// The same tensor cut to rows `[start, end)` of its matrix view.
     pub fn rows(&self, rows: Range<u64>) -> Result<Job> {
-        let (nrows, cols) = self.matrix;
-        if rows.start > rows.end || rows.end > nrows || self.first != 0 || self.n_elems != nrows * cols {
-            return Err(Error::BadRows { tensor: self.name.clone(), start: rows.start, end: rows.end, rows: nrows });
+        self.slice(rows, 0..self.matrix.1)
+    }
+
+    /// The same tensor cut to columns `[start, end)` of its matrix view.
+    pub fn cols(&self, cols: Range<u64>) -> Result<Job> {
+        self.slice(0..self.matrix.0, cols)
+    }
+
+    /// The rectangle `rows x cols` of this (whole) tensor's matrix view.
+    /// Rows of an N-D tensor are the product of its leading dimensions: a
+    /// row range must cover whole slices of the outermost one. Columns must
+    /// start and end on the format's block boundaries (32 or 256 elements
+    /// for GGUF blocks; any column for FP8 and floats, whose scales are
+    /// looked up by the element's place in the whole matrix).
+    pub fn slice(&self, rows: Range<u64>, cols: Range<u64>) -> Result<Job> {
+        let (nrows, ncols) = self.matrix;
+        let block = self.encoding.block().0;
+        let bad = |why: String| Error::BadSlice {
+            tensor: self.name.clone(),
+            rows: rows.clone(),
+            cols: cols.clone(),
+            shape: (nrows, ncols),
+            why,
+        };
+        if self.first != 0 || self.n_elems != nrows * ncols || self.window.is_some() {
+            return Err(bad("only a whole tensor can be sliced".into()));
         }
-        let first = rows.start * cols;
-        let n_elems = (rows.end - rows.start) * cols;
+        if rows.start > rows.end || rows.end > nrows || cols.start > cols.end || cols.end > ncols {
+            return Err(bad("outside the matrix".into()));
+        }
+        if cols.start % block != 0 || cols.end % block != 0 {
+            return Err(bad(format!("{} columns must start and end on its {block}-element blocks", self.encoding.name())));
+        }
         let mut shape = self.shape.clone();
         match shape.len() {
             0 => {}
-            1 => shape[0] = n_elems,
+            1 => shape[0] = cols.end - cols.start,
             _ => {
-                // Rows are the product of the leading dims; slicing is defined on the outermost.
                 let inner: u64 = shape[1..shape.len() - 1].iter().product::<u64>().max(1);
                 if rows.start % inner != 0 || rows.end % inner != 0 {
-                    return Err(Error::BadRows { tensor: self.name.clone(), start: rows.start, end: rows.end, rows: nrows });
+                    return Err(bad(format!("rows of a {}-D tensor come in groups of {inner}", shape.len())));
                 }
                 shape[0] = (rows.end - rows.start) / inner;
+                *shape.last_mut().expect("2-D or more") = cols.end - cols.start;
             }
         }
-        let src = self.byte_range(first, n_elems);
-        Ok(Job { shape, first, n_elems, src, ..self.clone() })
+        let width = cols.end - cols.start;
+        let full_rows = width == ncols;
+        let first = rows.start * ncols + if full_rows { 0 } else { cols.start };
+        let n_elems = (rows.end - rows.start) * width;
+        // The span from the first element's block to the end of the last
+        // row's segment (the whole rows for a row slice).
+        let last_end = if n_elems == 0 { first } else { (rows.end - 1) * ncols + cols.end };
+        let (b, size) = self.encoding.block();
+        let base = self.src.start;
+        let src = base + first / b * size..base + last_end / b * size;
+        let window = (!full_rows).then_some(cols);
+        Ok(Job { shape, first, n_elems, window, src, ..self.clone() })
     }
 }
 
@@ -168,6 +246,7 @@ impl Plan {
                 file: t.file,
                 first: 0,
                 n_elems: t.n_elems(),
+                window: None,
                 src: t.offset..t.offset + t.nbytes,
                 scale,
             });

@@ -51,3 +51,44 @@ fn gpu_loads_through_every_source_match_the_cpu() {
         }
     }
 }
+
+/// Row, column and rectangle slices of every block format, floats and FP8
+/// on the GPU give the CPU's sliced bits (every source; small slots so rows
+/// split into several chunks).
+#[test]
+#[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
+fn gpu_slices_match_the_cpu() {
+    let d = dir("gpu-slices");
+    let paths = [common::write_block_gguf(&d), common::write_fp8_checkpoint(&d)];
+    let cpu = CpuExecutor::new(&Default::default()).unwrap();
+    for path in &paths {
+        for kind in [SourceKind::Mmap, SourceKind::Read, SourceKind::Direct, SourceKind::Gds] {
+            let cat = weightstream::open_with_source(path, kind).unwrap();
+            let full = Plan::new(&cat, &PlanOptions::default()).unwrap();
+            let mut jobs = vec![];
+            for job in &full.jobs {
+                let (rows, cols) = job.matrix;
+                let block = job.encoding.block().0;
+                let nb = cols / block;
+                for (r, c) in [(1..rows, 0..cols), (0..rows, block..nb * block), (rows / 3..rows - rows / 3, (nb / 2) * block..(nb / 2 + 1) * block)] {
+                    jobs.push(job.slice(r, c).unwrap());
+                }
+            }
+            let plan = Plan { jobs, skipped: vec![] };
+            let mut want = vec![];
+            cpu.stream(&cat, &plan, Control::default(), |t| {
+                want.push(t);
+                Ok(())
+            }).unwrap();
+            let gpu = GpuExecutor::new(&GpuOptions { device: 0, staging: StagingConfig { slots: 3, slot_bytes: 4096 + 18, readers: 2 } }).unwrap();
+            let mut got = vec![];
+            gpu.stream(&cat, &plan, Control::default(), |t| {
+                got.push(t);
+                Ok(())
+            }).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert!(g.to_host().unwrap() == w.data, "{kind:?}: slice of '{}' differs from the CPU", w.name);
+            }
+        }
+    }
+}

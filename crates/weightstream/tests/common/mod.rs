@@ -1,5 +1,7 @@
 //! Shared by the source tests (CPU and GPU).
 
+#![allow(dead_code)] // each test binary uses a part
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -43,4 +45,76 @@ pub fn write_checkpoint(dir: &Path) -> PathBuf {
     std::fs::write(&path, bytes).unwrap();
     File::open(&path).unwrap().sync_all().unwrap();
     path
+}
+
+/// A GGUF (v3, alignment 32, no metadata) holding, for every block format,
+/// a `[7, 3 * block]` matrix of random blocks, and F16 and F32 matrices of
+/// odd widths: the slice tests' input.
+pub fn write_block_gguf(dir: &Path) -> PathBuf {
+    use weightstream::format::BlockFormat;
+    let mut tensors: Vec<(String, u32, [u64; 2], Vec<u8>)> = Vec::new();
+    let mut seed = 0x5EED_0000u64;
+    for f in BlockFormat::ALL {
+        let l = f.layout();
+        let (rows, cols) = (7u64, 3 * l.elems as u64);
+        seed += 1;
+        let bytes = random_bytes((rows * cols) as usize / l.elems * l.bytes, seed);
+        tensors.push((format!("{}.m", l.module), l.ggml_id, [cols, rows], bytes));
+    }
+    tensors.push(("f16.m".into(), 1, [37, 5], random_bytes(37 * 5 * 2, 77)));
+    tensors.push(("f32.m".into(), 0, [13, 9], random_bytes(13 * 9 * 4, 78)));
+    let mut head = Vec::new();
+    head.extend(b"GGUF");
+    head.extend(3u32.to_le_bytes());
+    head.extend((tensors.len() as u64).to_le_bytes());
+    head.extend(0u64.to_le_bytes());
+    let mut data: Vec<u8> = Vec::new();
+    for (name, ty, ne, bytes) in &tensors {
+        head.extend((name.len() as u64).to_le_bytes());
+        head.extend(name.as_bytes());
+        head.extend(2u32.to_le_bytes());
+        head.extend(ne[0].to_le_bytes());
+        head.extend(ne[1].to_le_bytes());
+        head.extend(ty.to_le_bytes());
+        while data.len() % 32 != 0 {
+            data.push(0);
+        }
+        head.extend((data.len() as u64).to_le_bytes());
+        data.extend(bytes);
+    }
+    while head.len() % 32 != 0 {
+        head.push(0);
+    }
+    head.extend(data);
+    let path = dir.join("blocks.gguf");
+    std::fs::write(&path, head).unwrap();
+    path
+}
+
+/// An FP8 checkpoint with 128x128 block scales (`weight_scale_inv`) on a
+/// `[300, 1001]` weight, and a per-channel scaled one.
+pub fn write_fp8_checkpoint(dir: &Path) -> PathBuf {
+    let d = dir.join("fp8");
+    std::fs::create_dir_all(&d).unwrap();
+    let mut header = serde_json::Map::new();
+    let mut data = Vec::new();
+    let mut add = |name: &str, dtype: &str, shape: Vec<usize>, bytes: Vec<u8>| {
+        let start = data.len();
+        data.extend(bytes);
+        header.insert(name.into(), serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}));
+    };
+    let scales = |n: usize| (0..n).flat_map(|i| (0.5f32 + i as f32 / 64.0).to_le_bytes()).collect::<Vec<u8>>();
+    add("block.weight", "F8_E4M3", vec![300, 1001], random_bytes(300 * 1001, 91));
+    add("block.weight_scale_inv", "F32", vec![3, 8], scales(24));
+    add("channel.weight", "F8_E5M2", vec![5, 77], random_bytes(5 * 77, 92));
+    add("channel.weight_scale", "F32", vec![5, 1], scales(5));
+    let mut h = serde_json::to_vec(&header).unwrap();
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(h);
+    bytes.extend(data);
+    std::fs::write(d.join("model.safetensors"), bytes).unwrap();
+    d
 }

@@ -1,0 +1,110 @@
+//! Sliced plans: a row range, a column range or both of any tensor give
+//! exactly the bits of slicing the whole tensor's BF16 result, for every
+//! block format, floats and FP8 (block and per-channel scales), through
+//! every source and with chunks small enough that rows split; only the
+//! slice's bytes are read; a slice off the blocks or outside is an error.
+
+mod common;
+
+use std::ops::Range;
+
+use common::{dir, write_block_gguf, write_fp8_checkpoint};
+use weightstream::{Catalog, Control, CpuExecutor, CpuOptions, Error, HostTensor, Job, Plan, PlanOptions, SourceKind};
+
+fn whole(cat: &Catalog) -> Vec<HostTensor> {
+    let plan = Plan::new(cat, &PlanOptions::default()).unwrap();
+    let mut out = vec![];
+    CpuExecutor::new(&Default::default()).unwrap().stream(cat, &plan, Control::default(), |t| {
+        out.push(t);
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+/// The rectangle of a whole result, row-major.
+fn cut(t: &HostTensor, cols: u64, r: &Range<u64>, c: &Range<u64>) -> Vec<u16> {
+    let mut v = vec![];
+    for row in r.clone() {
+        v.extend_from_slice(&t.data[(row * cols + c.start) as usize..(row * cols + c.end) as usize]);
+    }
+    v
+}
+
+/// Row and column ranges to try on a `[rows, cols]` matrix with `block`-element blocks.
+fn rectangles(rows: u64, cols: u64, block: u64) -> Vec<(Range<u64>, Range<u64>)> {
+    let nb = cols / block;
+    let mut v = vec![(0..rows, 0..cols), (1..rows, 0..cols), (0..1, 0..cols), (rows / 2..rows / 2, 0..cols)];
+    for (b0, b1) in [(0, 1), (1, nb), (nb / 2, nb / 2 + 1), (0, nb), (nb - 1, nb), (1, 1)] {
+        let c = b0 * block..b1 * block;
+        v.push((0..rows, c.clone()));
+        v.push((rows / 3..rows - rows / 3, c));
+    }
+    v
+}
+
+fn check(cat: &Catalog, opts: CpuOptions, what: &str) {
+    let reference = whole(cat);
+    let full = Plan::new(cat, &PlanOptions::default()).unwrap();
+    let cpu = CpuExecutor::new(&opts).unwrap();
+    for (job, want) in full.jobs.iter().zip(&reference) {
+        let (rows, cols) = job.matrix;
+        for (r, c) in rectangles(rows, cols, job.encoding.block().0) {
+            let sliced = job.slice(r.clone(), c.clone()).unwrap();
+            assert_eq!(sliced.n_elems, (r.end - r.start) * (c.end - c.start));
+            assert_eq!(sliced.shape.last().copied(), Some(c.end - c.start), "{}: shape {:?}", job.name, sliced.shape);
+            let (block, size) = job.encoding.block();
+            assert_eq!(sliced.src_bytes(), (r.end - r.start) * (c.end - c.start) / block * size, "{}: only the slice's bytes", job.name);
+            let plan = Plan { jobs: vec![sliced], skipped: vec![] };
+            // stream and load_into both.
+            let mut got = vec![];
+            cpu.stream(cat, &plan, Control::default(), |t| {
+                got.push(t);
+                Ok(())
+            })
+            .unwrap();
+            let mut buf = vec![0xFFFFu16; plan.jobs[0].n_elems as usize];
+            cpu.load_into(cat, &plan, &mut [buf.as_mut_slice()], Control::default(), |_| Ok(())).unwrap();
+            let expect = cut(want, cols, &r, &c);
+            assert!(got[0].data == expect, "{what}: {} rows {r:?} cols {c:?} differs from the sliced whole", job.name);
+            assert!(buf == expect, "{what}: {} rows {r:?} cols {c:?}: load_into differs", job.name);
+        }
+    }
+}
+
+#[test]
+fn slices_of_every_format_through_every_source_match_the_sliced_whole() {
+    let d = dir("slices");
+    let gguf = write_block_gguf(&d);
+    let fp8 = write_fp8_checkpoint(&d);
+    for path in [&gguf, &fp8] {
+        for kind in [SourceKind::Mmap, SourceKind::Read, SourceKind::Direct] {
+            let cat = weightstream::open_with_source(path, kind).unwrap();
+            // 100 bytes: rows split into many chunks (one block for K-quants).
+            for (readers, chunk) in [(1, 4096 + 18), (3, 1 << 20), (2, 100)] {
+                check(&cat, CpuOptions { readers: Some(readers), chunk_bytes: Some(chunk), ..Default::default() }, &format!("{kind:?} chunk {chunk}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn slices_off_the_blocks_or_outside_are_errors() {
+    let d = dir("bad-slices");
+    let cat = weightstream::open_with_source(&write_block_gguf(&d), SourceKind::Mmap).unwrap();
+    let plan = Plan::new(&cat, &PlanOptions::default()).unwrap();
+    let job: &Job = plan.job("q4_k.m").unwrap();
+    let bad = |r: Range<u64>, c: Range<u64>| match job.slice(r.clone(), c.clone()) {
+        Err(e @ Error::BadSlice { .. }) => e.to_string(),
+        other => panic!("rows {r:?} cols {c:?}: expected BadSlice, got {other:?}"),
+    };
+    assert!(bad(0..7, 0..128).contains("256-element blocks"));
+    assert!(bad(0..7, 256..1000).contains("outside"));
+    assert!(bad(3..8, 0..256).contains("outside"));
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = 5..3;
+    assert!(bad(backwards, 0..256).contains("outside"));
+    let sliced = job.slice(0..2, 0..256).unwrap();
+    assert!(sliced.slice(0..1, 0..256).unwrap_err().to_string().contains("only a whole tensor"));
+    assert_eq!(Error::BadSlice { tensor: "t".into(), rows: 0..1, cols: 0..1, shape: (1, 1), why: "x".into() }.code(), "bad_slice");
+}
