@@ -40,9 +40,10 @@ def bf16(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float32).astype(ml_dtypes.bfloat16)
 
 
-# K-quants need rows of whole 256-element super-blocks: hidden 256 and FFN
-# 512, so every matrix can take the preset's K-quant types.
-KQUANT_CONFIG = {**CONFIG, "hidden_size": 256, "intermediate_size": 512}
+# K-quants need rows of whole 256-element super-blocks: hidden 512 and FFN
+# 1024, so every matrix can take the preset's K-quant types, and a
+# tensor-parallel rank's half of a row (256, 512) is still whole blocks.
+KQUANT_CONFIG = {**CONFIG, "hidden_size": 512, "intermediate_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 4}
 
 
 def hf_model(out: Path, seed: int, tied: bool = False, config: dict = CONFIG):

@@ -53,12 +53,24 @@ fn report(callback: &Option<Py<PyAny>>, i: usize) -> weightstream::Result<()> {
     }
 }
 
+/// A rectangle of a tensor's matrix view: (row start, row end, column
+/// start, column end).
+type Slice = (u64, u64, u64, u64);
+
 impl Checkpoint {
-    fn sub_plan(&self, indices: &[usize]) -> PyResult<Plan> {
-        let jobs = indices
-            .iter()
-            .map(|&i| self.plan.jobs.get(i).cloned().ok_or_else(|| WeightstreamError::new_err(format!("no tensor {i}"))))
-            .collect::<PyResult<Vec<_>>>()?;
+    /// The jobs of `indices`, each cut to its slice where `slices` gives one.
+    fn sub_plan(&self, py: Python<'_>, indices: &[usize], slices: Option<&[Option<Slice>]>) -> PyResult<Plan> {
+        if slices.is_some_and(|s| s.len() != indices.len()) {
+            return Err(WeightstreamError::new_err("one slice (or None) per tensor"));
+        }
+        let mut jobs = Vec::with_capacity(indices.len());
+        for (k, &i) in indices.iter().enumerate() {
+            let job = self.plan.jobs.get(i).ok_or_else(|| WeightstreamError::new_err(format!("no tensor {i}")))?;
+            jobs.push(match slices.and_then(|s| s[k]) {
+                None => job.clone(),
+                Some((r0, r1, c0, c1)) => job.slice(r0..r1, c0..c1).map_err(|e| to_py(py, e))?,
+            });
+        }
         Ok(Plan { jobs, skipped: vec![] })
     }
 }
@@ -117,6 +129,24 @@ impl Checkpoint {
         self.plan.skipped.iter().map(|s| (s.name.clone(), s.reason.clone())).collect()
     }
 
+    /// The shape tensor `index` has when cut to `slice` (an error if the
+    /// slice is outside it or off its blocks).
+    fn slice_shape(&self, py: Python<'_>, index: usize, slice: Slice) -> PyResult<Vec<u64>> {
+        Ok(self.sub_plan(py, &[index], Some(&[Some(slice)]))?.jobs[0].shape.clone())
+    }
+
+    /// `[rows, cols]` of tensor `index` seen as a matrix (the innermost
+    /// dimension against the others): what slices are ranges of.
+    fn matrix(&self, index: usize) -> PyResult<(u64, u64)> {
+        Ok(self.plan.jobs.get(index).ok_or_else(|| WeightstreamError::new_err(format!("no tensor {index}")))?.matrix)
+    }
+
+    /// File bytes tensor `index` (cut to `slice`, if given) reads.
+    #[pyo3(signature = (index, slice = None))]
+    fn src_bytes(&self, py: Python<'_>, index: usize, slice: Option<Slice>) -> PyResult<u64> {
+        Ok(self.sub_plan(py, &[index], Some(&[slice]))?.jobs[0].src_bytes())
+    }
+
     /// Per file: (path, source reading it, why it was chosen or None).
     fn sources(&self) -> Vec<(String, String, Option<String>)> {
         self.cat
@@ -128,10 +158,12 @@ impl Checkpoint {
 
     /// Dequantize tensors `indices` on the CPU into host buffers: `ptrs[k]`
     /// is the address of a contiguous buffer of `nbytes[k]` bytes that must be
-    /// exactly the tensor's BF16 size. The staging options mean the same as
+    /// exactly the tensor's BF16 size (of its slice, where `slices` gives
+    /// one: (row start, row end, column start, column end) of its matrix
+    /// view, only those bytes read). The staging options mean the same as
     /// on the GPU: read-ahead buffers, bytes per read, reader threads.
     /// Returns (seconds, file bytes, notes).
-    #[pyo3(signature = (indices, ptrs, nbytes, threads = None, staging_slots = None, staging_bytes = None, readers = None, callback = None))]
+    #[pyo3(signature = (indices, ptrs, nbytes, threads = None, staging_slots = None, staging_bytes = None, readers = None, callback = None, slices = None))]
     #[allow(clippy::too_many_arguments)]
     fn load_cpu(
         &self,
@@ -144,8 +176,9 @@ impl Checkpoint {
         staging_bytes: Option<usize>,
         readers: Option<usize>,
         callback: Option<Py<PyAny>>,
+        slices: Option<Vec<Option<Slice>>>,
     ) -> PyResult<(f64, u64, Vec<String>)> {
-        let plan = self.sub_plan(&indices)?;
+        let plan = self.sub_plan(py, &indices, slices.as_deref())?;
         check_buffers(&plan, &ptrs, &nbytes)?;
         let cat = self.cat.clone();
         py.detach(move || {
@@ -169,8 +202,9 @@ impl Checkpoint {
     /// Dequantize tensors `indices` on CUDA device `device` into device
     /// buffers `ptrs` (torch tensors' data pointers), ordered after work
     /// queued on `stream` (torch's current stream). Complete on return.
+    /// `slices` as for `load_cpu`.
     /// Returns (seconds, file bytes, notes on how storage was read).
-    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, staging_slots = None, staging_bytes = None, readers = None, callback = None))]
+    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, staging_slots = None, staging_bytes = None, readers = None, callback = None, slices = None))]
     #[allow(clippy::too_many_arguments)]
     fn load_cuda(
         &self,
@@ -184,8 +218,9 @@ impl Checkpoint {
         staging_bytes: Option<usize>,
         readers: Option<usize>,
         callback: Option<Py<PyAny>>,
+        slices: Option<Vec<Option<Slice>>>,
     ) -> PyResult<(f64, u64, Vec<String>)> {
-        let plan = self.sub_plan(&indices)?;
+        let plan = self.sub_plan(py, &indices, slices.as_deref())?;
         let addrs: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
         check_buffers(&plan, &addrs, &nbytes)?;
         let d = StagingConfig::default();

@@ -9,7 +9,7 @@ tensor's own device.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Optional
 
 # Architectures whose converter applies LlamaModel.permute to q and k.
 PERMUTED_ARCHS = {"llama", "llama4", "mistral", "granite", "granitemoe", "deci"}
@@ -53,26 +53,66 @@ def reverse_permute(w, n_head: int):
     return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
 
 
+class Unpermuter:
+    """Undoes llama.cpp's q/k row permutation for architectures that have
+    it. The permutation stays inside each head, so any range of whole heads
+    (a tensor-parallel shard) is un-permuted on its own."""
+
+    def __init__(self, metadata: dict, hf_config):
+        arch = _arch(metadata)
+        self.active = arch in PERMUTED_ARCHS
+        n_head = int(getattr(hf_config, "num_attention_heads", 0) or metadata.get(f"{arch}.attention.head_count", 0))
+        n_kv = int(getattr(hf_config, "num_key_value_heads", 0) or metadata.get(f"{arch}.attention.head_count_kv", n_head) or n_head)
+        self.heads = {"attn_q.weight": n_head, "attn_k.weight": n_kv}
+
+    def _heads(self, gguf_name: str) -> int:
+        if not self.active:
+            return 0
+        return next((n for suffix, n in self.heads.items() if gguf_name.endswith(suffix)), 0)
+
+    def rows_per_head(self, gguf_name: str, total_rows: int) -> int:
+        """Rows per head of a permuted tensor (0: not permuted)."""
+        n = self._heads(gguf_name)
+        return total_rows // n if n else 0
+
+    def __call__(self, gguf_name: str, t, total_rows: Optional[int] = None):
+        """Un-permute `t`: the whole tensor, or a range of whole heads of a
+        tensor of `total_rows` rows."""
+        n = self._heads(gguf_name)
+        if not n:
+            return t
+        per_head = (total_rows or t.shape[0]) // n
+        return reverse_permute(t, t.shape[0] // per_head)
+
+
+def _unmapped(unmapped: list[str], hf_config) -> ValueError:
+    return ValueError(
+        f"weightstream: {len(unmapped)} GGUF tensor(s) have no counterpart in the {type(hf_config).__name__} "
+        f"model (first: {unmapped[:3]}); is the config (--model directory or --hf-config-path) the right one?"
+    )
+
+
+def pairs(names: Iterable[str], metadata: dict, hf_config) -> list[tuple[str, str]]:
+    """(GGUF name, HF name) for every tensor; an error naming the unmapped."""
+    mapping = hf_name_map(metadata, hf_config)
+    out, unmapped = [], []
+    for n in names:
+        (out.append((n, mapping[n])) if n in mapping else unmapped.append(n))
+    if unmapped:
+        raise _unmapped(unmapped, hf_config)
+    return out
+
+
 def to_hf(weights: Iterable[tuple[str, Any]], metadata: dict, hf_config) -> Iterator[tuple[str, Any]]:
     """(HF name, tensor) pairs from (GGUF name, tensor) pairs."""
     names = hf_name_map(metadata, hf_config)
-    arch = _arch(metadata)
-    n_head = int(getattr(hf_config, "num_attention_heads", 0) or metadata.get(f"{arch}.attention.head_count", 0))
-    n_kv = int(getattr(hf_config, "num_key_value_heads", 0) or metadata.get(f"{arch}.attention.head_count_kv", n_head) or n_head)
+    unpermute = Unpermuter(metadata, hf_config)
     unmapped = []
     for gguf_name, t in weights:
         hf = names.get(gguf_name)
         if hf is None:
             unmapped.append(gguf_name)
             continue
-        if arch in PERMUTED_ARCHS:
-            if gguf_name.endswith("attn_q.weight"):
-                t = reverse_permute(t, n_head)
-            elif gguf_name.endswith("attn_k.weight"):
-                t = reverse_permute(t, n_kv)
-        yield hf, t
+        yield hf, unpermute(gguf_name, t)
     if unmapped:
-        raise ValueError(
-            f"weightstream: {len(unmapped)} GGUF tensor(s) have no counterpart in the {type(hf_config).__name__} "
-            f"model (first: {unmapped[:3]}); is the config (--model directory or --hf-config-path) the right one?"
-        )
+        raise _unmapped(unmapped, hf_config)

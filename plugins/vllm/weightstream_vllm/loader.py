@@ -23,15 +23,29 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
 
-from . import LOAD_FORMAT, gguf_names
+from . import LOAD_FORMAT, gguf_names, sharding
 from .options import Options, find_checkpoint
 
-logger = init_logger(__name__)
+# Under "vllm." so that messages go through vLLM's own handler and level
+# (VLLM_LOGGING_LEVEL); a logger outside that tree has no handler and its
+# INFO lines would be lost.
+logger = init_logger("vllm.plugins.weightstream")
 
 WHAT_TO_DO_UNSUPPORTED = (
     "the message above lists the types weightstream dequantizes; a GGUF with other types can be served "
     "by the vllm-gguf-plugin, which keeps weights quantized"
 )
+
+
+def _tensor_parallel() -> tuple[int, int]:
+    """(rank, world size) of this worker's tensor-parallel group; (0, 1)
+    where vLLM set up none (a model built outside an engine)."""
+    try:
+        from vllm.distributed import get_tensor_model_parallel_rank, get_tensor_model_parallel_world_size
+
+        return get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
+    except (AssertionError, RuntimeError, ImportError):
+        return 0, 1
 
 
 @register_model_loader(LOAD_FORMAT)
@@ -76,9 +90,13 @@ class WeightstreamModelLoader(BaseModelLoader):
                 logger.warning("weightstream: skipped %s", ck.skipped())
             for s in ck.sources():
                 logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
-            weights = iter(ck)
-            if ck.format() == "gguf":
-                weights = gguf_names.to_hf(weights, ck.metadata(), model_config.hf_config)
+            rank, size = _tensor_parallel()
+            if size > 1:
+                weights = self._sharded(ck, model, model_config, target, rank, size)
+            else:
+                weights = iter(ck)
+                if ck.format() == "gguf":
+                    weights = gguf_names.to_hf(weights, ck.metadata(), model_config.hf_config)
             loaded = model.load_weights(weights)
         expected = {n for n, _ in model.named_parameters()}
         if loaded is not None:
@@ -88,4 +106,30 @@ class WeightstreamModelLoader(BaseModelLoader):
                     f"weightstream: {len(missing)} model weight(s) were not in the checkpoint (first: {missing[:5]}); "
                     "does the checkpoint match the model config?"
                 )
-        logger.info("weightstream: loaded %s on %s in %.2f s", ck.path, target, time.perf_counter() - t0)
+        logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read", ck.path, target,
+                    time.perf_counter() - t0, ck.bytes_read)
+
+    def _sharded(self, ck, model, model_config: ModelConfig, target: str, rank: int, size: int):
+        """Tensor parallelism: only this rank's part of each weight is read
+        (sharding.py: the model's own loaders say which part)."""
+        if ck.format() == "gguf":
+            names = gguf_names.pairs(ck.keys(), ck.metadata(), model_config.hf_config)
+            unpermute = gguf_names.Unpermuter(ck.metadata(), model_config.hf_config)
+            rows_per_head = lambda n: unpermute.rows_per_head(n, ck.matrix(n)[0])  # noqa: E731
+            fixup = lambda n, t: unpermute(n, t, ck.matrix(n)[0])  # noqa: E731
+        else:
+            names = [(n, n) for n in ck.keys()]
+            rows_per_head = lambda n: 0  # noqa: E731
+            fixup = lambda n, t: t  # noqa: E731
+        planned = sharding.plan(ck, model, names, rows_per_head)
+        whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
+        for p in whole:
+            logger.info("weightstream: %s read whole on every rank: %s", p.ck_name, p.note)
+        share = sum(ck.slice_bytes(p.ck_name, p.region.rows, p.region.cols) for p in planned if p.region is not None)
+        full = sum(ck.slice_bytes(p.ck_name) for p in planned if p.note != "skipped")
+        logger.info("weightstream: tensor-parallel rank %d/%d reads %d of %d file bytes (%d tensors sliced, "
+                    "%d replicated, %d read whole, %d skipped)", rank, size,
+                    share + sum(ck.slice_bytes(p.ck_name) for p in planned if p.region is None and p.note != "skipped"),
+                    full, sum(p.region is not None for p in planned), sum(p.note == "replicated" for p in planned),
+                    len(whole), sum(p.note == "skipped" for p in planned))
+        return sharding.load(ck, planned, target, fixup, lambda n: rows_per_head(n) > 0)

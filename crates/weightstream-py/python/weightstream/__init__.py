@@ -105,6 +105,8 @@ class Checkpoint:
         self._shapes = self._native.shapes()
         self._dtypes = self._native.dtypes()
         self._batch_bytes = batch_bytes
+        # File bytes read by this checkpoint's loads so far.
+        self.bytes_read = 0
 
     def __enter__(self):
         return self
@@ -161,20 +163,57 @@ class Checkpoint:
         on the caller's thread)."""
         return _torch().cuda.current_stream(index).cuda_stream if kind == "cuda" else 0
 
-    def _run(self, indices: list[int], tensors: list, kind: str, index: int, stream: int, callback=None) -> None:
-        """Fill `tensors` (allocated for `indices`) in place."""
+    def _run(self, indices: list[int], tensors: list, kind: str, index: int, stream: int, callback=None, slices=None) -> int:
+        """Fill `tensors` (allocated for `indices`, cut to `slices`) in place;
+        returns the file bytes read."""
         ptrs, nbytes = (list(x) for x in zip(*(_address(t) for t in tensors))) if tensors else ([], [])
         slots, slot_bytes, readers = self._staging
         if kind == "cpu":
-            _, _, notes = self._native.load_cpu(indices, ptrs, nbytes, self._threads, slots, slot_bytes, readers, callback)
+            _, read, notes = self._native.load_cpu(indices, ptrs, nbytes, self._threads, slots, slot_bytes, readers, callback, slices)
         else:
-            _, _, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, slots, slot_bytes, readers, callback)
+            _, read, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, slots, slot_bytes, readers, callback, slices)
         _log_notes(notes)
+        self.bytes_read += read
+        return read
 
     def _load(self, indices: list[int], kind: str, index: int) -> list:
         tensors = [_empty(self._shapes[i], kind, index) for i in indices]
         self._run(indices, tensors, kind, index, self._stream(kind, index))
         return tensors
+
+    def matrix(self, name: str) -> tuple[int, int]:
+        """`(rows, cols)` of the tensor seen as a matrix (innermost dimension
+        against all the others): the coordinates of `get_slice`."""
+        return tuple(self._native.matrix(self._index_of(name)))
+
+    def _slice_of(self, name: str, rows, cols) -> tuple[int, int, int, int]:
+        r, c = self.matrix(name)
+        r0, r1 = (0, r) if rows is None else rows
+        c0, c1 = (0, c) if cols is None else cols
+        return (r0, r1, c0, c1)
+
+    def slice_shape(self, name: str, rows=None, cols=None) -> list[int]:
+        """The shape `get_slice(name, rows, cols)` returns."""
+        return list(self._native.slice_shape(self._index_of(name), self._slice_of(name, rows, cols)))
+
+    def slice_bytes(self, name: str, rows=None, cols=None) -> int:
+        """File bytes a load of that slice reads (the whole tensor's without one)."""
+        return self._native.src_bytes(self._index_of(name), self._slice_of(name, rows, cols))
+
+    def get_slice(self, name: str, rows=None, cols=None, device=None, out=None):
+        """Rows `[r0, r1)` and columns `[c0, c1)` (each a pair, None = all) of
+        the tensor's matrix view, as BF16; only their bytes are read and
+        dequantized. Columns start and end on the format's blocks (32 or 256
+        elements for GGUF quants). `out`: a contiguous BF16 tensor of
+        `slice_shape(...)` on the target device to fill instead of a new one."""
+        kind, index = (self._kind, self._index) if device is None else _parse_device(device)
+        sl = self._slice_of(name, rows, cols)
+        i = self._index_of(name)
+        if out is not None and hasattr(out, "is_contiguous") and not out.is_contiguous():
+            raise ValueError("get_slice: out must be contiguous")
+        t = _empty(self._native.slice_shape(i, sl), kind, index) if out is None else out
+        self._run([i], [t], kind, index, self._stream(kind, index), slices=[sl])
+        return t
 
     def get_tensor(self, name: str, device=None):
         """One tensor as BF16 (on this checkpoint's device unless `device`)."""
