@@ -304,6 +304,40 @@ static void check_sources(void) {
     free(gguf);
 }
 
+/* Slices of the Q8_0 tensor ([3, 96]) equal the same rectangle of the whole
+ * tensor; a slice off the 32-element blocks or outside is refused. */
+static void check_slices(void) {
+    char *gguf = path_of(fixture_dir, "all_types.gguf", "");
+    ws_checkpoint *c = NULL;
+    CHECK(ws_open(gguf, &c) == WS_OK, "open for slices");
+    size_t q;
+    CHECK(ws_find_tensor(c, "q8_0", &q) == WS_OK, "find q8_0");
+    uint16_t whole[3 * 96];
+    ws_destination d = host(whole, sizeof whole);
+    CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, &d) == WS_OK, "whole q8_0");
+    ws_slice s = {1, 3, 32, 96};
+    size_t bytes = ws_slice_nbytes(c, q, &s);
+    CHECK(bytes == 2 * 64 * 2, "slice bytes %zu", bytes);
+    uint16_t part[2 * 64 + 8];
+    memset(part, 0xA5, sizeof part);
+    d = host(part, bytes);
+    CHECK(ws_load_slice(c, q, &s, &d) == WS_OK, "slice load: %s", ws_last_error());
+    int same = 1;
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 64; k++) same &= part[r * 64 + k] == whole[(r + 1) * 96 + 32 + k];
+    CHECK(same, "the slice is the whole tensor's rectangle");
+    CHECK(part[128] == 0xA5A5, "nothing written past the slice");
+    ws_slice off = {0, 3, 16, 96};
+    CHECK(ws_slice_nbytes(c, q, &off) == 0, "columns off the blocks have no size");
+    CHECK(ws_load_slice(c, q, &off, &d) == WS_ERR_INVALID_ARGUMENT, "columns off the blocks");
+    CHECK(strstr(ws_last_error(), "32-element blocks") != NULL, "says why: %s", ws_last_error());
+    ws_slice outside = {0, 4, 0, 96};
+    CHECK(ws_load_slice(c, q, &outside, &d) == WS_ERR_INVALID_ARGUMENT, "rows outside");
+    CHECK(ws_load_slice(c, q, NULL, &d) == WS_ERR_INVALID_ARGUMENT, "NULL slice");
+    ws_close(c);
+    free(gguf);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s FIXTURE_DIR EXPECTED_DIR\n", argv[0]);
@@ -317,6 +351,7 @@ int main(int argc, char **argv) {
     check_open_errors();
     check_checkpoint();
     check_sources();
+    check_slices();
     printf("%d C API checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -319,6 +319,43 @@ pub unsafe extern "C" fn ws_load_tensor(ckpt: *mut Checkpoint, index: usize, dty
     })
 }
 
+/// A rectangle of a tensor's matrix view (innermost dimension against the
+/// others): rows `[row_begin, row_end)`, columns `[col_begin, col_end)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WsSlice {
+    pub row_begin: u64,
+    pub row_end: u64,
+    pub col_begin: u64,
+    pub col_end: u64,
+}
+
+/// # Safety
+/// `ckpt` null or a live checkpoint; `slice` null or a valid `ws_slice`.
+#[no_mangle]
+pub unsafe extern "C" fn ws_slice_nbytes(ckpt: *const Checkpoint, index: usize, slice: *const WsSlice) -> usize {
+    // SAFETY: per the contract.
+    let (Some(c), Some(s)) = (unsafe { ckpt.as_ref() }, unsafe { slice.as_ref() }) else { return 0 };
+    catch_unwind(AssertUnwindSafe(|| c.slice_nbytes(index, s.row_begin..s.row_end, s.col_begin..s.col_end).unwrap_or(0))).unwrap_or(0)
+}
+
+/// # Safety
+/// `ckpt` a live checkpoint; `slice` a valid `ws_slice`; `dst` as for
+/// `ws_load_tensor`, sized for the slice (`ws_slice_nbytes`).
+#[no_mangle]
+pub unsafe extern "C" fn ws_load_slice(ckpt: *mut Checkpoint, index: usize, slice: *const WsSlice, dst: *const WsDestination) -> WsStatus {
+    guard(|| {
+        // SAFETY: per the contract.
+        let c = unsafe { self::ckpt(ckpt) }?;
+        // SAFETY: per the contract.
+        let s = unsafe { slice.as_ref() }.ok_or_else(|| invalid("slice is NULL"))?;
+        // SAFETY: per the contract.
+        let dst = unsafe { dst.as_ref() }.ok_or_else(|| invalid("dst is NULL"))?;
+        // SAFETY: the destination's validity is the caller's contract.
+        unsafe { c.load_slice(index, s.row_begin..s.row_end, s.col_begin..s.col_end, dst) }
+    })
+}
+
 /// # Safety
 /// `ckpt` a live checkpoint; `requests` `count` valid requests (see
 /// `ws_load_tensor`); `progress` null or callable with `user_data`.

@@ -2,6 +2,7 @@
 //! device copies, and one pipelined GPU pass per (device, stream).
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -10,7 +11,7 @@ use weightstream::control::Tracker;
 use weightstream::{Control, Plan, Progress};
 
 use crate::checkpoint::{Checkpoint, Output};
-use crate::ffi::{Failure, WsLoadRequest, WsProgressCallback, WsStatus, WS_MEMORY_CUDA, WS_MEMORY_HOST};
+use crate::ffi::{Failure, WsDestination, WsLoadRequest, WsProgressCallback, WsStatus, WS_DTYPE_BF16, WS_MEMORY_CUDA, WS_MEMORY_HOST};
 
 /// The caller's progress callback and its user data.
 struct CCallback {
@@ -55,33 +56,74 @@ struct Validated<'r> {
     src_bytes: u64,
 }
 
+/// A destination fits `bytes` of output for tensor `name`: its size,
+/// pointer, alignment and memory kind.
+fn check_destination(name: &str, bytes: usize, dst: &WsDestination) -> Result<(), Failure> {
+    let invalid = |m: String| Failure::new(WsStatus::InvalidArgument, m);
+    if dst.size != bytes {
+        return Err(invalid(format!("tensor '{name}' takes {bytes} bytes, its destination holds {}", dst.size)));
+    }
+    if bytes > 0 && dst.data.is_null() {
+        return Err(invalid(format!("tensor '{name}': destination data is NULL")));
+    }
+    match dst.memory {
+        WS_MEMORY_HOST if (dst.data as usize) % 2 != 0 => Err(invalid(format!("tensor '{name}': host destination is not 2-byte aligned"))),
+        WS_MEMORY_HOST => Ok(()),
+        WS_MEMORY_CUDA if dst.device < 0 => Err(invalid(format!("tensor '{name}': CUDA device {}", dst.device))),
+        WS_MEMORY_CUDA => Ok(()),
+        m => Err(invalid(format!("tensor '{name}': unknown ws_memory {m}"))),
+    }
+}
+
 impl Checkpoint {
     fn validate<'r>(&self, reqs: &'r [WsLoadRequest]) -> Result<Vec<Validated<'r>>, Failure> {
-        let invalid = |m: String| Failure::new(WsStatus::InvalidArgument, m);
         reqs.iter()
             .map(|r| {
                 let (output, bytes) = self.output(r.index, r.dtype)?;
                 let e = self.entry(r.index)?;
-                let name = e.name.to_string_lossy();
-                if r.dst.size != bytes {
-                    return Err(invalid(format!("tensor '{name}' takes {bytes} bytes, its destination holds {}", r.dst.size)));
-                }
-                if bytes > 0 && r.dst.data.is_null() {
-                    return Err(invalid(format!("tensor '{name}': destination data is NULL")));
-                }
-                match r.dst.memory {
-                    WS_MEMORY_HOST if (r.dst.data as usize) % 2 != 0 => {
-                        return Err(invalid(format!("tensor '{name}': host destination is not 2-byte aligned")))
-                    }
-                    WS_MEMORY_HOST => {}
-                    WS_MEMORY_CUDA if r.dst.device < 0 => return Err(invalid(format!("tensor '{name}': CUDA device {}", r.dst.device))),
-                    WS_MEMORY_CUDA => {}
-                    m => return Err(invalid(format!("tensor '{name}': unknown ws_memory {m}"))),
-                }
+                check_destination(&e.name.to_string_lossy(), bytes, &r.dst)?;
                 let t = &self.cat.tensors[e.tensor];
                 Ok(Validated { req: r, output, src_bytes: t.nbytes })
             })
             .collect()
+    }
+
+    /// Rows `rows` and columns `cols` of tensor `index`'s matrix view as
+    /// BF16 into `dst`: only those bytes are read.
+    ///
+    /// # Safety
+    /// As for `load`.
+    pub(crate) unsafe fn load_slice(&self, index: usize, rows: Range<u64>, cols: Range<u64>, dst: &WsDestination) -> Result<(), Failure> {
+        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else {
+            unreachable!("BF16 output is always a dequant job")
+        };
+        let job = self.plan.jobs[j].slice(rows, cols)?;
+        check_destination(&job.name, job.out_bytes() as usize, dst)?;
+        let tracker = Tracker::new(Control::default(), 1, job.src_bytes());
+        match dst.memory {
+            WS_MEMORY_HOST => {
+                // SAFETY: size checked equal to the slice's BF16 bytes and
+                // 2-byte alignment checked; validity is the caller's contract.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst.data as *mut u16, job.n_elems as usize) };
+                self.cpu.fill(&self.cat, &JobKernel::new(&self.cat, &job)?, out, Some(&tracker))?;
+            }
+            _ => {
+                let gpu = self.gpu(dst.device as usize)?;
+                let plan = Plan { jobs: vec![job], skipped: vec![] };
+                // SAFETY: destination and stream per the contract.
+                unsafe { gpu.load_into(&self.cat, &plan, &[dst.data as u64], dst.stream as u64, Control::default(), |_| Ok(()))? };
+            }
+        }
+        Ok(())
+    }
+
+    /// BF16 bytes of that slice (an error if it is outside the tensor or
+    /// off its blocks).
+    pub(crate) fn slice_nbytes(&self, index: usize, rows: Range<u64>, cols: Range<u64>) -> Result<usize, Failure> {
+        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else {
+            unreachable!("BF16 output is always a dequant job")
+        };
+        Ok(self.plan.jobs[j].slice(rows, cols)?.out_bytes() as usize)
     }
 
     /// Serve `reqs`.

@@ -121,15 +121,17 @@ class WeightstreamModelLoader(BaseModelLoader):
             names = [(n, n) for n in ck.keys()]
             rows_per_head = lambda n: 0  # noqa: E731
             fixup = lambda n, t: t  # noqa: E731
+        t0 = time.perf_counter()
         planned = sharding.plan(ck, model, names, rows_per_head)
+        probe_s = time.perf_counter() - t0
         whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
         for p in whole:
             logger.info("weightstream: %s read whole on every rank: %s", p.ck_name, p.note)
         share = sum(ck.slice_bytes(p.ck_name, p.region.rows, p.region.cols) for p in planned if p.region is not None)
         full = sum(ck.slice_bytes(p.ck_name) for p in planned if p.note != "skipped")
         logger.info("weightstream: tensor-parallel rank %d/%d reads %d of %d file bytes (%d tensors sliced, "
-                    "%d replicated, %d read whole, %d skipped)", rank, size,
+                    "%d replicated, %d read whole, %d skipped; layers probed in %.3f s)", rank, size,
                     share + sum(ck.slice_bytes(p.ck_name) for p in planned if p.region is None and p.note != "skipped"),
                     full, sum(p.region is not None for p in planned), sum(p.note == "replicated" for p in planned),
-                    len(whole), sum(p.note == "skipped" for p in planned))
+                    len(whole), sum(p.note == "skipped" for p in planned), probe_s)
         return sharding.load(ck, planned, target, fixup, lambda n: rows_per_head(n) > 0)
