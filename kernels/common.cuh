@@ -92,7 +92,7 @@ WS_HD float f16_to_f32(uint16_t h) {
     uint32_t man = h & 0x3FFu;
     if (exp == 0) {
         // Zero or subnormal: man * 2^-24, a normal f32 (or zero), exact.
-        float v = (float)man * 5.9604644775390625e-8f;
+        float v = mul((float)man, 5.9604644775390625e-8f);
         return sign ? -v : v;
     }
     if (exp == 0x1F) return bits_float(sign | 0x7F800000u | (man << 13));
@@ -104,7 +104,7 @@ WS_HD float e4m3_to_f32(uint8_t v) {
     uint32_t mag = v & 0x7Fu;
     if (mag == 0x7Fu) return bits_float(0x7FC00000u);
     uint32_t e = mag >> 3, m = mag & 7u;
-    float x = e ? bits_float(((e + 120u) << 23) | (m << 20)) : (float)m * 0.001953125f;  // m * 2^-9
+    float x = e ? bits_float(((e + 120u) << 23) | (m << 20)) : mul((float)m, 0.001953125f);  // m * 2^-9
     return (v & 0x80u) ? -x : x;
 }
 
@@ -114,7 +114,7 @@ WS_HD float e5m2_to_f32(uint8_t v) {
     uint32_t e = mag >> 2, m = mag & 3u;
     float x;
     if (e == 31u) x = bits_float(0x7F800000u | (m << 21));
-    else if (e == 0u) x = (float)m * 1.52587890625e-5f;  // m * 2^-16
+    else if (e == 0u) x = mul((float)m, 1.52587890625e-5f);  // m * 2^-16
     else x = bits_float(((e + 112u) << 23) | (m << 21));
     return (v & 0x80u) ? -x : x;
 }

@@ -2,7 +2,15 @@
 // complete launch grid (every block, every thread) sequentially, calling the
 // same per-thread functions the GPU runs. Used by the CI parity tests.
 #include "q4_0.cu"
+#include "q4_1.cu"
+#include "q5_0.cu"
+#include "q5_1.cu"
 #include "q8_0.cu"
+#include "q2_k.cu"
+#include "q3_k.cu"
+#include "q4_k.cu"
+#include "q5_k.cu"
+#include "q6_k.cu"
 #include "float.cu"
 #include "fp8.cu"
 
@@ -25,7 +33,15 @@ extern "C" {
 int ws_host_block(uint32_t ggml_id, const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
     switch (ggml_id) {
         case ws::q4_0::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q4_0_thread(src, dst, n, c); }); return 0;
+        case ws::q4_1::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q4_1_thread(src, dst, n, c); }); return 0;
+        case ws::q5_0::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q5_0_thread(src, dst, n, c); }); return 0;
+        case ws::q5_1::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q5_1_thread(src, dst, n, c); }); return 0;
         case ws::q8_0::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q8_0_thread(src, dst, n, c); }); return 0;
+        case ws::q2_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q2_k_thread(src, dst, n, c); }); return 0;
+        case ws::q3_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q3_k_thread(src, dst, n, c); }); return 0;
+        case ws::q4_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q4_k_thread(src, dst, n, c); }); return 0;
+        case ws::q5_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q5_k_thread(src, dst, n, c); }); return 0;
+        case ws::q6_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q6_k_thread(src, dst, n, c); }); return 0;
         default: return -1;
     }
 }

@@ -84,15 +84,20 @@ fn kernels_match_cpu_bitwise() {
     let g = gpu();
     let mut rng = Rng::new("kernels_match_cpu_bitwise");
     let f16_edges: [u16; 13] = [0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x3C00, 0x2E66];
-    for (launch, kernel, block) in [(Launch::Block(BlockFormat::Q4_0), Kernel::Block(BlockFormat::Q4_0), 18usize), (Launch::Block(BlockFormat::Q8_0), Kernel::Block(BlockFormat::Q8_0), 34)] {
+    for &f in BlockFormat::ALL {
+        let (launch, kernel, l) = (Launch::Block(f), Kernel::Block(f), f.layout());
+        // Every f16 field (d, dmin, m) gets edge values in about half the blocks.
+        let f16_fields: Vec<usize> = ["D", "DMIN", "M"].iter().filter_map(|n| l.field(n)).map(|(o, _)| o).collect();
         for blocks in [1usize, 3, 1000, 100_003] {
-            let mut src = rng.bytes(blocks * block);
-            for (b, d) in src.chunks_exact_mut(block).zip(f16_edges.iter().cycle()) {
-                if rng.next() % 2 == 0 {
-                    b[..2].copy_from_slice(&d.to_le_bytes());
+            let mut src = rng.bytes(blocks * l.bytes);
+            for (b, d) in src.chunks_exact_mut(l.bytes).zip(f16_edges.iter().cycle()) {
+                for &o in &f16_fields {
+                    if rng.next() % 2 == 0 {
+                        b[o..o + 2].copy_from_slice(&d.to_le_bytes());
+                    }
                 }
             }
-            let n = blocks * 32;
+            let n = blocks * l.elems;
             check_launch(&g, &format!("{launch:?} {blocks} blocks"), launch, &src, n, None, &cpu(&kernel, 0, &src, n));
         }
     }

@@ -22,3 +22,17 @@ fn cuda_block_layouts_mirror_the_rust_table() {
         .collect();
     assert_eq!(cuda_layouts(), rust);
 }
+
+#[test]
+fn every_block_format_has_a_cuda_source() {
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
+    for f in BlockFormat::ALL {
+        let l = f.layout();
+        let src = kernels.join(format!("{}.cu", l.module));
+        let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        assert!(text.contains(&format!("__global__ void {}(", l.cuda_function)), "{} defines no kernel {}", src.display(), l.cuda_function);
+        let host = std::fs::read_to_string(kernels.join("host_grid.cpp")).unwrap();
+        assert!(host.contains(&format!("#include \"{}.cu\"", l.module)), "host_grid.cpp does not include {}.cu", l.module);
+        assert!(host.contains(&format!("case ws::{}::GGML_ID", l.module)), "host_grid.cpp does not dispatch {}", l.name);
+    }
+}

@@ -57,32 +57,46 @@ fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
 
 const F16_EDGES: &[u16] = &[0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x3C00, 0x2E66];
 
-fn quant_source(rng: &mut Rng, block: usize, random_blocks: usize) -> Vec<u8> {
+/// Blocks of format `f`: every f16 edge value in each of its f16 fields (d,
+/// dmin, m) with the other bytes cycling through every value, then
+/// `random_blocks` random blocks.
+fn block_source(rng: &mut Rng, f: BlockFormat, random_blocks: usize) -> Vec<u8> {
+    let l = f.layout();
+    let f16_fields: Vec<usize> = ["D", "DMIN", "M"].iter().filter_map(|n| l.field(n)).map(|(o, _)| o).collect();
     let mut src = Vec::new();
     for &d in F16_EDGES {
-        for start in (0..256).step_by(block - 2) {
-            src.extend_from_slice(&d.to_le_bytes());
-            src.extend((0..block - 2).map(|j| ((start + j) % 256) as u8));
+        for start in [0usize, 97, 181] {
+            let mut b: Vec<u8> = (0..l.bytes).map(|j| ((start + j * 7) % 256) as u8).collect();
+            for &o in &f16_fields {
+                b[o..o + 2].copy_from_slice(&d.to_le_bytes());
+            }
+            src.extend(b);
         }
     }
-    for _ in 0..random_blocks {
-        src.extend(rng.bytes(block));
-    }
+    src.extend(rng.bytes(random_blocks * l.bytes));
     src
 }
 
 #[test]
-fn q4_0_and_q8_0() {
-    let mut rng = Rng::new("q4_0_and_q8_0");
-    for (launch, kernel, block) in [(Launch::Block(BlockFormat::Q4_0), Kernel::Block(BlockFormat::Q4_0), 18usize), (Launch::Block(BlockFormat::Q8_0), Kernel::Block(BlockFormat::Q8_0), 34)] {
-        for random in [0usize, 1, 5, 1031] {
-            let src = quant_source(&mut rng, block, random);
-            let n = src.len() / block * 32;
-            check(&format!("{launch:?}"), &launch, &src, n, None, &cpu(&kernel, 0, &src, n));
+fn every_block_format() {
+    let mut rng = Rng::new("every_block_format");
+    for &f in BlockFormat::ALL {
+        let l = f.layout();
+        let (launch, kernel) = (Launch::Block(f), Kernel::Block(f));
+        for random in [0usize, 1, 5, 131] {
+            let src = block_source(&mut rng, f, random);
+            let n = src.len() / l.bytes * l.elems;
+            check(&format!("{launch:?} +{random}"), &launch, &src, n, None, &cpu(&kernel, 0, &src, n));
         }
-        // A single block.
-        let src = rng.bytes(block);
-        check(&format!("{launch:?} one block"), &launch, &src, 32, None, &cpu(&kernel, 0, &src, 32));
+        // A single block, and three.
+        for blocks in [1usize, 3] {
+            let src = rng.bytes(blocks * l.bytes);
+            let n = blocks * l.elems;
+            check(&format!("{launch:?} {blocks} block(s)"), &launch, &src, n, None, &cpu(&kernel, 0, &src, n));
+        }
+        // Not a whole number of blocks: refused before any thread runs.
+        let mut out = vec![0u16; l.elems];
+        assert!(host_grid::run(&launch, &vec![0u8; l.bytes], &mut out, (l.elems - 8) as u64, None, 1, 32).is_err(), "{}", l.name);
     }
 }
 
