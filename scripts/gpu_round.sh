@@ -17,7 +17,7 @@
 #       python:    the Python package on the GPU: load_file/open(device="cuda")
 #                  into torch tensors, bitwise equal to the CPU result
 #       sweep:     nvbench kernel sweep beside a device-to-device copy
-#       e2e:       Llama-7B-shaped Q4_0/Q8_0/FP8/BF16 loads against pinned H2D,
+#       e2e:       Llama-7B-shaped Q4_0/Q4_K_M/Q8_0/FP8/BF16 loads against pinned H2D,
 #                  safetensors.torch.load_file and gguf-py, plus a staging sweep
 #       storage:   cold (page cache dropped) and warm loads of the 7B Q4_0 and
 #                  BF16 files through each source, against dd iflag=direct
@@ -66,7 +66,8 @@ for line in sys.stdin:
     if m.get("reason") == "build-script-executed" and "weightstream-kernels" in m.get("package_id", ""):
         print(m["out_dir"])')
   cp "$out_dir"/*.fatbin "$CARRY/fatbin/"
-  [ "$(ls "$CARRY/fatbin" | wc -l)" -ge 4 ] || { echo "gpu_round: fatbins missing (nvcc?)" >&2; exit 1; }
+  # One fatbin per kernels/*.cu.
+  [ "$(ls "$CARRY/fatbin" | wc -l)" -eq "$(ls kernels/*.cu | wc -l)" ] || { echo "gpu_round: fatbins missing (nvcc?)" >&2; exit 1; }
   "$WS_VENV/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$CARRY/wheels" gguf==0.19.0 cuda-bench==0.3.0 \
@@ -118,7 +119,7 @@ device() {
         WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" python3 -m pytest tests/vllm/test_torch_api.py -q -rs -p no:cacheprovider 2>&1 | tee "$out/python.log"
         ;;
       sweep)
-        python3 bench/gpu/sweep.py --fatbins "$CARRY/fatbin" --csv "$out/sweep.csv" 2>&1 | tail -70
+        python3 bench/gpu/sweep.py --fatbins "$CARRY/fatbin" --ws "$CARRY/bin/weightstream" --csv "$out/sweep.csv" 2>&1 | tail -90
         ;;
       e2e)
         python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" --dir /tmp/ws-e2e --out "$out/e2e.json"

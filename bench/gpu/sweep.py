@@ -4,13 +4,18 @@ loaded from the fatbins the Rust build embeds, over outputs of 1 MiB to
 1 GiB, beside a device-to-device copy of the same output size measured in
 the same run. Bytes counted are bytes read plus bytes written.
 
-    python3 bench/gpu/sweep.py --fatbins .gpu-carry/fatbin --csv sweep.csv
+    python3 bench/gpu/sweep.py --fatbins .gpu-carry/fatbin --ws .gpu-carry/bin/weightstream --csv sweep.csv
+
+The block formats (Q4_0 ... Q6_K) come from `weightstream formats --json`:
+the same one definition the kernels are built from.
 
 Extra arguments go to nvbench (e.g. --devices 0, --min-samples 20).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,20 +24,31 @@ import cupy as cp
 import numpy as np
 
 SIZES_MIB = [1, 4, 16, 64, 256, 1024]
-KERNELS = ["d2d_copy", "q4_0", "q8_0", "fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "f16", "f32"]
+OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "f16", "f32"]
+OTHER_FUNCTIONS = {"float": ["ws_f32", "ws_f16"], "fp8": ["ws_fp8_e4m3", "ws_fp8_e5m2"]}
 BLOCK = 256
 
 FUNCTIONS = {}
+BLOCK_FORMATS = {}  # module name -> `weightstream formats --json` entry
 SM_COUNT = 1
 
 
-def load(fatbins: Path):
+def load(fatbins: Path, ws: Path):
     global SM_COUNT
-    for module, names in {"q4_0": ["ws_q4_0"], "q8_0": ["ws_q8_0"], "float": ["ws_f32", "ws_f16"], "fp8": ["ws_fp8_e4m3", "ws_fp8_e5m2"]}.items():
+    table = json.loads(subprocess.run([str(ws), "formats", "--json"], check=True, capture_output=True, text=True).stdout)
+    modules = dict(OTHER_FUNCTIONS)
+    for f in table["block_formats"]:
+        BLOCK_FORMATS[f["cuda_module"]] = f
+        modules[f["cuda_module"]] = [f["cuda_function"]]
+    for module, names in modules.items():
         m = cp.RawModule(path=str(fatbins / f"{module}.fatbin"))
         for n in names:
             FUNCTIONS[n] = m.get_function(n)
     SM_COUNT = cp.cuda.Device().attributes["MultiProcessorCount"]
+
+
+def kernels() -> list[str]:
+    return ["d2d_copy", *BLOCK_FORMATS, *OTHER_KERNELS]
 
 
 def geometry(groups: int) -> tuple[int, int]:
@@ -41,21 +57,22 @@ def geometry(groups: int) -> tuple[int, int]:
     return blocks, BLOCK
 
 
-def quant_blocks(n: int, block: int) -> cp.ndarray:
-    b = cp.random.randint(0, 256, (n // 32, block), dtype=cp.uint8)
-    b[:, :2] = cp.asarray(np.array([0x2E66], dtype=np.uint16).view(np.uint8))  # d = 0.1
+def quant_blocks(n: int, fmt: dict) -> cp.ndarray:
+    """Random blocks whose f16 fields (d, dmin, m) are 0.1: ordinary values."""
+    b = cp.random.randint(0, 256, (n // fmt["elements"], fmt["bytes"]), dtype=cp.uint8)
+    for f in fmt["fields"]:
+        if f["name"] in ("d", "dmin", "m"):
+            b[:, f["offset"]:f["offset"] + 2] = cp.asarray(np.array([0x2E66], dtype=np.uint16).view(np.uint8))
     return b.ravel()
 
 
 def inputs(kernel: str, n: int):
     """(function, source array, extra args, bytes read)."""
     u64 = np.uint64
-    if kernel == "q4_0":
-        src = quant_blocks(n, 18)
-        return "ws_q4_0", src, (), src.nbytes
-    if kernel == "q8_0":
-        src = quant_blocks(n, 34)
-        return "ws_q8_0", src, (), src.nbytes
+    if kernel in BLOCK_FORMATS:
+        fmt = BLOCK_FORMATS[kernel]
+        src = quant_blocks(n, fmt)
+        return fmt["cuda_function"], src, (), src.nbytes
     if kernel == "f16":
         src = (cp.random.standard_normal(n, dtype=cp.float32)).astype(cp.float16).view(cp.uint8)
         return "ws_f16", src, (), src.nbytes
@@ -79,7 +96,7 @@ def inputs(kernel: str, n: int):
 
 def register(args):
     @bench.register
-    @bench.axis.string("kernel", KERNELS)
+    @bench.axis.string("kernel", kernels())
     @bench.axis.int64("out_MiB", SIZES_MIB)
     def dequant(state):
         kernel = state.get_string("kernel")
@@ -114,8 +131,9 @@ def register(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fatbins", type=Path, required=True)
+    ap.add_argument("--ws", type=Path, required=True, help="the weightstream CLI (for `formats --json`)")
     args, rest = ap.parse_known_args()
-    load(args.fatbins)
+    load(args.fatbins, args.ws)
     register(args)
     bench.run_all_benchmarks([sys.argv[0], *rest])
 

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "weightstream",
     version,
-    about = "Load quantized model weights (GGUF Q4_0/Q8_0, FP8 safetensors) as BF16, fast",
+    about = "Load quantized model weights (GGUF K-quants, Q4_0-Q8_0, FP8 safetensors) as BF16, fast",
     long_about = "weightstream streams quantized checkpoint weights into memory and dequantizes \
 them to BF16: on the GPU when there is one, on the CPU otherwise, with the same bits either way.\n\n\
 Checkpoints: a .gguf file, a .safetensors file, or a directory of safetensors shards \
@@ -26,7 +26,8 @@ weightstream inspect model.gguf                 what is inside: tensors, dtypes,
 weightstream inspect ./DeepSeek-FP8 --json      the same, as JSON for scripts\n  \
 weightstream load model.gguf --verify           BF16 on the GPU (or CPU), timed and checked\n  \
 weightstream convert ./Qwen3-FP8 -o ./Qwen3-BF16 a BF16 safetensors checkpoint\n  \
-weightstream bench --threads 1                  CPU dequant speed against memcpy\n\n\
+weightstream bench --threads 1                  CPU dequant speed against memcpy\n  \
+weightstream formats                            the formats it reads, with block layouts\n\n\
 Run `weightstream <command> --help` for each command's options."
 )]
 struct Cli {
@@ -40,6 +41,7 @@ enum Command {
     Load(cmd::load::Args),
     Convert(cmd::convert::Args),
     Bench(cmd::bench::Args),
+    Formats(cmd::formats::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Load(a) => cmd::load::run(&a),
         Command::Convert(a) => cmd::convert::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
+        Command::Formats(a) => cmd::formats::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,5 @@
 pub mod bench;
 pub mod convert;
+pub mod formats;
 pub mod inspect;
 pub mod load;
