@@ -223,3 +223,21 @@ def test_tensor_parallel_ranks_read_their_share_and_give_the_default_loaders_tok
     for rank, n in reads.items():
         assert 0 < n <= bound, f"rank {rank} read {n} bytes, its share is at most {bound}"
     assert "read whole on every rank" not in log[0], "every weight of these models can be sliced"
+
+
+def test_a_split_gguf_set_serves_the_unsplit_files_tokens(variants, tmp_path):
+    """A directory holding a llama-gguf-split set (and config.json)."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "tests/fixtures"))
+    import real_quants
+
+    checkpoint, reference = variants["q4_0"]
+    d = tmp_path / "split"
+    d.mkdir()
+    shutil.copy(checkpoint / "config.json", d / "config.json")
+    r = subprocess.run([str(real_quants.llama_tool("llama-gguf-split")), "--split", "--split-max-tensors", "8",
+                        str(checkpoint / "model.gguf"), str(d / "model")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(list(d.glob("model-*-of-*.gguf"))) >= 3
+    assert tokens(d, "weightstream") == tokens(reference, "auto")

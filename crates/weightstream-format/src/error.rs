@@ -68,6 +68,8 @@ pub enum ErrorKind {
     BadConfig(String),
     #[error("no checkpoint found: {0}")]
     NoCheckpoint(String),
+    #[error("GGUF split set: {0}")]
+    BadSplit(String),
 }
 
 impl ErrorKind {
@@ -102,6 +104,7 @@ impl ErrorKind {
             ErrorKind::BadIndex(_) => "bad_index",
             ErrorKind::BadConfig(_) => "bad_config",
             ErrorKind::NoCheckpoint(_) => "no_checkpoint",
+            ErrorKind::BadSplit(_) => "bad_split",
         }
     }
 }

@@ -45,7 +45,7 @@ pub fn open_with(path: &Path, opener: SourceOpener) -> Result<Catalog> {
     } else {
         let src = open_source(path, opener)?;
         if is_gguf(path, &*src) {
-            open_gguf(path, src)
+            open_gguf(path, src, opener)
         } else {
             let config = read_config(path.parent().unwrap_or(Path::new(".")))?;
             open_safetensors(path, vec![src], None, config)
@@ -69,29 +69,103 @@ fn is_gguf(path: &Path, src: &dyn weightstream_io::ByteSource) -> bool {
     }
 }
 
-fn open_gguf(path: &Path, src: SharedSource) -> Result<Catalog> {
+/// A GGUF file, or the whole split set it belongs to (gguf/split.rs).
+fn open_gguf(path: &Path, src: SharedSource, opener: SourceOpener) -> Result<Catalog> {
     let h = gguf::read_header(&*src)?;
-    let tensors = h
-        .tensors
-        .iter()
-        .map(|t| TensorInfo {
-            name: t.name.clone(),
-            dtype: Dtype::Ggml(t.ggml_type),
-            shape: t.ne.iter().rev().copied().collect(),
-            file: 0,
-            offset: h.data_offset + t.offset,
-            nbytes: t.nbytes,
-            role: Role::Data,
-            scale: None,
-        })
-        .collect::<Vec<_>>();
-    let mut tensors = tensors;
-    tensors.sort_by_key(|t| t.offset);
+    let Some(info) = gguf::split::info(path, &h)? else {
+        return gguf_catalog(path, vec![(src, h)]);
+    };
+    let paths = gguf::split::set_paths(path, info)?;
+    let mut given = Some((src, h));
+    let mut parts: Vec<(SharedSource, gguf::GgufHeader)> = Vec::with_capacity(paths.len());
+    let mut identities = Vec::with_capacity(paths.len());
+    let mut tensors_total = None;
+    for (no, p) in paths.iter().enumerate() {
+        let meta = std::fs::metadata(p).map_err(|e| {
+            let why = if e.kind() == io::ErrorKind::NotFound { "is missing".to_string() } else { format!("cannot be read: {e}") };
+            FormatError::new(p, None, ErrorKind::BadSplit(format!("shard {} of {} {why}", no + 1, info.count)))
+        })?;
+        if !meta.is_file() {
+            return Err(FormatError::new(p, None, ErrorKind::BadSplit(format!("shard {} of {} is not a regular file", no + 1, info.count))));
+        }
+        let identity = file_identity(&meta);
+        if let Some(first) = identities.iter().position(|i| *i == identity) {
+            return Err(FormatError::new(
+                p,
+                None,
+                ErrorKind::BadSplit(format!("shard {} is the same file as shard {} ({})", no + 1, first + 1, paths[first].display())),
+            ));
+        }
+        identities.push(identity);
+        let (s, h) = match given.take_if(|_| no as u64 == info.no) {
+            Some(sh) => sh,
+            None => {
+                let s = open_source(p, opener)?;
+                let h = gguf::read_header(&*s)?;
+                (s, h)
+            }
+        };
+        if no == 0 {
+            tensors_total = gguf::split::info(p, &h)?.and_then(|i| i.tensors);
+        }
+        gguf::split::check_shard(p, &h, no as u64, info.count, tensors_total)?;
+        parts.push((s, h));
+    }
+    let found: u64 = parts.iter().map(|(_, h)| h.tensors.len() as u64).sum();
+    if let Some(total) = tensors_total.filter(|&t| t != found) {
+        return Err(FormatError::new(
+            &paths[0],
+            None,
+            ErrorKind::BadSplit(format!("'{}' is {total}, the {} shards hold {found} tensors", gguf::split::KEY_TENSORS, paths.len())),
+        ));
+    }
+    let mut cat = gguf_catalog(&paths[0], parts)?;
+    cat.root = path.to_path_buf();
+    Ok(cat)
+}
+
+/// (device, inode): the same file under two names is one file.
+fn file_identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// One catalog over GGUF files (one, or a split set's shards in order):
+/// metadata from the first, tensors in file then offset order.
+fn gguf_catalog(root: &Path, parts: Vec<(SharedSource, gguf::GgufHeader)>) -> Result<Catalog> {
+    let mut tensors = Vec::new();
+    for (fi, (_, h)) in parts.iter().enumerate() {
+        let mut these: Vec<TensorInfo> = h
+            .tensors
+            .iter()
+            .map(|t| TensorInfo {
+                name: t.name.clone(),
+                dtype: Dtype::Ggml(t.ggml_type),
+                shape: t.ne.iter().rev().copied().collect(),
+                file: fi,
+                offset: h.data_offset + t.offset,
+                nbytes: t.nbytes,
+                role: Role::Data,
+                scale: None,
+            })
+            .collect();
+        these.sort_by_key(|t| t.offset);
+        tensors.extend(these);
+    }
+    // The same name in two shards (each header already refused repeats).
+    if let Some((i, _)) = first_duplicate(&tensors, |t| &t.name) {
+        let t = &tensors[i];
+        return Err(FormatError::at(parts[t.file].0.path(), t.offset, ErrorKind::DuplicateTensor).with_tensor(&t.name));
+    }
+    let mut parts = parts.into_iter();
+    let (first_src, first) = parts.next().expect("at least one file");
+    let mut files = vec![CatalogFile { path: first_src.path().to_path_buf(), source: first_src }];
+    files.extend(parts.map(|(s, _)| CatalogFile { path: s.path().to_path_buf(), source: s }));
     Ok(Catalog {
         format: Format::Gguf,
-        root: path.to_path_buf(),
-        files: vec![CatalogFile { path: path.to_path_buf(), source: src }],
-        metadata: Metadata::Gguf { version: h.version, alignment: h.alignment, kv: h.metadata },
+        root: root.to_path_buf(),
+        files,
+        metadata: Metadata::Gguf { version: first.version, alignment: first.alignment, kv: first.metadata },
         tensors,
         config: None,
     })
@@ -145,13 +219,27 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
         return open_safetensors(dir, sources, None, config);
     }
     match gg.as_slice() {
-        [one] => open_gguf(one, open_source(one, opener)?),
+        [one] => open_gguf(one, open_source(one, opener)?, opener),
         [] => Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint("no *.safetensors or *.gguf files".into()))),
-        many => Err(FormatError::new(
-            dir,
-            None,
-            ErrorKind::NoCheckpoint(format!("{} GGUF files; pass the one to load", many.len())),
-        )),
+        many => {
+            // One split set and nothing else opens as that set (from its
+            // first shard: a missing one is reported by name).
+            let names: Vec<Option<gguf::split::SplitName>> = many.iter().map(|p| gguf::split::SplitName::parse(p)).collect();
+            let sets: std::collections::BTreeSet<(String, u64)> =
+                names.iter().flatten().map(|n| (n.prefix.clone(), n.count)).collect();
+            if names.iter().all(Option::is_some) && sets.len() == 1 {
+                let n = names[0].as_ref().expect("all parsed");
+                let first = n.path(dir, 0);
+                let start = if first.exists() { first } else { many[0].clone() };
+                return open_gguf(&start, open_source(&start, opener)?, opener);
+            }
+            let what = if sets.is_empty() {
+                format!("{} GGUF files", many.len())
+            } else {
+                format!("{} GGUF files ({} split set(s) among them)", many.len(), sets.len())
+            };
+            Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint(format!("{what}; pass the one to load (a split set: its first file)"))))
+        }
     }
 }
 

@@ -58,9 +58,26 @@ def find_checkpoint(model: str, options: Options) -> Path:
         return p
     if len(ggufs) == 1:
         return ggufs[0]
+    if len(ggufs) > 1 and _one_split_set(ggufs):
+        # llama-gguf-split's <prefix>-NNNNN-of-NNNNN.gguf: weightstream opens
+        # the whole set from its directory (and names a missing shard).
+        return p
     if len(ggufs) > 1:
         raise ValueError(
             f"weightstream: {model} holds {len(ggufs)} GGUF files; choose one with "
             "--model-loader-extra-config '{\"file\": \"NAME.gguf\"}'"
         )
     raise FileNotFoundError(f"weightstream: no *.safetensors or *.gguf checkpoint in {model}")
+
+
+def _one_split_set(ggufs: list[Path]) -> bool:
+    """Whether every file is a shard of one llama.cpp split set."""
+    import re
+
+    sets = set()
+    for g in ggufs:
+        m = re.fullmatch(r"(.+)-(\d{5})-of-(\d{5})\.gguf", g.name)
+        if m is None:
+            return False
+        sets.add((m.group(1), m.group(3)))
+    return len(sets) == 1

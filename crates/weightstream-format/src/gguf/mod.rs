@@ -2,6 +2,7 @@
 
 pub mod metadata;
 pub mod reader;
+pub mod split;
 pub mod types;
 
 pub use metadata::{MetadataArray, MetadataValue};
