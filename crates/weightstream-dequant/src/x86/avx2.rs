@@ -8,6 +8,7 @@
 
 use std::arch::x86_64::*;
 
+use super::blocks;
 use crate::chunk::fp8_runs;
 use crate::kernel::ScaleGrid;
 use crate::numerics::f16_to_f32;
@@ -35,7 +36,7 @@ unsafe fn pack(a: __m256i, b: __m256i) -> __m256i {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn store16(dst: *mut u16, a: __m256, b: __m256) {
+pub(super) unsafe fn store16(dst: *mut u16, a: __m256, b: __m256) {
     // SAFETY: the caller guarantees 16 writable u16 at dst.
     _mm256_storeu_si256(dst as *mut __m256i, pack(round_bf16(a), round_bf16(b)));
 }
@@ -47,8 +48,7 @@ unsafe fn scaled(q: __m256i, d: __m256) -> __m256 {
     _mm256_mul_ps(_mm256_cvtepi32_ps(q), d)
 }
 
-/// The AVX2 kernel of a block format, where one exists (the others run
-/// their portable kernel).
+/// The AVX2 kernel of a block format (x86/blocks.rs for all but Q4_0 and Q8_0).
 pub fn block_kernel(f: BlockFormat) -> Option<fn(&[u8], &mut [u16])> {
     // SAFETY (each): only called through chunk::run, after
     // `Isa::Avx2.supported()` confirmed AVX2 and F16C; slice lengths
@@ -56,7 +56,14 @@ pub fn block_kernel(f: BlockFormat) -> Option<fn(&[u8], &mut [u16])> {
     Some(match f {
         BlockFormat::Q4_0 => |s, d| unsafe { q4_0(s, d) },
         BlockFormat::Q8_0 => |s, d| unsafe { q8_0(s, d) },
-        _ => return None,
+        BlockFormat::Q4_1 => |s, d| unsafe { blocks::q4_1(s, d) },
+        BlockFormat::Q5_0 => |s, d| unsafe { blocks::q5_0(s, d) },
+        BlockFormat::Q5_1 => |s, d| unsafe { blocks::q5_1(s, d) },
+        BlockFormat::Q2_K => |s, d| unsafe { blocks::q2_k(s, d) },
+        BlockFormat::Q3_K => |s, d| unsafe { blocks::q3_k(s, d) },
+        BlockFormat::Q4_K => |s, d| unsafe { blocks::q4_k(s, d) },
+        BlockFormat::Q5_K => |s, d| unsafe { blocks::q5_k(s, d) },
+        BlockFormat::Q6_K => |s, d| unsafe { blocks::q6_k(s, d) },
     })
 }
 

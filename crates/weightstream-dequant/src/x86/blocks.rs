@@ -1,0 +1,235 @@
+//! AVX2 kernels of the block formats after Q4_0/Q8_0: Q4_1, Q5_0, Q5_1 (32
+//! elements) and the K-quants Q2_K ... Q6_K (256). Each reproduces its
+//! scalar kernel (scalar.rs) bit for bit: the per-block scale products
+//! (`d * sc`, `dmin * m`) are the same scalar f32 multiplies; per element,
+//! the exact int -> f32 conversion, one `vmulps`, then `vaddps`/`vsubps` as
+//! the formula says (never an FMA: these functions enable avx2 and f16c
+//! only, so LLVM cannot contract), and the shared BF16 rounding.
+//!
+//! Every function is `unsafe` with `#[target_feature]`: callers must have
+//! checked `Isa::Avx2.supported()`. Lengths: `src` whole blocks, `dst` their
+//! elements (checked by `Kernel::check`).
+
+use std::arch::x86_64::*;
+
+use super::avx2::store16;
+use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
+use weightstream_format::block;
+
+/// What follows the multiply: `dl * q`, `dl * q + m`, `dl * q - m`.
+const NONE: u8 = 0;
+const ADD: u8 = 1;
+const SUB: u8 = 2;
+
+/// 16 quants (bytes of `q`, signed when `SIGNED`) -> 16 BF16 values at `out`:
+/// `dl * q`, then `+ m` or `- m` per `OP`, each operation rounded.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
+    let (a, b) = if SIGNED {
+        (_mm256_cvtepi8_epi32(q), _mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)))
+    } else {
+        (_mm256_cvtepu8_epi32(q), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(q)))
+    };
+    let d = _mm256_set1_ps(dl);
+    let mut x = _mm256_mul_ps(_mm256_cvtepi32_ps(a), d);
+    let mut y = _mm256_mul_ps(_mm256_cvtepi32_ps(b), d);
+    if OP != NONE {
+        let mm = _mm256_set1_ps(m);
+        (x, y) = if OP == ADD { (_mm256_add_ps(x, mm), _mm256_add_ps(y, mm)) } else { (_mm256_sub_ps(x, mm), _mm256_sub_ps(y, mm)) };
+    }
+    // SAFETY: the caller guarantees 16 writable u16 at out.
+    store16(out, x, y);
+}
+
+/// 32 quants: the first 16 with (`d0`, `m0`), the next 16 with (`d1`, `m1`).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, out: *mut u16) {
+    emit16::<SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
+    emit16::<SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
+}
+
+/// 32 bytes from `p` (any alignment).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn load32(p: *const u8) -> __m256i {
+    _mm256_loadu_si256(p as *const __m256i)
+}
+
+/// Bytes `(v >> shift) & mask` (the shift crosses no byte boundary that
+/// the mask keeps).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn bits(v: __m256i, shift: u32, mask: i8) -> __m256i {
+    _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift as i32)), _mm256_set1_epi8(mask))
+}
+
+/// Byte j of the result is `value` where bit `bit` of byte j of `v` is set, else 0.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
+    let m = _mm256_set1_epi8((1u8 << bit) as i8);
+    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, m), m), _mm256_set1_epi8(value))
+}
+
+/// The 32 nibbles of a 32-element block in element order: low nibbles of
+/// `qs[0..16]`, then high nibbles.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn nibbles32(qs: *const u8) -> __m256i {
+    let v = _mm_loadu_si128(qs as *const __m128i);
+    let f = _mm_set1_epi8(0x0F);
+    _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), f), _mm_and_si128(v, f))
+}
+
+/// Bit j of `qh` as byte j (0 or 0x10): the fifth bit of Q5_0/Q5_1 quants.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn fifth_bits32(qh: u32) -> __m256i {
+    // Each 128-bit lane holds the 4 bytes of qh; spread byte j/8 to byte j.
+    let spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), spread);
+    let m = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, m), m), _mm256_set1_epi8(0x10))
+}
+
+fn qh_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// The blocks of `src` with their outputs: (block bytes, output pointer).
+#[inline(always)]
+fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> impl Iterator<Item = (&'a [u8], *mut u16)> + 'a {
+    src.chunks_exact(bytes).zip(dst.chunks_exact_mut(elems)).map(|(b, o)| (b, o.as_mut_ptr()))
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q4_1(src: &[u8], dst: &mut [u16]) {
+    use block::q4_1::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let (d, m) = (f16_at(b, D), f16_at(b, M));
+        // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
+        emit32::<false, ADD>(nibbles32(b.as_ptr().add(QS)), d, m, d, m, o);
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q5_0(src: &[u8], dst: &mut [u16]) {
+    use block::q5_0::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        // SAFETY: as in q4_1.
+        let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
+        emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), d, 0.0, d, 0.0, o);
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q5_1(src: &[u8], dst: &mut [u16]) {
+    use block::q5_1::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let (d, m) = (f16_at(b, D), f16_at(b, M));
+        // SAFETY: as in q4_1.
+        let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
+        emit32::<false, ADD>(q, d, m, d, m, o);
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
+    use block::q2_k::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
+        let scale = |k: usize| (d * (b[SCALES + k] & 0x0F) as f32, dmin * (b[SCALES + k] >> 4) as f32);
+        for h in 0..2 {
+            // SAFETY: 32 of qs's 64 bytes; outputs h*128 + s*32 .. +32 inside the block's 256.
+            let v = load32(b.as_ptr().add(QS + 32 * h));
+            for s in 0..4 {
+                let k = 8 * h + 2 * s;
+                let ((d0, m0), (d1, m1)) = (scale(k), scale(k + 1));
+                emit32::<false, SUB>(bits(v, 2 * s as u32, 3), d0, m0, d1, m1, o.add(128 * h + 32 * s));
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
+    use block::q3_k::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        let scale = |k: usize| d * q3_k_scale(&b[SCALES..], k) as f32;
+        // SAFETY: the 32 hmask bytes, 32 of the 64 qs bytes; outputs inside the block.
+        let hmask = load32(b.as_ptr().add(HMASK));
+        for h in 0..2 {
+            let v = load32(b.as_ptr().add(QS + 32 * h));
+            for s in 0..4 {
+                // q = 2 bits, minus 4 where bit 4h + s of hmask[l] is clear.
+                let minus = _mm256_andnot_si256(where_bit(hmask, (4 * h + s) as u32, -1), _mm256_set1_epi8(4));
+                let q = _mm256_sub_epi8(bits(v, 2 * s as u32, 3), minus);
+                let k = 8 * h + 2 * s;
+                emit32::<true, NONE>(q, scale(k), 0.0, scale(k + 1), 0.0, o.add(128 * h + 32 * s));
+            }
+        }
+    }
+}
+
+/// Q4_K and Q5_K: sub-blocks of 32 with (d * sc, dmin * m); `fifth` adds
+/// Q5_K's bit from `qh` (None for Q4_K).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &block::BlockLayout, fifth: Option<usize>) {
+    let field = |n| layout.field(n).expect("K-quant field").0;
+    let (d_at, dmin_at, sc_at, qs_at) = (field("D"), field("DMIN"), field("SCALES"), field("QS"));
+    for (b, o) in blocks(src, dst, layout.bytes, layout.elems) {
+        let (d, dmin) = (f16_at(b, d_at), f16_at(b, dmin_at));
+        // SAFETY: 32-byte loads at qs + 32c (c < 4) and qh lie inside the block.
+        let qh = fifth.map(|at| load32(b.as_ptr().add(at)));
+        for c in 0..4 {
+            let v = load32(b.as_ptr().add(qs_at + 32 * c));
+            for half in 0..2 {
+                let k = 2 * c + half;
+                let (sc, m) = k4_scale_min(&b[sc_at..], k);
+                let (dl, ml) = (d * sc as f32, dmin * m as f32);
+                let mut q = bits(v, 4 * half as u32, 0x0F);
+                if let Some(h) = qh {
+                    q = _mm256_or_si256(q, where_bit(h, k as u32, 0x10));
+                }
+                emit32::<false, SUB>(q, dl, ml, dl, ml, o.add(32 * k));
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q4_k(src: &[u8], dst: &mut [u16]) {
+    k4_family(src, dst, &block::q4_k::LAYOUT, None);
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q5_k(src: &[u8], dst: &mut [u16]) {
+    k4_family(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH));
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn q6_k(src: &[u8], dst: &mut [u16]) {
+    use block::q6_k::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        let scale = |k: usize| d * (b[SCALES + k] as i8) as f32;
+        for h in 0..2 {
+            // SAFETY: ql[64h .. 64h + 64] and qh[32h .. 32h + 32] inside the block.
+            let (l0, l1) = (load32(b.as_ptr().add(QL + 64 * h)), load32(b.as_ptr().add(QL + 64 * h + 32)));
+            let hi = load32(b.as_ptr().add(QH + 32 * h));
+            for t in 0..4 {
+                // Elements 32t .. 32t + 32 of the half: low nibbles of ql
+                // for t < 2, high nibbles after; two high bits at shift 2t.
+                let low = bits(if t % 2 == 0 { l0 } else { l1 }, 4 * (t / 2) as u32, 0x0F);
+                let q = _mm256_or_si256(low, _mm256_slli_epi16::<4>(bits(hi, 2 * t as u32, 3)));
+                let k = 8 * h + 2 * t;
+                emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(32)), scale(k), 0.0, scale(k + 1), 0.0, o.add(128 * h + 32 * t));
+            }
+        }
+    }
+}
