@@ -15,19 +15,17 @@ const COLS: u64 = 11008;
 
 fn kernels(c: &mut Criterion) {
     let n = (ROWS * COLS) as usize;
-    let q4 = quant_blocks(n, 18);
-    let q8 = quant_blocks(n, 34);
+    let blocks: Vec<(BlockFormat, Vec<u8>)> = BlockFormat::ALL.iter().map(|&f| (f, quant_blocks(n, f))).collect();
     let f8 = fp8_codes(n);
     let f16: Vec<u8> = bytes(2 * n, 3).chunks_exact(2).flat_map(|c| [c[0], c[1] & 0x3B]).collect();
     let (layout, scales) = block_scales(ROWS, COLS);
     let grid = ScaleGrid::new(&scales, &layout, ROWS, COLS).unwrap();
-    let cases: Vec<(&str, Kernel, &[u8])> = vec![
-        ("q4_0", Kernel::Block(BlockFormat::Q4_0), &q4),
-        ("q8_0", Kernel::Block(BlockFormat::Q8_0), &q8),
-        ("fp8_e4m3_block", Kernel::Fp8 { format: Fp8Format::E4M3, rows: ROWS, cols: COLS, scales: Some(grid) }, &f8),
-        ("fp8_e5m2_block", Kernel::Fp8 { format: Fp8Format::E5M2, rows: ROWS, cols: COLS, scales: Some(grid) }, &f8),
-        ("f16", Kernel::F16, &f16),
-    ];
+    let mut cases: Vec<(&str, Kernel, &[u8])> = blocks.iter().map(|(f, src)| (f.layout().module, Kernel::Block(*f), src.as_slice())).collect();
+    cases.extend::<[(&str, Kernel, &[u8]); 3]>([
+        ("fp8_e4m3_block", Kernel::Fp8 { format: Fp8Format::E4M3, rows: ROWS, cols: COLS, scales: Some(grid) }, f8.as_slice()),
+        ("fp8_e5m2_block", Kernel::Fp8 { format: Fp8Format::E5M2, rows: ROWS, cols: COLS, scales: Some(grid) }, f8.as_slice()),
+        ("f16", Kernel::F16, f16.as_slice()),
+    ]);
     let mut out = vec![0u16; n];
     let mut g = c.benchmark_group("dequant_4096x11008");
     g.throughput(Throughput::Bytes(2 * n as u64)).sample_size(10);

@@ -1,15 +1,21 @@
 //! Inputs for the criterion benchmarks: valid, deterministic, realistic.
 
-use weightstream_format::{ScaleKind, ScaleLayout};
+use weightstream_format::{BlockFormat, ScaleKind, ScaleLayout};
 
 /// Deterministic pseudo-random bytes (xorshift64), shared with the tests.
 pub use weightstream_io::testing::random_bytes as bytes;
 
-/// Q4_0 (block 18) or Q8_0 (block 34) blocks with d = 0.1.
-pub fn quant_blocks(n_elems: usize, block: usize) -> Vec<u8> {
-    let mut v = bytes(n_elems / 32 * block, 7);
-    for b in v.chunks_exact_mut(block) {
-        b[..2].copy_from_slice(&0x2E66u16.to_le_bytes());
+/// Blocks of format `f` for `n_elems` elements: random quants, every f16
+/// field (d, dmin, m) 0.1.
+pub fn quant_blocks(n_elems: usize, f: BlockFormat) -> Vec<u8> {
+    let l = f.layout();
+    let mut v = bytes(n_elems / l.elems * l.bytes, 7);
+    for b in v.chunks_exact_mut(l.bytes) {
+        for name in ["D", "DMIN", "M"] {
+            if let Some((o, _)) = l.field(name) {
+                b[o..o + 2].copy_from_slice(&0x2E66u16.to_le_bytes());
+            }
+        }
     }
     v
 }
