@@ -123,7 +123,7 @@ def test_fp8_edges_match_numpy(edges, tmp_path, isa, threads):
         assert_bits_equal(name, got[name], want[name])
 
 
-@pytest.mark.parametrize("name", ["fp8_deepseek", "fp8_compressed_tensors", "fp8_single"])
+@pytest.mark.parametrize("name", ["fp8_deepseek", "fp8_compressed_tensors", "fp8_single", "fp8_groupwise"])
 def test_fixture_fp8_matches_numpy(fixtures, tmp_path, name):
     out, _ = fixtures
     got = convert(out / name, tmp_path / "out", "avx2" if cpu_has_avx2() else "scalar", 2)
@@ -137,7 +137,7 @@ def test_fixture_fp8_matches_numpy(fixtures, tmp_path, name):
 def test_load_verify_passes_on_every_fixture(fixtures, edges):
     out, _ = fixtures
     for p in [out / "all_types.gguf", out / "v2.gguf", out / "plain.safetensors", out / "sharded", out / "unindexed",
-              out / "fp8_deepseek", out / "fp8_compressed_tensors", out / "fp8_single", edges / "edges.gguf", edges / "fp8_edges"]:
+              out / "fp8_deepseek", out / "fp8_compressed_tensors", out / "fp8_single", out / "fp8_groupwise", edges / "edges.gguf", edges / "fp8_edges"]:
         r = json.loads(run_ws("load", p, "--device", "cpu", "--verify", "--skip-unsupported", "--json").stdout)
         assert r["verify"]["identical"], (p, r["verify"])
         assert r["tensors"] > 0

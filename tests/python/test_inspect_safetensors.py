@@ -21,7 +21,7 @@ def reference(paths: list[Path]) -> tuple[dict, dict]:
     return tensors, metadata
 
 
-CHECKPOINTS = ["plain.safetensors", "sharded", "unindexed", "fp8_deepseek", "fp8_compressed_tensors", "fp8_single"]
+CHECKPOINTS = ["plain.safetensors", "sharded", "unindexed", "fp8_deepseek", "fp8_compressed_tensors", "fp8_single", "fp8_groupwise"]
 
 
 @pytest.mark.parametrize("name", CHECKPOINTS)

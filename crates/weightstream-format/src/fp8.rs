@@ -140,18 +140,31 @@ fn resolve<'p>(
     Ok(ScaleRef { tensor: s_index, dtype, layout })
 }
 
-/// Decide how the scale's shape covers the weight.
+/// Decide how the scale's shape covers the weight. Only documented layouts
+/// are accepted, never inferred from the grid's shape (a block size guessed
+/// to make a grid fit reads plausible but wrong weights, and `--verify`
+/// cannot tell, since both sides share the guess):
+/// - per-tensor: shape `[]` or `[1]`;
+/// - per-channel: `[rows, 1]` or `[rows]`;
+/// - blocks: a 2-D grid of exactly `[ceil(rows / bm), ceil(cols / bn)]` for
+///   the configured block size (`weight_block_size` or compressed-tensors'
+///   `block_structure`), 128x128 when config.json declares none.
 fn layout_for(w: &TensorInfo, s: &TensorInfo, block: Option<(u64, u64)>) -> std::result::Result<ScaleLayout, String> {
     let (rows, cols) = w.matrix();
-    let n = s.n_elems();
-    if n == 1 {
+    let (bm, bn) = block.unwrap_or(DEFAULT_BLOCK);
+    let grid = (rows.div_ceil(bm), cols.div_ceil(bn));
+    let source = if block.is_some() { "declared in config.json" } else { "the default; config.json declares none" };
+    let expected = || {
+        format!(
+            "a scale of shape [] or [1] (per-tensor), [{rows}, 1] or [{rows}] (per-channel), or [{}, {}] ({bm}x{bn} blocks, {source})",
+            grid.0, grid.1
+        )
+    };
+    if matches!(s.shape.as_slice(), [] | [1]) {
         return Ok(ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows.max(1), block_cols: cols.max(1), grid_rows: 1, grid_cols: 1 });
     }
     if w.shape.len() != 2 {
-        return Err(format!(
-            "weight shape {:?} is not 2-D; only a single per-tensor value can scale it, the scale has shape {:?}",
-            w.shape, s.shape
-        ));
+        return Err(format!("weight shape {:?} is not 2-D; only a per-tensor scale ([] or [1]) fits it, the scale has shape {:?}", w.shape, s.shape));
     }
     let per_channel = match s.shape.as_slice() {
         [r] | [r, 1] => *r == rows,
@@ -160,32 +173,10 @@ fn layout_for(w: &TensorInfo, s: &TensorInfo, block: Option<(u64, u64)>) -> std:
     if per_channel {
         return Ok(ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols.max(1), grid_rows: rows, grid_cols: 1 });
     }
-    let [gr, gc] = s.shape[..] else {
-        return Err(format!("scale shape {:?} is neither one value, [{rows}, 1], nor a 2-D block grid", s.shape));
-    };
-    let fits = |(bm, bn): (u64, u64)| bm > 0 && bn > 0 && rows.div_ceil(bm) == gr && cols.div_ceil(bn) == gc;
-    let chosen = match block {
-        Some(b) if fits(b) => b,
-        Some((bm, bn)) => {
-            return Err(format!(
-                "config.json declares {bm}x{bn} blocks, so a [{rows}, {cols}] weight needs a [{}, {}] scale, found {:?}",
-                rows.div_ceil(bm),
-                cols.div_ceil(bn),
-                s.shape
-            ))
-        }
-        None if fits(DEFAULT_BLOCK) => DEFAULT_BLOCK,
-        None => {
-            // No declared size: the block that makes the grid exact, if any.
-            let guess = (rows.div_ceil(gr.max(1)), cols.div_ceil(gc.max(1)));
-            if gr > 0 && gc > 0 && fits(guess) {
-                guess
-            } else {
-                return Err(format!("scale shape {:?} matches no block size for a [{rows}, {cols}] weight", s.shape));
-            }
-        }
-    };
-    Ok(ScaleLayout { kind: ScaleKind::Block, block_rows: chosen.0, block_cols: chosen.1, grid_rows: gr, grid_cols: gc })
+    if s.shape.as_slice() == [grid.0, grid.1] {
+        return Ok(ScaleLayout { kind: ScaleKind::Block, block_rows: bm, block_cols: bn, grid_rows: grid.0, grid_cols: grid.1 });
+    }
+    Err(format!("a [{rows}, {cols}] weight takes {}; found shape {:?}", expected(), s.shape))
 }
 
 #[cfg(test)]
@@ -233,6 +224,47 @@ mod tests {
         assert_eq!(ts[2].role, Role::InputScale);
         assert_eq!(ts[3].scale.unwrap().layout.kind, ScaleKind::PerChannel);
         assert_eq!(ts[3].scale.unwrap().dtype, ScaleDtype::F16);
+    }
+
+    /// Grids that fit no documented layout are refused, never read with a
+    /// block size guessed to make them fit (issue 14, defect 1).
+    #[test]
+    fn grids_that_fit_no_layout_are_refused() {
+        let cases: &[(&[u64], &[u64], Option<(u64, u64)>)] = &[
+            (&[300, 200], &[2, 2], None),          // 128x128 needs [3, 2]
+            (&[300, 200], &[2, 3], None),          // transposed
+            (&[300, 200], &[4, 2], None),          // larger than the ceiling
+            (&[256, 256], &[3, 3], None),          // 128x128 needs [2, 2]
+            (&[300, 256], &[300, 2], None),        // group-wise 1x128, not declared
+            (&[300, 200], &[1, 1], None),          // one value in a 2-D shape on a multi-block weight
+            (&[300, 200], &[3, 2], Some((64, 64))), // declared 64x64 needs [5, 4]
+            (&[4, 8], &[4, 2], None),
+        ];
+        for (wshape, sshape, block) in cases {
+            let mut ts = vec![t("a.weight", StDtype::F8_E4M3, wshape), t("a.weight_scale", StDtype::F32, sshape)];
+            let e = pair(&mut ts, *block).expect_err(&format!("{wshape:?} with {sshape:?} must be refused"));
+            let msg = e.to_string();
+            assert_eq!(e.kind.code(), "scale_mismatch", "{msg}");
+            assert!(msg.contains("a.weight") && msg.contains("a.weight_scale"), "{msg}");
+            assert!(msg.contains(&format!("{sshape:?}")) && msg.contains(&format!("[{}, {}] weight", wshape[0], wshape[1])), "{msg}");
+        }
+        // What does fit: exact grids for the declared or default block,
+        // per-channel and per-tensor shapes.
+        let fits: &[(&[u64], &[u64], Option<(u64, u64)>, ScaleKind)] = &[
+            (&[300, 200], &[3, 2], None, ScaleKind::Block),
+            (&[300, 256], &[300, 2], Some((1, 128)), ScaleKind::Block),
+            (&[300, 200], &[5, 4], Some((64, 64)), ScaleKind::Block),
+            (&[300, 200], &[300, 1], None, ScaleKind::PerChannel),
+            (&[300, 200], &[300], None, ScaleKind::PerChannel),
+            (&[300, 200], &[1], None, ScaleKind::PerTensor),
+            (&[300, 200], &[], None, ScaleKind::PerTensor),
+            (&[100, 100], &[1, 1], None, ScaleKind::Block),
+        ];
+        for (wshape, sshape, block, kind) in fits {
+            let mut ts = vec![t("a.weight", StDtype::F8_E4M3, wshape), t("a.weight_scale", StDtype::F32, sshape)];
+            pair(&mut ts, *block).unwrap_or_else(|e| panic!("{wshape:?} with {sshape:?}: {e}"));
+            assert_eq!(ts[0].scale.unwrap().layout.kind, *kind, "{wshape:?} with {sshape:?}");
+        }
     }
 
     #[test]
