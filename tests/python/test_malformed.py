@@ -54,3 +54,21 @@ def test_every_truncation_of_a_gguf_header_is_an_error(tmp_path):
         assert r.returncode == 1, cut
         kinds.add(json.loads(r.stderr)["error"]["kind"])
     assert kinds == {"truncated", "out_of_bounds"}
+
+
+def test_the_safetensors_library_refuses_what_we_refuse_as_duplicate_keys(tmp_path):
+    """Our refusal of a repeated field in an entry matches the real
+    safetensors package: a scanner using it and a loader using us see the
+    same file as broken. (A repeated __metadata__ key the package accepts,
+    last wins; we refuse that too: every level, docs/formats.md.)"""
+    import safetensors
+
+    checked = False
+    for case in malformed.safetensors_cases():
+        if case.name != "st_duplicate_field":
+            continue
+        p, _ = case.write(tmp_path)
+        with pytest.raises(Exception):
+            safetensors.deserialize(p.read_bytes())
+        checked = True
+    assert checked

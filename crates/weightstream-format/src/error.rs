@@ -70,6 +70,8 @@ pub enum ErrorKind {
     NoCheckpoint(String),
     #[error("GGUF split set: {0}")]
     BadSplit(String),
+    #[error("JSON key {0} appears twice in one object")]
+    DuplicateKey(String),
 }
 
 impl ErrorKind {
@@ -105,6 +107,7 @@ impl ErrorKind {
             ErrorKind::BadConfig(_) => "bad_config",
             ErrorKind::NoCheckpoint(_) => "no_checkpoint",
             ErrorKind::BadSplit(_) => "bad_split",
+            ErrorKind::DuplicateKey(_) => "duplicate_key",
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value as Json;
 
 use super::dtype::StDtype;
+use super::strict_json::{StrictJson, DUPLICATE_KEY};
 use crate::cursor::Cursor;
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::gguf::reader::{check_no_overlap, first_duplicate};
@@ -111,7 +112,22 @@ impl<'de> Visitor<'de> for HeaderVisitor<'_> {
         let mut metadata = None;
         let mut tensors = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            let value: Json = map.next_value()?;
+            // Duplicate keys inside the entry (or its __metadata__) are
+            // refused as the safetensors library refuses them.
+            let value: Json = match map.next_value::<StrictJson>() {
+                Ok(v) => v.0,
+                Err(e) => {
+                    let msg = e.to_string();
+                    return Err(match msg.strip_prefix(DUPLICATE_KEY) {
+                        Some(rest) => {
+                            let dup = rest.split(" at line").next().unwrap_or(rest).to_string();
+                            let at = 8 + locate_key(self.ctx.text, &key, false);
+                            self.fail(FormatError::at(self.ctx.path, at, ErrorKind::DuplicateKey(dup)).with_tensor(&key))
+                        }
+                        None => e,
+                    });
+                }
+            };
             if key == METADATA_KEY {
                 let at = 8 + locate_key(self.ctx.text, &key, metadata.is_some());
                 if metadata.is_some() {
@@ -238,6 +254,13 @@ mod tests {
         let h = r#"{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}}"#;
         assert_eq!(read_header(&file(h, 8)).unwrap_err().kind.code(), "overlap");
         let h = r#"{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"x":{"k":{"a":1,"a":2}}}"#;
-        assert_eq!(read_header(&file(h, 8)).unwrap_err().kind.code(), "bad_tensor_entry");
+        assert_eq!(read_header(&file(h, 8)).unwrap_err().kind.code(), "duplicate_key");
+        // A repeated field inside an entry: once last-wins, now refused (issue 14).
+        let h = r#"{"a":{"dtype":"F16","dtype":"U8","shape":[4],"data_offsets":[0,4]}}"#;
+        let e = read_header(&file(h, 8)).unwrap_err();
+        assert_eq!((e.kind.code(), e.tensor.as_deref()), ("duplicate_key", Some("a")), "{e}");
+        assert!(e.to_string().contains("'dtype'"), "{e}");
+        let h = r#"{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"__metadata__":{"k":"v","k":"w"}}"#;
+        assert_eq!(read_header(&file(h, 8)).unwrap_err().kind.code(), "duplicate_key");
     }
 }

@@ -3,6 +3,7 @@
 pub mod dtype;
 pub mod header;
 pub mod index;
+mod strict_json;
 
 pub use dtype::StDtype;
 pub use header::{read_header, StHeader, StTensorInfo};
