@@ -188,6 +188,11 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
     let config = read_config(dir)?;
     if index_path.is_file() {
         let weight_map = read_index(&index_path)?;
+        if weight_map.is_empty() {
+            // Loading zero tensors from a directory of shards is never what
+            // was meant (issue 14).
+            return Err(FormatError::new(&index_path, None, ErrorKind::BadIndex("its weight_map maps no tensors".into())));
+        }
         let shard_names: Vec<String> = weight_map.values().cloned().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         let mut sources = Vec::with_capacity(shard_names.len());
         for name in &shard_names {
@@ -296,7 +301,9 @@ fn open_safetensors(
     })
 }
 
-/// Every tensor the index names is in the shard it names.
+/// Every tensor the index names is in the shard it names, and every tensor
+/// of those shards is in the index (an unmapped one would be loaded by us and
+/// ignored by loaders that follow the index).
 fn check_index(index_path: &Path, map: &BTreeMap<String, String>, sources: &[SharedSource], tensors: &[TensorInfo]) -> Result<()> {
     let file_names: Vec<Option<String>> =
         sources.iter().map(|s| s.path().file_name().map(|n| n.to_string_lossy().into_owned())).collect();
@@ -310,6 +317,15 @@ fn check_index(index_path: &Path, map: &BTreeMap<String, String>, sources: &[Sha
             };
             return Err(FormatError::new(index_path, None, ErrorKind::BadIndex(reason)).with_tensor(name));
         }
+    }
+    if let Some(t) = tensors.iter().find(|t| !map.contains_key(&t.name)) {
+        let shard = file_names[t.file].as_deref().unwrap_or("?");
+        return Err(FormatError::new(
+            index_path,
+            None,
+            ErrorKind::BadIndex(format!("tensor '{}' of shard '{shard}' is not in the weight_map", t.name)),
+        )
+        .with_tensor(&t.name));
     }
     Ok(())
 }
