@@ -105,3 +105,28 @@ def test_interrupted_convert_leaves_nothing(tmp_path):
     assert "cancelled" in err
     assert not dst.exists()
     assert no_leftovers(tmp_path) == []
+
+
+def test_a_tensor_named_like_safetensors_metadata_is_refused_before_writing(tmp_path):
+    """A GGUF tensor named __metadata__ (issue 14): the safetensors format
+    reserves that key, so convert refuses it, naming the tensor, and writes
+    nothing rather than a file no reader can open."""
+    import gguf
+    import numpy as np
+
+    src = tmp_path / "reserved.gguf"
+    w = gguf.GGUFWriter(str(src), arch="llama")
+    w.add_tensor("ok.weight", np.ones((2, 32), dtype=np.float32))
+    w.add_tensor("__metadata__", np.ones((2, 32), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    for out in (tmp_path / "o.safetensors", tmp_path / "odir"):
+        r = run_ws("convert", src, "-o", out, "--json", check=False)
+        assert r.returncode == 1
+        err = json.loads(r.stderr)["error"]
+        assert err["kind"] == "reserved_name" and err["tensor"] == "__metadata__", err
+        assert not out.exists() and no_leftovers(tmp_path) == []
+    # Loading it is fine: only the output format reserves the name.
+    assert json.loads(run_ws("load", src, "--device", "cpu", "--json").stdout)["tensors"] == 2

@@ -91,7 +91,7 @@ impl From<weightstream::Error> for Failure {
         let status = match &e {
             E::Format(f) if f.kind.code() == "io" => WsStatus::Io,
             E::Format(_) => WsStatus::Format,
-            E::Unsupported { .. } => WsStatus::Unsupported,
+            E::Unsupported { .. } | E::ReservedName { .. } => WsStatus::Unsupported,
             E::Read { .. } | E::Io { .. } => WsStatus::Io,
             E::NoSuchTensor(_) => WsStatus::NotFound,
             E::HostMemory { .. } => WsStatus::OutOfMemory,

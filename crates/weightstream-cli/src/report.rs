@@ -28,10 +28,13 @@ impl Failure {
         let e = &self.error;
         if self.json {
             let mut obj = json!({"kind": e.code(), "message": e.to_string()});
-            if let Error::Format(f) = e {
-                obj["file"] = json!(f.file.display().to_string());
-                obj["tensor"] = json!(f.tensor);
-                obj["offset"] = json!(f.offset);
+            let (file, tensor, offset) = e.location();
+            if let Some(file) = file {
+                obj["file"] = json!(file.display().to_string());
+            }
+            if tensor.is_some() || offset.is_some() {
+                obj["tensor"] = json!(tensor);
+                obj["offset"] = json!(offset);
             }
             eprintln!("{}", json!({ "error": obj }));
         } else {

@@ -20,14 +20,8 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let err = WeightstreamError::new_err(e.to_string());
     let v = err.value(py);
     let _ = v.setattr("kind", e.code());
-    let (file, tensor, offset) = match &e {
-        Error::Format(f) => (Some(f.file.display().to_string()), f.tensor.clone(), f.offset),
-        Error::Read { file, tensor, offset, .. } | Error::Unsupported { file, tensor, offset, .. } => {
-            (Some(file.display().to_string()), Some(tensor.clone()), Some(*offset))
-        }
-        _ => (None, None, None),
-    };
-    let _ = v.setattr("file", file);
+    let (file, tensor, offset) = e.location();
+    let _ = v.setattr("file", file.map(|f| f.display().to_string()));
     let _ = v.setattr("tensor", tensor);
     let _ = v.setattr("offset", offset);
     err

@@ -123,9 +123,23 @@ pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions, control: Cont
 }
 
 /// Convert an opened checkpoint (any byte source).
+/// The one name a safetensors header cannot hold as a tensor.
+pub const RESERVED_NAME: &str = "__metadata__";
+
 pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
     let t0 = Instant::now();
     let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported })?;
+    // safetensors reserves the header key `__metadata__`: a tensor of that
+    // name (possible in a GGUF) would make an output no reader can open.
+    if let Some(job) = plan.jobs.iter().find(|j| j.name == RESERVED_NAME) {
+        let t = &cat.tensors[job.tensor];
+        return Err(Error::ReservedName {
+            file: cat.files[t.file].path.clone(),
+            tensor: job.name.clone(),
+            offset: t.offset,
+            reason: format!("the safetensors format reserves the name '{RESERVED_NAME}' for its metadata; nothing was written"),
+        });
+    }
     let single_file = output.extension().is_some_and(|e| e == "safetensors");
     if single_file && opts.max_shard_bytes.is_some_and(|m| plan.out_bytes() > m) {
         return Err(Error::Other(format!(

@@ -11,6 +11,8 @@ pub enum Error {
     Format(#[from] FormatError),
     #[error("{file}: tensor '{tensor}': at byte {offset}: {reason}")]
     Unsupported { file: PathBuf, tensor: String, offset: u64, reason: String },
+    #[error("{file}: tensor '{tensor}': at byte {offset}: {reason}")]
+    ReservedName { file: PathBuf, tensor: String, offset: u64, reason: String },
     #[error("{file}: tensor '{tensor}': at byte {offset}: read failed: {source}")]
     Read { file: PathBuf, tensor: String, offset: u64, source: std::io::Error },
     #[error("tensor '{tensor}': {source}")]
@@ -32,12 +34,28 @@ pub enum Error {
 }
 
 impl Error {
+    /// Where it happened, when the error knows: (file, tensor, byte offset).
+    /// Every front reports these the same way (`--json`, Python attributes).
+    pub fn location(&self) -> (Option<&std::path::Path>, Option<&str>, Option<u64>) {
+        match self {
+            Error::Format(f) => (Some(&f.file), f.tensor.as_deref(), f.offset),
+            Error::Unsupported { file, tensor, offset, .. } | Error::Read { file, tensor, offset, .. } | Error::ReservedName { file, tensor, offset, .. } => {
+                (Some(file), Some(tensor), Some(*offset))
+            }
+            Error::Dequant { tensor, .. } | Error::HostMemory { tensor, .. } | Error::BadSlice { tensor, .. } => (None, Some(tensor), None),
+            Error::NoSuchTensor(tensor) => (None, Some(tensor), None),
+            Error::Io { path, .. } => (Some(path), None, None),
+            Error::Cancelled | Error::Device(_) | Error::Other(_) => (None, None, None),
+        }
+    }
+
     /// Stable machine-readable kind, for `--json` output.
     pub fn code(&self) -> &'static str {
         match self {
             Error::Format(e) => e.kind.code(),
             Error::Unsupported { .. } => "unsupported",
             Error::Read { .. } => "read",
+            Error::ReservedName { .. } => "reserved_name",
             Error::Dequant { .. } => "dequant",
             Error::Io { .. } => "io",
             Error::NoSuchTensor(_) => "no_such_tensor",
