@@ -30,3 +30,18 @@ def test_pip_install_from_the_repo_in_a_fresh_venv(tmp_path, fixtures):
     )
     r = subprocess.run([py, "-c", check], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.startswith("ok 0.1.0"), r.stdout + r.stderr[-3000:]
+
+
+def test_paths_must_be_str_or_pathlike():
+    """None, numbers and bytes are not paths (issue 14): a TypeError, not a
+    lookup of the file 'None'."""
+    import pathlib
+
+    import pytest
+    import weightstream
+
+    for bad in (None, 123, b"model.gguf"):
+        with pytest.raises(TypeError):
+            weightstream.open(bad)
+    with pytest.raises(weightstream.WeightstreamError):
+        weightstream.open(pathlib.Path("/nonexistent/model.gguf"))

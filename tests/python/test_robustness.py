@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, ws_bin
+from conftest import ROOT, run_ws, ws_bin
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +47,22 @@ def test_ctrl_c_during_a_load_is_cancelled_cleanly(small_model):
         pytest.skip("every load finished before the signal arrived (machine too fast for this timing)")
     assert p.returncode == 1, (p.returncode, err)
     assert "cancelled" in err
+
+
+def test_a_fifo_is_refused_not_read_forever(tmp_path):
+    """A FIFO as the path (issue 14): a typed error at once, never a hang;
+    likewise a FIFO where an index names a shard."""
+    import json as _json
+    import os
+
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    r = run_ws("inspect", "--json", fifo, check=False, timeout=20)
+    assert r.returncode == 1 and _json.loads(r.stderr)["error"]["kind"] == "not_a_file", r.stderr
+    d = tmp_path / "sharded"
+    d.mkdir()
+    (d / "model.safetensors.index.json").write_text(_json.dumps({"weight_map": {"a": "s1.safetensors"}}))
+    os.mkfifo(d / "s1.safetensors")
+    r = run_ws("inspect", "--json", d, check=False, timeout=20)
+    err = _json.loads(r.stderr)["error"]
+    assert r.returncode == 1 and err["kind"] == "not_a_file" and err["file"].endswith("s1.safetensors"), err

@@ -72,6 +72,8 @@ pub enum ErrorKind {
     BadSplit(String),
     #[error("JSON key {0} appears twice in one object")]
     DuplicateKey(String),
+    #[error("{0} is not a regular file (a FIFO, socket or device); refusing to read it")]
+    NotRegularFile(String),
 }
 
 impl ErrorKind {
@@ -108,6 +110,7 @@ impl ErrorKind {
             ErrorKind::NoCheckpoint(_) => "no_checkpoint",
             ErrorKind::BadSplit(_) => "bad_split",
             ErrorKind::DuplicateKey(_) => "duplicate_key",
+            ErrorKind::NotRegularFile(_) => "not_a_file",
         }
     }
 }

@@ -40,6 +40,10 @@ pub fn open_kind(path: &Path, kind: SourceKind) -> Result<Catalog> {
 
 pub fn open_with(path: &Path, opener: SourceOpener) -> Result<Catalog> {
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io(path, None, &e))?;
+    if !meta.is_dir() && !meta.is_file() {
+        // A FIFO, socket or device: reading one can block forever (issue 14).
+        return Err(not_regular(path, "the path"));
+    }
     if meta.is_dir() {
         open_dir(path, opener)
     } else {
@@ -51,6 +55,11 @@ pub fn open_with(path: &Path, opener: SourceOpener) -> Result<Catalog> {
             open_safetensors(path, vec![src], None, config)
         }
     }
+}
+
+/// A path that is not a regular file (nor, where allowed, a directory).
+fn not_regular(path: &Path, what: &str) -> FormatError {
+    FormatError::new(path, None, ErrorKind::NotRegularFile(what.to_string()))
 }
 
 fn open_source(path: &Path, opener: SourceOpener) -> Result<SharedSource> {
@@ -197,8 +206,10 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
         let mut sources = Vec::with_capacity(shard_names.len());
         for name in &shard_names {
             let p = dir.join(name);
-            if !p.is_file() {
-                return Err(FormatError::new(&index_path, None, ErrorKind::BadIndex(format!("shard '{name}' is missing"))));
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_file() => {}
+                Ok(_) => return Err(not_regular(&p, &format!("shard '{name}' named by the index"))),
+                Err(_) => return Err(FormatError::new(&index_path, None, ErrorKind::BadIndex(format!("shard '{name}' is missing")))),
             }
             sources.push(open_source(&p, opener)?);
         }

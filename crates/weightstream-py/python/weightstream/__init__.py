@@ -16,6 +16,7 @@ torch-allocated tensors, ordered after torch's current stream.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import queue
 import threading
@@ -93,7 +94,13 @@ class Checkpoint:
                  threads: Optional[int] = None, staging_slots: Optional[int] = None,
                  staging_bytes: Optional[int] = None, readers: Optional[int] = None,
                  batch_bytes: int = 2 << 30):
-        self._native = _Native(str(path), source, skip_unsupported)
+        if not isinstance(path, (str, os.PathLike)):
+            # str() would turn None, 123 or b"x" into a path that happens not to exist.
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+        path = os.fspath(path)
+        if not isinstance(path, str):
+            raise TypeError("path must be a str or os.PathLike giving a str, not bytes")
+        self._native = _Native(path, source, skip_unsupported)
         self.path = str(path)
         _log_notes(f"{p}: {name}: {note}" for p, name, note in self._native.sources() if note)
         self.device = device
