@@ -66,3 +66,38 @@ def test_a_fifo_is_refused_not_read_forever(tmp_path):
     r = run_ws("inspect", "--json", d, check=False, timeout=20)
     err = _json.loads(r.stderr)["error"]
     assert r.returncode == 1 and err["kind"] == "not_a_file" and err["file"].endswith("s1.safetensors"), err
+
+
+def test_hidden_files_in_a_directory_are_not_shards(fixtures, tmp_path):
+    """A hidden `.x.safetensors` (an editor's or an interrupted convert's
+    leftover) beside the shards is not loaded as one (issue 14)."""
+    import shutil
+
+    out, _ = fixtures
+    d = tmp_path / "unindexed"
+    shutil.copytree(out / "unindexed", d)
+    before = [t["name"] for t in json.loads(run_ws("inspect", "--json", d).stdout)["tensors"]]
+    shutil.copy(out / "plain.safetensors", d / ".stray.safetensors")
+    after = json.loads(run_ws("inspect", "--json", d).stdout)
+    assert [t["name"] for t in after["tensors"]] == before
+    assert not any(".stray" in f["path"] for f in after["files"])
+
+
+def test_inspect_into_a_closed_pipe_exits_quietly(tmp_path):
+    """`weightstream inspect big.gguf | head -1` (issue 14): the reader goes
+    away, weightstream ends as Unix tools do (SIGPIPE), without a panic."""
+    import gguf
+    import numpy as np
+
+    p = tmp_path / "many.gguf"
+    w = gguf.GGUFWriter(str(p), arch="llama")
+    for i in range(5000):
+        w.add_tensor(f"t{i}", np.ones(32, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    r = subprocess.run(f"'{ws_bin()}' inspect '{p}' | head -1; echo \"status ${{PIPESTATUS[0]}}\"", shell=True,
+                       executable="/bin/bash", capture_output=True, text=True, timeout=60)
+    assert "panicked" not in r.stderr and r.stderr == "", r.stderr[-2000:]
+    assert r.stdout.splitlines()[-1] in ("status 141", "status 0"), r.stdout[-500:]

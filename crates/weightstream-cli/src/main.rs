@@ -44,7 +44,17 @@ enum Command {
     Formats(cmd::formats::Args),
 }
 
+/// Die quietly of SIGPIPE when the reader goes away (`inspect | head`), as
+/// Unix tools do, instead of panicking on the failed write: Rust ignores
+/// SIGPIPE by default so that writes return EPIPE, and `println!` panics on it.
+fn quiet_on_closed_pipe() {
+    // SAFETY: restoring a signal's default disposition at start-up, before
+    // any thread exists; no handler code is installed.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect(a) => cmd::inspect::run(&a),

@@ -219,7 +219,10 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
     let mut gg = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| FormatError::io(dir, None, &e))? {
         let p = entry.map_err(|e| FormatError::io(dir, None, &e))?.path();
-        if !p.is_file() {
+        // Hidden files are not shards: editors' and our own `.x.partial-PID`
+        // leftovers would otherwise be loaded as part of the model.
+        let hidden = p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+        if hidden || !p.is_file() {
             continue;
         }
         match p.extension().and_then(|e| e.to_str()) {
