@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import safetensors
 from safetensors import safe_open
 
@@ -73,7 +74,7 @@ def test_refuses_to_overwrite_without_force(fixtures, tmp_path):
 
 
 def no_leftovers(d: Path):
-    return [p.name for p in d.iterdir() if ".partial-" in p.name or ".old-" in p.name]
+    return [p.name for p in d.iterdir() if ".partial-" in p.name or ".old-" in p.name or p.name.endswith(".lock")]
 
 
 def test_failed_convert_leaves_nothing(fixtures, tmp_path):
@@ -84,19 +85,31 @@ def test_failed_convert_leaves_nothing(fixtures, tmp_path):
     assert not dst.exists() and no_leftovers(tmp_path) == []
 
 
-def test_interrupted_convert_leaves_nothing(tmp_path):
-    """Ctrl-C mid-convert: exit non-zero, nothing under the final name, no temp files."""
+def small_model(tmp_path: Path) -> Path:
     src = tmp_path / "src"
     subprocess.run([sys.executable, ROOT / "tests/fixtures/sample_model.py", "--out", src, "--preset", "small", "--formats", "q8_0"],
                    check=True, capture_output=True)
-    model = next(src.glob("*.gguf"))
-    dst = tmp_path / "out"
+    return next(src.glob("*.gguf"))
+
+
+def start_convert(model: Path, dst: Path) -> subprocess.Popen:
+    """A convert, returned once its partial output exists."""
     p = subprocess.Popen([ws_bin(), "convert", model, "-o", dst, "--threads", "1"], stderr=subprocess.PIPE, text=True)
-    # Wait until the temporary output exists, then interrupt.
     deadline = time.time() + 30
-    while not no_leftovers(tmp_path) and p.poll() is None and time.time() < deadline:
+    while not [n for n in no_leftovers(dst.parent) if ".partial-" in n] and p.poll() is None and time.time() < deadline:
         time.sleep(0.005)
-    p.send_signal(signal.SIGINT)
+    return p
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_interrupted_convert_leaves_nothing(tmp_path, sig):
+    """Ctrl-C, SIGTERM or SIGHUP mid-convert: exit non-zero, nothing under
+    the final name, no temp files (issue 14: SIGTERM/SIGHUP once left
+    GB-sized partials)."""
+    model = small_model(tmp_path)
+    dst = tmp_path / "out"
+    p = start_convert(model, dst)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     if p.returncode == 0:
         # It finished before the signal landed: then the output must be whole.
@@ -130,3 +143,33 @@ def test_a_tensor_named_like_safetensors_metadata_is_refused_before_writing(tmp_
         assert not out.exists() and no_leftovers(tmp_path) == []
     # Loading it is fine: only the output format reserves the name.
     assert json.loads(run_ws("load", src, "--device", "cpu", "--json").stdout)["tensors"] == 2
+
+
+def test_a_killed_converts_partial_is_reclaimed_by_the_next(tmp_path):
+    """SIGKILL cannot be caught: its partial stays until the next convert to
+    the same output, which removes it (the process is gone) and succeeds."""
+    model = small_model(tmp_path)
+    dst = tmp_path / "out"
+    p = start_convert(model, dst)
+    if p.poll() is not None:
+        pytest.skip("the convert finished before it could be killed")
+    p.kill()
+    p.wait(timeout=30)
+    left = [n for n in no_leftovers(tmp_path) if ".partial-" in n]
+    assert left, "a killed convert leaves its partial (else this test proves nothing)"
+    run_ws("convert", model, "-o", dst, "--threads", "1")
+    assert dst.exists() and no_leftovers(tmp_path) == []
+
+
+def test_two_converts_to_one_output_one_loses_clearly(tmp_path):
+    model = small_model(tmp_path)
+    dst = tmp_path / "out"
+    first = start_convert(model, dst)
+    try:
+        if first.poll() is not None:
+            pytest.skip("the first convert finished before the second started")
+        r = run_ws("convert", model, "-o", dst, "--threads", "1", check=False)
+        assert r.returncode == 1 and "another convert" in r.stderr and str(first.pid) in r.stderr, r.stderr
+    finally:
+        first.wait(timeout=120)
+    assert first.returncode == 0 and dst.exists() and no_leftovers(tmp_path) == []

@@ -1,5 +1,8 @@
-//! Ctrl-C: the first one asks the running operation to stop (it cleans up
-//! and returns `cancelled`); a second one exits at once.
+//! Ctrl-C, SIGTERM and SIGHUP (the `termination` feature of ctrlc): the
+//! first asks the running operation to stop (it cleans up, removing a
+//! convert's partial output, and returns `cancelled`); a second exits at
+//! once. SIGKILL cannot be caught: its partial output is reclaimed by the
+//! next convert to the same place.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

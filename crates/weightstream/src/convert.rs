@@ -151,6 +151,8 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
     if output.exists() && !opts.force {
         return Err(Error::Other(format!("{} exists; pass --force to replace it", output.display())));
     }
+    // One writer per output; partials of converts that died are removed.
+    let (_lock, _reclaimed) = crate::output_lock::claim(output)?;
     let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let tmp = parent.join(format!(
         ".{}.partial-{}",

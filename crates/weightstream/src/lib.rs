@@ -22,6 +22,7 @@ pub mod convert;
 pub mod cpu;
 pub mod device;
 pub mod error;
+mod output_lock;
 pub mod gpu;
 pub mod plan;
 mod safetensors_writer;
