@@ -101,3 +101,30 @@ def test_inspect_into_a_closed_pipe_exits_quietly(tmp_path):
                        executable="/bin/bash", capture_output=True, text=True, timeout=60)
     assert "panicked" not in r.stderr and r.stderr == "", r.stderr[-2000:]
     assert r.stdout.splitlines()[-1] in ("status 141", "status 0"), r.stdout[-500:]
+
+
+def test_control_characters_are_escaped_and_non_finite_metadata_printed(tmp_path):
+    """A tensor name with a terminal escape sequence is shown escaped by
+    inspect and in errors; NaN/inf metadata is printed as values in text and
+    as documented strings in JSON (issue 14)."""
+    import gguf
+    import numpy as np
+
+    p = tmp_path / "odd.gguf"
+    w = gguf.GGUFWriter(str(p), arch="llama")
+    w.add_key_value("x.nan", float("nan"), gguf.GGUFValueType.FLOAT32)
+    w.add_key_value("x.ninf", float("-inf"), gguf.GGUFValueType.FLOAT64)
+    w.add_key_value("x.eps", 1e-5, gguf.GGUFValueType.FLOAT32)
+    # An IQ4_XS tensor (no kernel yet): loading fails with an error naming it.
+    w.add_tensor("bad\x1b[31mname", np.zeros((1, 136), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ4_XS)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    text = run_ws("inspect", p, "--all-metadata").stdout
+    assert "\x1b" not in text and "bad\\u{1b}[31mname" in text, text
+    assert "NaN" in text and "-inf" in text
+    meta = json.loads(run_ws("inspect", "--json", p).stdout)["metadata"]
+    assert meta["x.nan"] == "NaN" and meta["x.ninf"] == "-Infinity" and abs(meta["x.eps"] - 1e-5) < 1e-9
+    r = run_ws("load", p, "--device", "cpu", check=False)
+    assert r.returncode == 1 and "bad\\u{1b}[31mname" in r.stderr and "\x1b" not in r.stderr, r.stderr

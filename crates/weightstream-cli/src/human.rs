@@ -119,3 +119,23 @@ mod tests {
         assert_eq!(parse_size("0"), None);
     }
 }
+
+/// `s` safe to print on a terminal: control characters (an escape sequence
+/// hidden in a tensor name could repaint the screen) shown as `\u{1b}`
+/// escapes; line breaks kept.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        return s.to_string();
+    }
+    s.chars().map(|c| if c.is_control() && c != '\n' { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}
+
+#[cfg(test)]
+mod printable_tests {
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(super::printable("bad\x1b[31mname"), "bad\\u{1b}[31mname");
+        assert_eq!(super::printable("ok\nnext"), "ok\nnext");
+        assert_eq!(super::printable("blk.0\t"), "blk.0\\u{9}");
+    }
+}

@@ -38,7 +38,7 @@ impl Failure {
             }
             eprintln!("{}", json!({ "error": obj }));
         } else {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::human::printable(&e.to_string()));
         }
         ExitCode::FAILURE
     }

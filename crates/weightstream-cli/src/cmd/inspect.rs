@@ -161,7 +161,7 @@ pub fn to_text(cat: &Catalog, all_metadata: bool) -> String {
         Metadata::Gguf { version, alignment, .. } => format!("GGUF v{version}, alignment {alignment}"),
         Metadata::Safetensors(_) => format!("safetensors, {} file(s)", cat.files.len()),
     };
-    out += &format!("{}\n  {kind}, {} tensors, {}\n", cat.root.display(), cat.tensors.len(), human::bytes(cat.file_bytes()));
+    out += &format!("{}\n  {kind}, {} tensors, {}\n", human::printable(&cat.root.display().to_string()), cat.tensors.len(), human::bytes(cat.file_bytes()));
 
     let meta: Vec<(String, String)> = match (&cat.format, &cat.metadata) {
         (Format::Gguf, _) => key_gguf_metadata(cat, all_metadata),
@@ -172,7 +172,7 @@ pub fn to_text(cat: &Catalog, all_metadata: bool) -> String {
         out += "\nmetadata\n";
         let mut t = Table::new(&["KEY", "VALUE"], &[false, false]);
         for (k, v) in meta {
-            t.row(vec![format!("  {k}"), v]);
+            t.row(vec![format!("  {}", human::printable(&k)), human::printable(&v)]);
         }
         out += &t.render().lines().skip(1).map(|l| format!("{l}\n")).collect::<String>();
         if let Metadata::Gguf { kv, .. } = &cat.metadata {
@@ -193,7 +193,7 @@ pub fn to_text(cat: &Catalog, all_metadata: bool) -> String {
     }
     let mut table = Table::new(&header, &[false, false, false, true, false]);
     for t in &cat.tensors {
-        let mut row = vec![t.name.clone(), t.dtype.name().to_string(), human::shape(&t.shape), human::bytes(t.nbytes)];
+        let mut row = vec![human::printable(&t.name), t.dtype.name().to_string(), human::shape(&t.shape), human::bytes(t.nbytes)];
         if has_scale_col {
             row.push(scale_column(cat, t));
         }

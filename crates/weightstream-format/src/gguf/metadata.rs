@@ -113,7 +113,8 @@ impl MetadataValue {
         }
     }
 
-    /// JSON rendering. Non-finite floats become `null` (JSON has none).
+    /// JSON rendering. Non-finite floats, which JSON cannot hold, become the
+    /// strings "NaN", "Infinity" and "-Infinity" (docs/formats.md).
     pub fn to_json(&self) -> Json {
         match self {
             MetadataValue::U8(v) => json!(v),
@@ -122,13 +123,13 @@ impl MetadataValue {
             MetadataValue::I16(v) => json!(v),
             MetadataValue::U32(v) => json!(v),
             MetadataValue::I32(v) => json!(v),
-            MetadataValue::F32(v) => json!(v),
+            MetadataValue::F32(v) => float_json(*v as f64, json!(v)),
             MetadataValue::Bool(v) => json!(v),
             MetadataValue::String(v) => json!(v),
             MetadataValue::Array(a) => a.to_json(),
             MetadataValue::U64(v) => json!(v),
             MetadataValue::I64(v) => json!(v),
-            MetadataValue::F64(v) => json!(v),
+            MetadataValue::F64(v) => float_json(*v, json!(v)),
         }
     }
 
@@ -136,6 +137,9 @@ impl MetadataValue {
     pub fn summary(&self, max_chars: usize) -> String {
         let s = match self {
             MetadataValue::String(s) => format!("{s:?}"),
+            // Printed as Rust prints them: NaN, inf, -inf, 0.1.
+            MetadataValue::F32(v) => format!("{v}"),
+            MetadataValue::F64(v) => format!("{v}"),
             MetadataValue::Array(a) if a.len() > 8 => {
                 format!("[{} x {}]", a.len(), a.element_type_name())
             }
@@ -199,14 +203,26 @@ impl MetadataArray {
             MetadataArray::I16(v) => json!(v),
             MetadataArray::U32(v) => json!(v),
             MetadataArray::I32(v) => json!(v),
-            MetadataArray::F32(v) => json!(v),
+            MetadataArray::F32(v) => Json::Array(v.iter().map(|&x| float_json(x as f64, json!(x))).collect()),
             MetadataArray::Bool(v) => json!(v),
             MetadataArray::String(v) => json!(v),
             MetadataArray::Array(v) => Json::Array(v.iter().map(|a| a.to_json()).collect()),
             MetadataArray::U64(v) => json!(v),
             MetadataArray::I64(v) => json!(v),
-            MetadataArray::F64(v) => json!(v),
+            MetadataArray::F64(v) => Json::Array(v.iter().map(|&x| float_json(x, json!(x))).collect()),
         }
+    }
+}
+
+/// A float as JSON: `finite` (the number in its own type's shortest form)
+/// when `v` is finite, else "NaN", "Infinity" or "-Infinity".
+fn float_json(v: f64, finite: Json) -> Json {
+    if v.is_nan() {
+        json!("NaN")
+    } else if v.is_infinite() {
+        json!(if v > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        finite
     }
 }
 
