@@ -128,3 +128,23 @@ def test_control_characters_are_escaped_and_non_finite_metadata_printed(tmp_path
     assert meta["x.nan"] == "NaN" and meta["x.ninf"] == "-Infinity" and abs(meta["x.eps"] - 1e-5) < 1e-9
     r = run_ws("load", p, "--device", "cpu", check=False)
     assert r.returncode == 1 and "bad\\u{1b}[31mname" in r.stderr and "\x1b" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--shape", "1x32"], "must hold"),
+    (["--shape", "100000000x100000000"], "must hold"),
+    (["--shape", "18446744073709551615x256"], "must hold"),
+    (["--shape", "256x256", "--reps", "0"], "--reps"),
+    (["--shape", "256x256", "--threads", "5000"], "--threads"),
+])
+def test_bench_arguments_are_validated(args, message):
+    """bench --shape once aborted, panicked on capacity overflow or printed
+    NaN (issue 14): now each is a clear error, at once."""
+    r = run_ws("bench", "--format", "q4_0", *args, check=False, timeout=30)
+    assert r.returncode == 1 and message in r.stderr and "panicked" not in r.stderr, r.stderr[-1000:]
+
+
+def test_thread_counts_are_capped_at_once(fixtures):
+    out, _ = fixtures
+    r = run_ws("load", out / "all_types.gguf", "--device", "cpu", "--threads", "5000", "--skip-unsupported", check=False, timeout=30)
+    assert r.returncode == 1 and "above the limit of 1024" in r.stderr, r.stderr

@@ -33,6 +33,11 @@ use crate::tensor::{HostTensor, LoadStats};
 pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
 /// Default reader threads (sources without a zero-copy view).
 pub const DEFAULT_READERS: usize = 4;
+/// Caps on the options: beyond these a machine runs out of threads or
+/// memory slowly rather than going faster.
+pub const MAX_THREADS: usize = 1024;
+pub const MAX_READERS: usize = 256;
+pub const MAX_SLOTS: usize = 4096;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuOptions {
@@ -121,6 +126,13 @@ pub struct CpuExecutor {
 
 impl CpuExecutor {
     pub fn new(opts: &CpuOptions) -> Result<Self> {
+        // Thousands of threads only fail slowly (each needs a stack): refuse
+        // at once and say why.
+        for (what, v, max) in [("threads", opts.threads, MAX_THREADS), ("readers", opts.readers, MAX_READERS), ("read-ahead slots", opts.slots, MAX_SLOTS)] {
+            if v.is_some_and(|v| v > max) {
+                return Err(Error::Other(format!("{what}: {} is above the limit of {max}", v.unwrap_or(0))));
+            }
+        }
         let mut b = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("ws-cpu-{i}"));
         if let Some(n) = opts.threads {
             b = b.num_threads(n.max(1));

@@ -43,6 +43,11 @@ pub struct Args {
     pub json: bool,
 }
 
+/// Bounds on `--shape`'s element count (see `run`) and on `--threads`.
+const MIN_ELEMS: u64 = 1 << 16;
+const MAX_ELEMS: u64 = 1 << 31;
+const MAX_THREADS: usize = 1024;
+
 /// Every kernel's name: the block formats (lower-case), then the others.
 fn all_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = BlockFormat::ALL.iter().map(|f| f.layout().module).collect();
@@ -158,6 +163,22 @@ pub fn run(args: &Args) -> CmdResult {
             "--shape needs rows > 0 and columns a multiple of {} (the largest block among the chosen formats)",
             granule.max(32)
         ));
+    }
+    // The bench holds about five buffers of the output's size: keep it to
+    // what a machine has, and large enough that one run can be timed.
+    match rows.checked_mul(cols) {
+        Some(n) if (MIN_ELEMS..=MAX_ELEMS).contains(&n) => {}
+        _ => {
+            return fail(format!(
+                "--shape {rows}x{cols}: the matrix must hold {MIN_ELEMS} to {MAX_ELEMS} elements (a run shorter than that cannot be timed; a larger one needs about 5 x 2 bytes per element of memory)"
+            ))
+        }
+    }
+    if args.reps == 0 {
+        return fail("--reps must be at least 1".into());
+    }
+    if args.threads.is_some_and(|t| t == 0 || t > MAX_THREADS) {
+        return fail(format!("--threads must be 1 to {MAX_THREADS}"));
     }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new()
