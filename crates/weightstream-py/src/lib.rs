@@ -5,6 +5,7 @@
 //! tensor.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::create_exception;
@@ -44,6 +45,44 @@ fn report(callback: &Option<Py<PyAny>>, i: usize) -> weightstream::Result<()> {
     match callback {
         None => Ok(()),
         Some(cb) => Python::attach(|py| cb.call1(py, (i,)).map(|_| ()).map_err(|e| Error::Other(format!("callback failed: {e}")))),
+    }
+}
+
+/// Run `work` (a load) on a thread of its own while this thread, holding
+/// the GIL only briefly every 50 ms, checks for Python signals: Ctrl-C
+/// cancels the load (through its `Control`) and raises KeyboardInterrupt
+/// here once the load has stopped and released everything. Without this a
+/// long `load_file` could not be interrupted at all.
+fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) -> weightstream::Result<T> + Send) -> PyResult<T> {
+    let cancel = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let mut signal: Option<PyErr> = None;
+    let result = std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let r = work(Control { progress: None, cancel: Some(&cancel) });
+            done.store(true, Ordering::Release);
+            r
+        });
+        while !done.load(Ordering::Acquire) {
+            py.detach(|| {
+                let t0 = std::time::Instant::now();
+                while !done.load(Ordering::Acquire) && t0.elapsed() < std::time::Duration::from_millis(50) {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            });
+            if signal.is_none() {
+                if let Err(e) = py.check_signals() {
+                    signal = Some(e);
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        handle.join()
+    });
+    let result = result.map_err(|_| WeightstreamError::new_err("the load thread panicked"))?;
+    match (signal, result) {
+        (Some(e), _) => Err(e),
+        (None, r) => r.map_err(|e| to_py(py, e)),
     }
 }
 
@@ -175,7 +214,7 @@ impl Checkpoint {
         let plan = self.sub_plan(py, &indices, slices.as_deref())?;
         check_buffers(&plan, &ptrs, &nbytes)?;
         let cat = self.cat.clone();
-        py.detach(move || {
+        interruptible(py, move |control| {
             let opts = CpuOptions { threads, readers, slots: staging_slots, chunk_bytes: staging_bytes, isa: None };
             let cpu = CpuExecutor::new(&opts)?;
             let mut dsts: Vec<&mut [u16]> = ptrs
@@ -187,10 +226,9 @@ impl Checkpoint {
                 // sizes were checked against the jobs above.
                 .map(|(&p, j)| unsafe { std::slice::from_raw_parts_mut(p as *mut u16, j.n_elems as usize) })
                 .collect();
-            let stats = cpu.load_into(&cat, &plan, &mut dsts, Control::default(), |i| report(&callback, indices[i]))?;
+            let stats = cpu.load_into(&cat, &plan, &mut dsts, control, |i| report(&callback, indices[i]))?;
             Ok((stats.seconds, stats.src_bytes, vec![]))
         })
-        .map_err(|e| to_py(py, e))
     }
 
     /// Dequantize tensors `indices` on CUDA device `device` into device
@@ -224,15 +262,14 @@ impl Checkpoint {
             readers: readers.unwrap_or(d.readers),
         };
         let cat = self.cat.clone();
-        py.detach(move || {
+        interruptible(py, move |control| {
             let gpu = GpuExecutor::new(&GpuOptions { device, staging })?;
             // SAFETY: the Python layer passes data pointers of contiguous
             // BF16 CUDA tensors on `device` (sizes checked above), alive until
             // this returns, and torch's current stream on that device.
-            let stats = unsafe { gpu.load_into(&cat, &plan, &ptrs, stream, Control::default(), |i| report(&callback, indices[i]))? };
+            let stats = unsafe { gpu.load_into(&cat, &plan, &ptrs, stream, control, |i| report(&callback, indices[i]))? };
             Ok((stats.seconds, stats.src_bytes, gpu.notes()))
         })
-        .map_err(|e| to_py(py, e))
     }
 }
 
