@@ -181,3 +181,38 @@ def test_ctrl_c_interrupts_a_python_load(tmp_path):
     # The second load is 4x the first: stopping well before its end means
     # the signal was acted on during the load, not after it.
     assert took < 2 * whole, (took, whole)
+
+
+def test_overflowing_offsets_and_configs_beside_a_file_are_reported_truthfully(fixtures, tmp_path):
+    """An offset past 2^64 is described as such, not printed as the
+    saturated 18446744073709551615; a bad config.json beside a single
+    safetensors file is named by its real path (issue 14)."""
+    import shutil
+    import struct
+
+    import gguf
+    import numpy as np
+
+    p = tmp_path / "far.gguf"
+    w = gguf.GGUFWriter(str(p), arch="llama")
+    w.add_tensor("t", np.ones(32, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    raw = bytearray(p.read_bytes())
+    # Tensor info of "t": name, n_dims, 1 dim, type, then the u64 offset.
+    at = raw.index(b"\x01\x00\x00\x00\x00\x00\x00\x00t") + 9 + 4 + 8 + 4
+    raw[at:at + 8] = struct.pack("<Q", 2**64 - 64)
+    p.write_bytes(bytes(raw))
+    r = run_ws("inspect", "--json", p, check=False)
+    err = json.loads(r.stderr)["error"]
+    assert err["kind"] == "out_of_bounds" and "2^64" in err["message"] and "18446744073709551615" not in err["message"], err
+
+    out, _ = fixtures
+    d = tmp_path / "single"
+    d.mkdir()
+    shutil.copy(out / "fp8_single" / "model.safetensors", d / "model.safetensors")
+    (d / "config.json").write_text(json.dumps({"quantization_config": {"weight_block_size": "x"}}))
+    err = json.loads(run_ws("inspect", "--json", d / "model.safetensors", check=False).stderr)["error"]
+    assert err["kind"] == "bad_config" and err["file"] == str(d / "config.json"), err

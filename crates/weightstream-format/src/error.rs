@@ -42,6 +42,8 @@ pub enum ErrorKind {
     BlockMismatch { dtype: String, dim: u64, block: u64 },
     #[error("byte range {start}..{end} lies outside the {limit}-byte {region}")]
     OutOfBounds { start: u64, end: u64, limit: u64, region: &'static str },
+    #[error("tensor data at offset {offset} (+{nbytes} bytes) from the data section at byte {base} lies beyond 2^64 bytes")]
+    OffsetOverflow { base: u64, offset: u64, nbytes: u64 },
     #[error("offset {offset} is not a multiple of the alignment {alignment}")]
     Misaligned { offset: u64, alignment: u64 },
     #[error("duplicate tensor name")]
@@ -94,7 +96,7 @@ impl ErrorKind {
             ErrorKind::ShapeOverflow(_) => "shape_overflow",
             ErrorKind::UnknownGgmlType(_) => "unknown_ggml_type",
             ErrorKind::BlockMismatch { .. } => "block_mismatch",
-            ErrorKind::OutOfBounds { .. } => "out_of_bounds",
+            ErrorKind::OutOfBounds { .. } | ErrorKind::OffsetOverflow { .. } => "out_of_bounds",
             ErrorKind::Misaligned { .. } => "misaligned",
             ErrorKind::DuplicateTensor => "duplicate_tensor",
             ErrorKind::Overlap { .. } => "overlap",

@@ -301,7 +301,9 @@ fn open_safetensors(
     if let Some((index_path, map)) = index {
         check_index(index_path, map, &sources, &tensors)?;
     }
-    let config_path = root.join(CONFIG_FILE);
+    // Beside the shards: in the directory, or beside the single file opened.
+    let config_dir = if root.is_dir() { root } else { root.parent().unwrap_or(Path::new(".")) };
+    let config_path = config_dir.join(CONFIG_FILE);
     let block = config_block_size(config.as_ref(), &config_path)?;
     let paths: Vec<PathBuf> = sources.iter().map(|s| s.path().to_path_buf()).collect();
     pair_scales(&mut tensors, block, |i| paths[i].as_path())?;

@@ -192,17 +192,16 @@ fn check_data_ranges(
         let end = start.and_then(|s| s.checked_add(t.nbytes));
         match (start, end) {
             (Some(s), Some(e)) if e <= file_len => ranges.push((s, e, i)),
+            (Some(s), Some(e)) => {
+                return Err(FormatError::at(path, s.min(file_len), ErrorKind::OutOfBounds { start: s, end: e, limit: file_len, region: "file" })
+                    .with_tensor(&t.name));
+            }
+            // Past 2^64: say so, rather than print a saturated 18446744073709551615.
             _ => {
-                let s = start.unwrap_or(u64::MAX);
                 return Err(FormatError::at(
                     path,
-                    s.min(file_len),
-                    ErrorKind::OutOfBounds {
-                        start: s,
-                        end: end.unwrap_or(u64::MAX),
-                        limit: file_len,
-                        region: "file",
-                    },
+                    file_len,
+                    ErrorKind::OffsetOverflow { base: data_offset, offset: t.offset, nbytes: t.nbytes },
                 )
                 .with_tensor(&t.name));
             }

@@ -182,10 +182,13 @@ fn parse_entry(ctx: &Ctx, name: String, entry: &Json) -> Result<StTensorInfo> {
         _ => return Err(bad("data_offsets must hold exactly [begin, end]")),
     };
     if begin > end || end > ctx.data_len {
-        let abs = ctx.data_offset.saturating_add(begin);
+        // The range's start in the file when that is a real position; else
+        // (an offset past the file, or past 2^64) the entry in the header.
+        let abs = ctx.data_offset.checked_add(begin).filter(|&a| begin <= ctx.data_len && a <= ctx.data_offset + ctx.data_len);
+        let at = abs.unwrap_or_else(|| 8 + locate_key(ctx.text, &name, false));
         return Err(FormatError::at(
             ctx.path,
-            abs,
+            at,
             ErrorKind::OutOfBounds { start: begin, end, limit: ctx.data_len, region: "data buffer" },
         )
         .with_tensor(&name));
