@@ -216,3 +216,31 @@ def test_overflowing_offsets_and_configs_beside_a_file_are_reported_truthfully(f
     (d / "config.json").write_text(json.dumps({"quantization_config": {"weight_block_size": "x"}}))
     err = json.loads(run_ws("inspect", "--json", d / "model.safetensors", check=False).stderr)["error"]
     assert err["kind"] == "bad_config" and err["file"] == str(d / "config.json"), err
+
+
+def test_inspect_json_streams_tensor_by_tensor(tmp_path):
+    """inspect --json of a GGUF with 200,000 one-element tensors: memory
+    bounded by the catalog (about 100 MB here), not a JSON tree of every
+    tensor (780 MB before, issue 14). Run in a child whose peak RSS is read
+    back."""
+    import gguf
+    import numpy as np
+
+    p = tmp_path / "many.gguf"
+    w = gguf.GGUFWriter(str(p), arch="llama")
+    one = np.ones(1, dtype=np.float32)
+    for i in range(200_000):
+        w.add_tensor(f"t{i}", one)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    code = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run([sys.argv[1], 'inspect', '--json', sys.argv[2]], stdout=subprocess.DEVNULL)\n"
+        "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    rc, peak_kib = map(int, subprocess.run([sys.executable, "-c", code, str(ws_bin()), str(p)], capture_output=True, text=True,
+                                           check=True).stdout.split())
+    assert rc == 0
+    assert peak_kib < 300 * 1024, f"inspect --json peaked at {peak_kib / 1024:.0f} MiB"

@@ -3,6 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use serde::ser::SerializeSeq;
+use serde::Serialize;
+use std::io::Write;
 use serde_json::{json, Value as Json};
 use weightstream::format::{Catalog, Format, Metadata, Role, TensorInfo};
 
@@ -35,7 +38,7 @@ pub struct Args {
 pub fn run(args: &Args) -> CmdResult {
     let cat = weightstream::open(&args.path).or_fail(args.json)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&cat)).expect("JSON of owned values"));
+        write_json(&cat).or_fail(args.json)?;
     } else {
         print!("{}", to_text(&cat, args.all_metadata));
     }
@@ -50,53 +53,88 @@ fn role_json(cat: &Catalog, t: &TensorInfo) -> Json {
     }
 }
 
-pub fn to_json(cat: &Catalog) -> Json {
-    let tensors: Vec<Json> = cat
-        .tensors
-        .iter()
-        .map(|t| {
-            let mut o = json!({
-                "name": t.name,
-                "dtype": t.dtype,
-                "shape": t.shape,
-                "nbytes": t.nbytes,
-                "file": t.file,
-                "offset": t.offset,
-                "role": role_json(cat, t),
-            });
-            match t.encoding() {
-                Ok(e) => o["encoding"] = json!(e.name()),
-                Err(reason) => o["unsupported"] = json!(reason),
-            }
-            if let Some(s) = &t.scale {
-                o["scale"] = json!({
-                    "tensor": cat.tensors[s.tensor].name,
-                    "dtype": s.dtype,
-                    "layout": s.layout.kind,
-                    "block": [s.layout.block_rows, s.layout.block_cols],
-                    "grid": [s.layout.grid_rows, s.layout.grid_cols],
-                });
-            }
-            o
-        })
-        .collect();
-    let mut out = json!({
-        "format": cat.format,
-        "path": cat.root.display().to_string(),
-        "files": cat.files.iter().map(|f| json!({
-            "path": f.path.display().to_string(), "nbytes": f.source.len(), "source": f.source.name(), "source_note": f.source.note(),
-        })).collect::<Vec<_>>(),
-        "metadata": cat.metadata.to_json(),
-        "tensors": tensors,
-        "totals": totals(cat).into_iter().map(|(k, (n, e, b))| (k.to_string(), json!({"tensors": n, "elements": e, "nbytes": b}))).collect::<serde_json::Map<_, _>>(),
+fn tensor_json(cat: &Catalog, t: &TensorInfo) -> Json {
+    let mut o = json!({
+        "name": t.name,
+        "dtype": t.dtype,
+        "shape": t.shape,
+        "nbytes": t.nbytes,
+        "file": t.file,
+        "offset": t.offset,
+        "role": role_json(cat, t),
     });
-    if let Metadata::Gguf { version, alignment, .. } = &cat.metadata {
-        out["gguf"] = json!({"version": version, "alignment": alignment});
+    match t.encoding() {
+        Ok(e) => o["encoding"] = json!(e.name()),
+        Err(reason) => o["unsupported"] = json!(reason),
     }
-    if let Some(c) = &cat.config {
-        out["config"] = c.clone();
+    if let Some(s) = &t.scale {
+        o["scale"] = json!({
+            "tensor": cat.tensors[s.tensor].name,
+            "dtype": s.dtype,
+            "layout": s.layout.kind,
+            "block": [s.layout.block_rows, s.layout.block_cols],
+            "grid": [s.layout.grid_rows, s.layout.grid_cols],
+        });
     }
-    out
+    o
+}
+
+/// The tensor list, serialized one entry at a time: a GGUF of a million
+/// small tensors once took 3.9 KB of JSON tree per tensor before the first
+/// byte was printed (issue 14); now memory stays at the catalog's.
+struct Tensors<'a>(&'a Catalog);
+
+impl Serialize for Tensors<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.tensors.len()))?;
+        for t in &self.0.tensors {
+            seq.serialize_element(&tensor_json(self.0, t))?;
+        }
+        seq.end()
+    }
+}
+
+/// `inspect --json`: the same document as ever, keys in the same order.
+#[derive(Serialize)]
+struct InspectJson<'a> {
+    format: weightstream::Format,
+    path: String,
+    files: Json,
+    metadata: Json,
+    tensors: Tensors<'a>,
+    totals: Json,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gguf: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<&'a Json>,
+}
+
+/// Print `inspect --json` to stdout as it is produced.
+fn write_json(cat: &Catalog) -> Result<(), weightstream::Error> {
+    let doc = InspectJson {
+        format: cat.format,
+        path: cat.root.display().to_string(),
+        files: Json::Array(
+            cat.files
+                .iter()
+                .map(|f| json!({"path": f.path.display().to_string(), "nbytes": f.source.len(), "source": f.source.name(), "source_note": f.source.note()}))
+                .collect(),
+        ),
+        metadata: cat.metadata.to_json(),
+        tensors: Tensors(cat),
+        totals: totals(cat).into_iter().map(|(k, (n, e, b))| (k.to_string(), json!({"tensors": n, "elements": e, "nbytes": b}))).collect::<serde_json::Map<_, _>>().into(),
+        gguf: match &cat.metadata {
+            Metadata::Gguf { version, alignment, .. } => Some(json!({"version": version, "alignment": alignment})),
+            _ => None,
+        },
+        config: cat.config.as_ref(),
+    };
+    let out = std::io::stdout().lock();
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
+    let io = |e: std::io::Error| weightstream::Error::Io { path: "<stdout>".into(), source: e };
+    serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
+    w.write_all(b"\n").map_err(io)?;
+    w.flush().map_err(io)
 }
 
 /// dtype -> (tensors, elements, bytes)
