@@ -13,8 +13,100 @@ use weightstream_format::{
 };
 
 /// Every target, by name (the directory names under `regressions/`).
-pub const TARGETS: &[(&str, fn(&[u8]))] =
-    &[("gguf_header", gguf_header), ("safetensors_header", safetensors_header), ("checkpoint", checkpoint), ("dequant", dequant)];
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("gguf_header", gguf_header),
+    ("safetensors_header", safetensors_header),
+    ("checkpoint", checkpoint),
+    ("dequant", dequant),
+    ("fp8_scale_rule", fp8_scale_rule),
+    ("checkpoint_dir", checkpoint_dir),
+];
+
+/// Arbitrary FP8 weight and scale shapes (and a declared block size or
+/// none) through scale pairing: accepted exactly when the shapes fit a
+/// documented layout (per-tensor `[]`/`[1]`, per-channel `[rows, 1]`/`[rows]`,
+/// the exact grid of the declared or default 128x128 block), refused with
+/// `scale_mismatch` otherwise; never a guessed block size (issue 14).
+pub fn fp8_scale_rule(data: &[u8]) {
+    use weightstream_format::catalog::{Dtype, Role, TensorInfo};
+    use weightstream_format::safetensors::StDtype;
+    if data.len() < 10 {
+        return;
+    }
+    let small = |i: usize| u16::from_le_bytes([data[i], data[i + 1]]) as u64 % 700;
+    let (rows, cols) = (small(0), small(2));
+    let wdims = 1 + data[4] as usize % 3; // 1-D, 2-D or 3-D weights
+    let sdims = data[5] as usize % 3;
+    let sshape: Vec<u64> = (0..sdims).map(|k| data.get(6 + k).map_or(1, |&b| b as u64 % 9)).collect();
+    // Scale shapes near the real answers as often as at random.
+    let sshape = match data[8] % 4 {
+        0 => vec![rows.div_ceil(128), cols.div_ceil(128)],
+        1 => vec![rows, 1],
+        _ => sshape,
+    };
+    let block = (data[9] % 3 == 0).then(|| (1 + data[6] as u64 % 130, 1 + data[7] as u64 % 130));
+    let wshape: Vec<u64> = match wdims {
+        1 => vec![cols],
+        2 => vec![rows, cols],
+        _ => vec![2, rows, cols],
+    };
+    let info = |name: &str, dtype, shape: Vec<u64>| TensorInfo { name: name.into(), dtype: Dtype::St(dtype), shape, file: 0, offset: 0, nbytes: 0, role: Role::Data, scale: None };
+    let mut ts = vec![info("x.weight", StDtype::F8_E4M3, wshape.clone()), info("x.weight_scale", StDtype::F32, sshape.clone())];
+    let result = weightstream_format::fp8::pair_scales(&mut ts, block, |_| Path::new("fuzz"));
+    let (wr, wc) = ts[0].matrix();
+    let (bm, bn) = block.unwrap_or((128, 128));
+    let documented = matches!(sshape.as_slice(), [] | [1])
+        || (wshape.len() == 2 && (sshape == [wr, 1] || sshape == [wr]))
+        || (wshape.len() == 2 && sshape == [wr.div_ceil(bm), wc.div_ceil(bn)]);
+    match result {
+        Ok(()) => assert!(documented, "accepted {sshape:?} for weight {wshape:?} with block {block:?}"),
+        Err(e) => {
+            assert!(!documented, "refused the documented {sshape:?} for {wshape:?} with block {block:?}: {e}");
+            assert_eq!(e.kind.code(), "scale_mismatch", "{e}");
+        }
+    }
+}
+
+/// A checkpoint directory: config.json, model.safetensors.index.json and a
+/// shard (u16 config length, u16 index length, config, index, shard
+/// bytes, each file written only when non-empty) opened from disk. An
+/// error, or a catalog whose tensors lie in their files and, with an index,
+/// are exactly the index's (issue 14: an empty or partial index once loaded
+/// zero or stray tensors).
+pub fn checkpoint_dir(data: &[u8]) {
+    if data.len() < 4 {
+        return;
+    }
+    let nc = u16::from_le_bytes([data[0], data[1]]) as usize;
+    let ni = u16::from_le_bytes([data[2], data[3]]) as usize;
+    let rest = &data[4..];
+    let (config, rest) = rest.split_at(nc.min(rest.len()));
+    let (index, shard) = rest.split_at(ni.min(rest.len()));
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!("ws-fuzz-dir-{}-{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for (name, bytes) in [("config.json", config), ("model.safetensors.index.json", index), ("s1.safetensors", shard)] {
+        if !bytes.is_empty() {
+            std::fs::write(dir.join(name), bytes).expect("write");
+        }
+    }
+    let opened = weightstream_format::open(&dir);
+    if let Ok(cat) = &opened {
+        for t in &cat.tensors {
+            assert!(t.offset + t.nbytes <= cat.files[t.file].source.len(), "tensor {} past its file", t.name);
+        }
+        if let Ok(text) = std::str::from_utf8(index) {
+            if let Some(map) = serde_json::from_str::<serde_json::Value>(text).ok().and_then(|j| j.get("weight_map").cloned()).and_then(|m| m.as_object().cloned()) {
+                assert!(!map.is_empty(), "an empty weight_map was accepted");
+                for t in &cat.tensors {
+                    assert!(map.contains_key(&t.name), "tensor {} is not in the index", t.name);
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
 /// Any bytes as a GGUF file: an error, or a header whose every tensor lies
 /// inside the file at an aligned offset.
