@@ -78,7 +78,8 @@ fn slices_of_every_format_through_every_source_match_the_sliced_whole() {
     let gguf = write_block_gguf(&d);
     let fp8 = write_fp8_checkpoint(&d);
     for path in [&gguf, &fp8] {
-        for kind in [SourceKind::Mmap, SourceKind::Read, SourceKind::Direct] {
+        // Gds on the CPU path reads with O_DIRECT under its own name.
+        for kind in [SourceKind::Mmap, SourceKind::Read, SourceKind::Direct, SourceKind::Gds] {
             let cat = weightstream::open_with_source(path, kind).unwrap();
             // 100 bytes: rows split into many chunks (one block for K-quants).
             for (readers, chunk) in [(1, 4096 + 18), (3, 1 << 20), (2, 100)] {
