@@ -11,10 +11,8 @@ pub fn quant_blocks(n_elems: usize, f: BlockFormat) -> Vec<u8> {
     let l = f.layout();
     let mut v = bytes(n_elems / l.elems * l.bytes, 7);
     for b in v.chunks_exact_mut(l.bytes) {
-        for name in ["D", "DMIN", "M"] {
-            if let Some((o, _)) = l.field(name) {
-                b[o..o + 2].copy_from_slice(&0x2E66u16.to_le_bytes());
-            }
+        for o in l.f16_fields() {
+            b[o..o + 2].copy_from_slice(&0x2E66u16.to_le_bytes());
         }
     }
     v

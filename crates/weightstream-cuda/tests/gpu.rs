@@ -87,7 +87,7 @@ fn kernels_match_cpu_bitwise() {
     for &f in BlockFormat::ALL {
         let (launch, kernel, l) = (Launch::Block(f), Kernel::Block(f), f.layout());
         // Every f16 field (d, dmin, m) gets edge values in about half the blocks.
-        let f16_fields: Vec<usize> = ["D", "DMIN", "M"].iter().filter_map(|n| l.field(n)).map(|(o, _)| o).collect();
+        let f16_fields: Vec<usize> = l.f16_fields().collect();
         for blocks in [1usize, 3, 1000, 100_003] {
             let mut src = rng.bytes(blocks * l.bytes);
             for (b, d) in src.chunks_exact_mut(l.bytes).zip(f16_edges.iter().cycle()) {

@@ -44,6 +44,29 @@ pub struct BlockLayout {
 }
 
 impl BlockLayout {
+    /// Offsets of the block's f16 fields (d, and dmin or m where present):
+    /// the scales, where tests put edge values and benchmarks sane ones.
+    pub fn f16_fields(&self) -> impl Iterator<Item = usize> + '_ {
+        self.fields.iter().filter(|f| matches!(f.name, "D" | "DMIN" | "M")).map(|f| f.offset)
+    }
+
+    /// Test data: for each of `f16_values`, blocks whose f16 fields all hold
+    /// it and whose other bytes cycle through every byte value (so every
+    /// quant and sub-block scale occurs), three per value.
+    pub fn edge_blocks(&self, f16_values: &[u16]) -> Vec<u8> {
+        let mut src = Vec::with_capacity(f16_values.len() * 3 * self.bytes);
+        for &d in f16_values {
+            for start in [0usize, 97, 181] {
+                let mut b: Vec<u8> = (0..self.bytes).map(|j| ((start + j * 7) % 256) as u8).collect();
+                for o in self.f16_fields() {
+                    b[o..o + 2].copy_from_slice(&d.to_le_bytes());
+                }
+                src.extend(b);
+            }
+        }
+        src
+    }
+
     /// Byte range `[offset, end)` of field `name`.
     pub fn field(&self, name: &str) -> Option<(usize, usize)> {
         let i = self.fields.iter().position(|f| f.name == name)?;
@@ -156,10 +179,9 @@ mod tests {
             }
             assert!(l.fields.last().unwrap().offset < l.bytes, "{}", l.name);
             assert_eq!(l.bytes % 2, 0, "{}: odd block size breaks f16 alignment", l.name);
-            for name in ["D", "DMIN", "M"] {
-                if let Some((o, e)) = l.field(name) {
-                    assert_eq!((o % 2, e - o), (0, 2), "{}.{name}", l.name);
-                }
+            for o in l.f16_fields() {
+                let f = l.fields.iter().find(|f| f.offset == o).unwrap();
+                assert_eq!((o % 2, l.field(f.name).unwrap().1 - o), (0, 2), "{}.{}", l.name, f.name);
             }
         }
     }

@@ -57,22 +57,11 @@ fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
 
 const F16_EDGES: &[u16] = &[0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x3C00, 0x2E66];
 
-/// Blocks of format `f`: every f16 edge value in each of its f16 fields (d,
-/// dmin, m) with the other bytes cycling through every value, then
-/// `random_blocks` random blocks.
+/// Blocks of format `f`: every f16 edge value in each of its f16 fields
+/// (`BlockLayout::edge_blocks`), then `random_blocks` random blocks.
 fn block_source(rng: &mut Rng, f: BlockFormat, random_blocks: usize) -> Vec<u8> {
     let l = f.layout();
-    let f16_fields: Vec<usize> = ["D", "DMIN", "M"].iter().filter_map(|n| l.field(n)).map(|(o, _)| o).collect();
-    let mut src = Vec::new();
-    for &d in F16_EDGES {
-        for start in [0usize, 97, 181] {
-            let mut b: Vec<u8> = (0..l.bytes).map(|j| ((start + j * 7) % 256) as u8).collect();
-            for &o in &f16_fields {
-                b[o..o + 2].copy_from_slice(&d.to_le_bytes());
-            }
-            src.extend(b);
-        }
-    }
+    let mut src = l.edge_blocks(F16_EDGES);
     src.extend(rng.bytes(random_blocks * l.bytes));
     src
 }

@@ -88,10 +88,8 @@ fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
         let l = f.layout();
         let mut src = bytes(n / l.elems * l.bytes, 7);
         for b in src.chunks_exact_mut(l.bytes) {
-            for field in ["D", "DMIN", "M"] {
-                if let Some((o, _)) = l.field(field) {
-                    b[o..o + 2].copy_from_slice(&0x2E66u16.to_le_bytes());
-                }
+            for o in l.f16_fields() {
+                b[o..o + 2].copy_from_slice(&0x2E66u16.to_le_bytes());
             }
         }
         src

@@ -50,21 +50,10 @@ pub const F32_EDGES: &[u32] = &[
 ];
 
 /// Blocks of format `f`: every f16 edge value in all of its f16 fields
-/// (d, dmin, m) with the other bytes cycling through every value, then
-/// `random` blocks of random bytes.
+/// (`BlockLayout::edge_blocks`), then `random` blocks of random bytes.
 pub fn block_source(rng: &mut Rng, f: weightstream_format::BlockFormat, random: usize) -> Vec<u8> {
     let l = f.layout();
-    let f16_fields: Vec<usize> = ["D", "DMIN", "M"].iter().filter_map(|n| l.field(n)).map(|(o, _)| o).collect();
-    let mut src = Vec::new();
-    for &d in F16_EDGES {
-        for start in [0usize, 97, 181] {
-            let mut b: Vec<u8> = (0..l.bytes).map(|j| ((start + j * 7) % 256) as u8).collect();
-            for &o in &f16_fields {
-                b[o..o + 2].copy_from_slice(&d.to_le_bytes());
-            }
-            src.extend(b);
-        }
-    }
+    let mut src = l.edge_blocks(F16_EDGES);
     for _ in 0..random {
         src.extend(rng.bytes(l.bytes));
     }

@@ -33,13 +33,7 @@ pub fn write_checkpoint(dir: &Path) -> PathBuf {
     }
     add("matrix".into(), "F8_E4M3", vec![300, 1001], 1, &mut data);
     add("z_last".into(), "F8_E5M2", vec![1], 1, &mut data);
-    let mut h = serde_json::to_vec(&header).unwrap();
-    while h.len() % 8 != 0 {
-        h.push(b' ');
-    }
-    let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
-    bytes.extend(h);
-    bytes.extend(data);
+    let bytes = safetensors_bytes(&header, data);
     assert_ne!(bytes.len() % 4096, 0, "the file must end inside a block");
     let path = dir.join("residues.safetensors");
     std::fs::write(&path, bytes).unwrap();
@@ -108,13 +102,20 @@ pub fn write_fp8_checkpoint(dir: &Path) -> PathBuf {
     add("block.weight_scale_inv", "F32", vec![3, 8], scales(24));
     add("channel.weight", "F8_E5M2", vec![5, 77], random_bytes(5 * 77, 92));
     add("channel.weight_scale", "F32", vec![5, 1], scales(5));
-    let mut h = serde_json::to_vec(&header).unwrap();
+    let bytes = safetensors_bytes(&header, data);
+    std::fs::write(d.join("model.safetensors"), bytes).unwrap();
+    d
+}
+
+/// A safetensors file: the 8-byte length, the header JSON padded to 8 bytes,
+/// the data.
+fn safetensors_bytes(header: &serde_json::Map<String, serde_json::Value>, data: Vec<u8>) -> Vec<u8> {
+    let mut h = serde_json::to_vec(header).unwrap();
     while h.len() % 8 != 0 {
         h.push(b' ');
     }
     let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
     bytes.extend(h);
     bytes.extend(data);
-    std::fs::write(d.join("model.safetensors"), bytes).unwrap();
-    d
+    bytes
 }
