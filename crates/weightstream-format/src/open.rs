@@ -252,12 +252,7 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
                 let start = if first.exists() { first } else { many[0].clone() };
                 return open_gguf(&start, open_source(&start, opener)?, opener);
             }
-            let what = if sets.is_empty() {
-                format!("{} GGUF files", many.len())
-            } else {
-                format!("{} GGUF files ({} split set(s) among them)", many.len(), sets.len())
-            };
-            Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint(format!("{what}; pass the one to load (a split set: its first file)"))))
+            Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint(gguf::split::which_to_pass(many, &names))))
         }
     }
 }

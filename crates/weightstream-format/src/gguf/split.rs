@@ -76,11 +76,31 @@ pub fn info(path: &Path, h: &GgufHeader) -> Result<Option<SplitInfo>> {
     if count == 0 || count > MAX_SPLITS {
         return Err(FormatError::new(path, None, ErrorKind::BadSplit(format!("'{KEY_COUNT}' is {count} (1 to {MAX_SPLITS})"))));
     }
-    let no = no.unwrap_or(0);
+    if count == 1 {
+        // A one-file "set" (llama-gguf-split with nothing to split) is a
+        // plain file.
+        if let Some(no) = no.filter(|&n| n != 0) {
+            return Err(FormatError::new(path, None, ErrorKind::BadSplit(format!("'{KEY_NO}' is {no}, but the set has 1 file"))));
+        }
+        return Ok(None);
+    }
+    // llama.cpp refuses a shard of a set without its number, and a set whose
+    // first file does not say how many tensors it holds: so do we (a guess
+    // would hide a renamed or foreign file).
+    let Some(no) = no else {
+        return Err(FormatError::new(path, None, ErrorKind::BadSplit(format!("'{KEY_COUNT}' is {count} but '{KEY_NO}' is missing"))));
+    };
+    if no == 0 && tensors.is_none() {
+        return Err(FormatError::new(
+            path,
+            None,
+            ErrorKind::BadSplit(format!("the first shard of a {count}-file set has no '{KEY_TENSORS}'")),
+        ));
+    }
     if no >= count {
         return Err(FormatError::new(path, None, ErrorKind::BadSplit(format!("'{KEY_NO}' is {no}, but the set has {count} files"))));
     }
-    Ok((count > 1).then_some(SplitInfo { no, count, tensors }))
+    Ok(Some(SplitInfo { no, count, tensors }))
 }
 
 /// The files of the set `path` belongs to (described by `info`), in order:
@@ -145,6 +165,40 @@ pub fn check_shard(path: &Path, h: &GgufHeader, expected_no: u64, count: u64, te
         ));
     }
     Ok(())
+}
+
+/// What to tell a user whose directory holds several GGUF files that are not
+/// one split set: each candidate to pass (a set by its first file, with how
+/// many of its files are present), at most `SHOWN` of them.
+pub fn which_to_pass(files: &[PathBuf], names: &[Option<SplitName>]) -> String {
+    const SHOWN: usize = 8;
+    let mut sets: Vec<(&SplitName, usize)> = Vec::new();
+    let mut candidates: Vec<String> = Vec::new();
+    for (f, n) in files.iter().zip(names) {
+        match n {
+            Some(n) => match sets.iter_mut().find(|(s, _)| s.prefix == n.prefix && s.count == n.count) {
+                Some((_, present)) => *present += 1,
+                None => sets.push((n, 1)),
+            },
+            None => candidates.push(format!("'{}'", f.file_name().unwrap_or(f.as_os_str()).to_string_lossy())),
+        }
+    }
+    let mut all: Vec<String> = sets
+        .iter()
+        .map(|(n, present)| {
+            let first = n.path(Path::new(""), 0);
+            format!("split set '{}' ({present} of its {} files here)", first.display(), n.count)
+        })
+        .collect();
+    all.append(&mut candidates);
+    let more = all.len().saturating_sub(SHOWN);
+    all.truncate(SHOWN);
+    let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+    format!(
+        "{} GGUF files that are not one checkpoint: {}{tail}; pass the one to load (a split set: its first file)",
+        files.len(),
+        all.join(", ")
+    )
 }
 
 #[cfg(test)]
