@@ -8,7 +8,9 @@
 #     tied embeddings, and a Q4_K_M written by the real llama-quantize) loaded
 #     through the adapter give logits identical to llama.cpp's normal load of
 #     the gguf-py-dequantized BF16 GGUF; a GGUF with a type weightstream has
-#     no kernel for (IQ4_XS) is refused with a message naming the tensor.
+#     no kernel for (IQ4_XS) is refused with a message naming the tensor;
+#   - a split set made by the real llama-gguf-split loads through the C API
+#     with the unsplit file's checksums.
 # Run scripts/setup.sh first.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,6 +41,15 @@ valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-
 
 echo "test_c: the llama.cpp adapter against llama.cpp"
 "$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" "$LLAMA/bin/llama-quantize" >/dev/null
+echo "test_c: a llama-gguf-split set through the C API gives the unsplit file's checksums"
+mkdir "$tmp/split"
+"$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 "$tmp/models/tiny-llama-q4_0.gguf" "$tmp/split/tiny" >/dev/null
+"$tmp/load_gguf" "$tmp/models/tiny-llama-q4_0.gguf" 2>/dev/null >"$tmp/whole.txt"
+for start in "$tmp/split/tiny-00001-of-"*.gguf "$tmp/split"; do
+  "$tmp/load_gguf" "$start" 2>/dev/null >"$tmp/split.txt"
+  [ "$(grep -c checksum "$tmp/whole.txt")" -gt 30 ] && cmp "$tmp/whole.txt" "$tmp/split.txt" \
+    || { echo "test_c: $start differs from the unsplit file"; diff "$tmp/whole.txt" "$tmp/split.txt" | head; exit 1; }
+done
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"

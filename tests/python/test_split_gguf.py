@@ -114,6 +114,43 @@ def bad_split(path) -> dict:
     return err
 
 
+@pytest.mark.parametrize("command", ["inspect", "load", "convert"])
+@pytest.mark.parametrize("broken", ["missing", "mismatched"])
+def test_every_command_reports_a_broken_set_as_bad_split_in_json(py_split, tmp_path, command, broken):
+    """The typed kind and the file in --json, exit status 1, for each command
+    (and convert writes nothing)."""
+    files = copy_set(py_split, tmp_path / "s")
+    if broken == "missing":
+        files[1].unlink()
+    else:
+        shutil.copy(files[2], files[1])  # shard 3's header under shard 2's name
+    out = tmp_path / "out.safetensors"
+    extra = {"inspect": [], "load": ["--device", "cpu"], "convert": ["-o", out]}[command]
+    r = run_ws(command, files[0], *extra, "--json", check=False)
+    assert r.returncode == 1, (r.returncode, r.stdout[-500:], r.stderr[-500:])
+    err = json.loads(r.stderr)["error"]
+    assert err["kind"] == "bad_split" and err["file"] == str(files[1]), err
+    assert not out.exists() and not list(tmp_path.glob(".out.safetensors*")), "no partial output"
+
+
+def test_the_python_package_loads_a_set_as_the_unsplit_file(py_split, unsplit, tmp_path):
+    import weightstream
+
+    want = weightstream.load_file(unsplit)
+    for start in (py_split[0], py_split[-1], py_split[0].parent):
+        with weightstream.open(start) as ck:
+            assert ck.keys() == list(want), start
+            assert ck.metadata()["general.architecture"] == "llama"
+        got = weightstream.load_file(start)
+        for k in want:
+            assert np.array_equal(np.asarray(got[k]).view(np.uint16), np.asarray(want[k]).view(np.uint16)), (start, k)
+    files = copy_set(py_split, tmp_path / "s")
+    files[-1].unlink()
+    with pytest.raises(weightstream.WeightstreamError) as e:
+        weightstream.load_file(files[0])
+    assert e.value.kind == "bad_split" and e.value.file == str(files[-1]), (e.value.kind, e.value.file)
+
+
 def test_a_missing_shard_is_an_error_naming_it(py_split, tmp_path):
     files = copy_set(py_split, tmp_path / "s")
     files[1].unlink()

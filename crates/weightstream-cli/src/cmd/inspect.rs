@@ -196,6 +196,9 @@ fn scale_column(cat: &Catalog, t: &TensorInfo) -> String {
 pub fn to_text(cat: &Catalog, all_metadata: bool) -> String {
     let mut out = String::new();
     let kind = match &cat.metadata {
+        Metadata::Gguf { version, alignment, .. } if cat.files.len() > 1 => {
+            format!("GGUF v{version} split set of {} files, alignment {alignment}", cat.files.len())
+        }
         Metadata::Gguf { version, alignment, .. } => format!("GGUF v{version}, alignment {alignment}"),
         Metadata::Safetensors(_) => format!("safetensors, {} file(s)", cat.files.len()),
     };
