@@ -225,19 +225,51 @@ def test_tensor_parallel_ranks_read_their_share_and_give_the_default_loaders_tok
     assert "read whole on every rank" not in log[0], "every weight of these models can be sliced"
 
 
+def llama_split(gguf: Path, out: Path, max_tensors: int = 8) -> list[Path]:
+    """`gguf` cut into a set by the real llama-gguf-split (3 or more files)."""
+    sys.path.insert(0, str(ROOT / "tests/fixtures"))
+    import real_quants
+
+    out.mkdir(parents=True)
+    r = subprocess.run([str(real_quants.llama_tool("llama-gguf-split")), "--split", "--split-max-tensors", str(max_tensors),
+                        str(gguf), str(out / "model")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    files = sorted(out.glob("model-*-of-*.gguf"))
+    assert len(files) >= 3, files
+    return files
+
+
 def test_a_split_gguf_set_serves_the_unsplit_files_tokens(variants, tmp_path):
     """A directory holding a llama-gguf-split set (and config.json)."""
     import shutil
 
-    sys.path.insert(0, str(ROOT / "tests/fixtures"))
-    import real_quants
-
     checkpoint, reference = variants["q4_0"]
     d = tmp_path / "split"
-    d.mkdir()
+    llama_split(checkpoint / "model.gguf", d)
     shutil.copy(checkpoint / "config.json", d / "config.json")
-    r = subprocess.run([str(real_quants.llama_tool("llama-gguf-split")), "--split", "--split-max-tensors", "8",
-                        str(checkpoint / "model.gguf"), str(d / "model")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert len(list(d.glob("model-*-of-*.gguf"))) >= 3
     assert tokens(d, "weightstream") == tokens(reference, "auto")
+
+
+def hf_config(start: Path, out: Path) -> dict:
+    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(start), "-o", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads((out / "config.json").read_text())
+
+
+def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(variants, tmp_path):
+    """The config from a split set (its first file, a later one, or its
+    directory) is the unsplit file's: metadata from the first shard, the
+    vocabulary from token_embd.weight wherever it lies; the set then serves
+    with that config alone. A missing shard is refused, naming it."""
+    checkpoint, reference = variants["tied-q8_0"]
+    files = llama_split(checkpoint / "model.gguf", tmp_path / "split", max_tensors=6)
+    want = hf_config(checkpoint / "model.gguf", tmp_path / "whole")
+    for i, start in enumerate([files[0], files[-1], files[0].parent]):
+        assert hf_config(start, tmp_path / f"cfg{i}") == want, start
+    assert tokens(files[0].parent, "weightstream", tmp_path / "cfg2") == tokens(reference, "auto")
+    files[1].unlink()
+    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(files[0].parent), "-o", str(tmp_path / "bad")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and files[1].name in r.stderr and "missing" in r.stderr, r.stderr[-3000:]
+    assert not (tmp_path / "bad" / "config.json").exists()

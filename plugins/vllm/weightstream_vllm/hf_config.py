@@ -8,7 +8,10 @@ only `model.gguf` cannot start. This writes the config once:
     python -m weightstream_vllm.hf_config model.gguf -o ./model-config
     vllm serve ./gguf-dir --hf-config-path ./model-config --load-format weightstream
 
-(or write it next to the GGUF file: `-o ./gguf-dir`).
+(or write it next to the GGUF file: `-o ./gguf-dir`). A split set
+(`model-00001-of-00003.gguf` ... from `llama-gguf-split`) works from any of
+its files or its directory: the metadata comes from the first file, the
+tensors from every shard.
 
 transformers' GGUF support maps the `<arch>.*` keys (block count, heads,
 lengths, norm epsilon, rope) to the config. Three things it cannot know from
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -44,6 +48,32 @@ def _tensor_names(path: Path) -> tuple[dict[str, list[int]], set[str]]:
         raise ConfigError(str(e)) from e
 
 
+_SPLIT = re.compile(r"(.+)-(\d{5})-of-(\d{5})\.gguf")
+
+
+def metadata_file(path: Path) -> Path:
+    """The GGUF whose metadata describes the model at `path`: the file
+    itself, the first file of the split set it belongs to (only that one
+    carries the model's keys), or for a directory the one GGUF or the one
+    split set's first file in it."""
+    path = Path(path)
+    if path.is_dir():
+        ggufs = sorted(p for p in path.glob("*.gguf") if not p.name.startswith("."))
+        if len(ggufs) == 1:
+            return ggufs[0]
+        sets = {(m.group(1), m.group(3)) if m else None for m in (_SPLIT.fullmatch(g.name) for g in ggufs)}
+        if len(sets) != 1 or None in sets:
+            names = ", ".join(g.name for g in ggufs[:8]) or "none"
+            raise ConfigError(f"{path}: expected one GGUF file or one split set, found {len(ggufs)} GGUF files ({names}); "
+                              "pass the file (a split set: its first file)")
+        ((prefix, count),) = sets
+        return path / f"{prefix}-00001-of-{count}.gguf"
+    m = _SPLIT.fullmatch(path.name)
+    if m and m.group(2) != "00001":
+        return path.with_name(f"{m.group(1)}-00001-of-{m.group(3)}.gguf")
+    return path
+
+
 def _shortest_f32(x):
     return float(str(np.float32(x))) if isinstance(x, float) else x
 
@@ -54,12 +84,16 @@ def config_dict(gguf_path: Path) -> dict:
     from transformers.utils import logging as hf_logging
 
     gguf_path = Path(gguf_path)
+    # transformers reads the metadata, which a split set keeps in its first
+    # file; the tensors come from weightstream, which opens the set whole
+    # (and names a missing or wrong shard).
+    meta_path = metadata_file(gguf_path)
     # transformers warns that vocab_size is missing when the GGUF has no
     # tokenizer; it is taken from token_embd.weight below.
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        config = AutoConfig.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        config = AutoConfig.from_pretrained(str(meta_path.parent), gguf_file=meta_path.name)
     except Exception as e:  # transformers raises ValueError/KeyError/... for unknown architectures
         raise ConfigError(f"{gguf_path}: transformers cannot build a config from this GGUF's metadata: {e}; "
                           "give vLLM the original model's config.json with --hf-config-path") from e
@@ -99,7 +133,7 @@ def main(argv=None) -> int:
         epilog="example: python -m weightstream_vllm.hf_config model.gguf -o ./model-config && "
                "vllm serve ./gguf-dir --hf-config-path ./model-config --load-format weightstream",
     )
-    ap.add_argument("gguf", type=Path, help="the GGUF file")
+    ap.add_argument("gguf", type=Path, help="the GGUF file (a split set: any of its files, or its directory)")
     ap.add_argument("-o", "--out", type=Path, required=True, help="directory to write config.json into")
     ap.add_argument("--json", action="store_true", help="print the config to stdout as well")
     a = ap.parse_args(argv)
