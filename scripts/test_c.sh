@@ -43,7 +43,8 @@ echo "test_c: the llama.cpp adapter against llama.cpp"
 "$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" "$LLAMA/bin/llama-quantize" >/dev/null
 echo "test_c: a llama-gguf-split set through the C API gives the unsplit file's checksums"
 mkdir "$tmp/split"
-"$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 "$tmp/models/tiny-llama-q4_0.gguf" "$tmp/split/tiny" >/dev/null
+"$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 "$tmp/models/tiny-llama-q4_0.gguf" "$tmp/split/tiny" \
+  >"$tmp/split.log" 2>&1 || { tail -20 "$tmp/split.log"; exit 1; }
 "$tmp/load_gguf" "$tmp/models/tiny-llama-q4_0.gguf" 2>/dev/null >"$tmp/whole.txt"
 for start in "$tmp/split/tiny-00001-of-"*.gguf "$tmp/split"; do
   "$tmp/load_gguf" "$start" 2>/dev/null >"$tmp/split.txt"
