@@ -80,8 +80,8 @@ def no_leftovers(d: Path):
 def test_failed_convert_leaves_nothing(fixtures, tmp_path):
     out, _ = fixtures
     dst = tmp_path / "out.safetensors"
-    r = run_ws("convert", out / "all_types.gguf", "-o", dst, check=False)  # iq4_xs is unsupported
-    assert r.returncode == 1 and "iq4_xs" in r.stderr and "--skip-unsupported" in r.stderr
+    r = run_ws("convert", out / "all_types.gguf", "-o", dst, check=False)  # q8_k is unsupported
+    assert r.returncode == 1 and "q8_k" in r.stderr and "--skip-unsupported" in r.stderr
     assert not dst.exists() and no_leftovers(tmp_path) == []
 
 

@@ -71,4 +71,4 @@ def test_totals_and_table(fixtures):
     text = run_ws("inspect", out / "all_types.gguf").stdout
     assert "general.architecture" in text and "llama" in text
     assert "q4_0_4d" in text and "[1, 2, 3, 32]" in text
-    assert "IQ4_XS" in text and "cannot be dequantized" in text
+    assert "Q8_K" in text and "cannot be dequantized" in text

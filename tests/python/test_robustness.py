@@ -115,8 +115,8 @@ def test_control_characters_are_escaped_and_non_finite_metadata_printed(tmp_path
     w.add_key_value("x.nan", float("nan"), gguf.GGUFValueType.FLOAT32)
     w.add_key_value("x.ninf", float("-inf"), gguf.GGUFValueType.FLOAT64)
     w.add_key_value("x.eps", 1e-5, gguf.GGUFValueType.FLOAT32)
-    # An IQ4_XS tensor (no kernel yet): loading fails with an error naming it.
-    w.add_tensor("bad\x1b[31mname", np.zeros((1, 136), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ4_XS)
+    # A Q8_K tensor (no reference, so no kernel): loading fails with an error naming it.
+    w.add_tensor("bad\x1b[31mname", np.zeros((1, 292), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q8_K)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -5,6 +5,14 @@
 use crate::numerics::{f16_to_f32, f32_to_bf16, Fp8Table};
 use weightstream_format::{block, BlockFormat, BlockLayout, Fp8Format};
 
+mod grid;
+mod lut4;
+mod ternary;
+
+pub use grid::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
+pub use lut4::{iq4_nl, iq4_xs, mxfp4, nvfp4};
+pub use ternary::{tq1_0, tq2_0};
+
 /// The portable kernel of a block format: whole blocks of `src` to `dst`.
 pub fn block_kernel(f: BlockFormat) -> fn(&[u8], &mut [u16]) {
     match f {
@@ -18,6 +26,19 @@ pub fn block_kernel(f: BlockFormat) -> fn(&[u8], &mut [u16]) {
         BlockFormat::Q4_K => q4_k,
         BlockFormat::Q5_K => q5_k,
         BlockFormat::Q6_K => q6_k,
+        BlockFormat::IQ4_NL => iq4_nl,
+        BlockFormat::IQ4_XS => iq4_xs,
+        BlockFormat::MXFP4 => mxfp4,
+        BlockFormat::NVFP4 => nvfp4,
+        BlockFormat::IQ2_XXS => iq2_xxs,
+        BlockFormat::IQ2_XS => iq2_xs,
+        BlockFormat::IQ2_S => iq2_s,
+        BlockFormat::IQ3_XXS => iq3_xxs,
+        BlockFormat::IQ3_S => iq3_s,
+        BlockFormat::IQ1_S => iq1_s,
+        BlockFormat::IQ1_M => iq1_m,
+        BlockFormat::TQ1_0 => tq1_0,
+        BlockFormat::TQ2_0 => tq2_0,
     }
 }
 

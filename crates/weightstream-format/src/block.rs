@@ -46,8 +46,12 @@ pub struct BlockLayout {
 impl BlockLayout {
     /// Offsets of the block's f16 fields (d, and dmin or m where present):
     /// the scales, where tests put edge values and benchmarks sane ones.
+    /// A `D` of another width (NVFP4's four E4M3 scales) is not one.
     pub fn f16_fields(&self) -> impl Iterator<Item = usize> + '_ {
-        self.fields.iter().filter(|f| matches!(f.name, "D" | "DMIN" | "M")).map(|f| f.offset)
+        self.fields
+            .iter()
+            .filter(|f| matches!(f.name, "D" | "DMIN" | "M") && self.field(f.name).is_some_and(|(a, b)| b - a == 2))
+            .map(|f| f.offset)
     }
 
     /// Test data: for each of `f16_values`, blocks whose f16 fields all hold
@@ -119,9 +123,12 @@ macro_rules! block_formats {
 pub const QK_K: usize = 256;
 
 // Layouts as in ggml-common.h (block_q4_0 ...) and gguf-py 0.19's
-// quants.py; the fields keep ggml's names. f16 fields (d, dmin, m) sit at
-// even offsets and every block size is even, so they are 2-byte aligned
-// wherever a block starts on an even address.
+// quants.py; the fields keep ggml's names (where ggml packs two fields in
+// one array, gguf-py's names for its parts: IQ2_S's and IQ3_XXS's). f16
+// fields (d, dmin, m) sit at even offsets and every block holding one has
+// an even size, so they are 2-byte aligned wherever a block starts on an
+// even address. The lookup tables the IQ, FP4 and ternary formats index
+// are in `block_tables` (generated from gguf-py).
 block_formats! {
     /// f16 d; 16 bytes of nibbles. x = d * (q - 8).
     Q4_0 / q4_0 = ggml 2, 32, 18, { D @ 0, QS @ 2 };
@@ -143,6 +150,34 @@ block_formats! {
     Q5_K / q5_k = ggml 13, 256, 176, { D @ 0, DMIN @ 2, SCALES @ 4, QH @ 16, QS @ 48 };
     /// 128 bytes of low nibbles; 64 bytes of 2-bit highs; 16 x i8 scales; f16 d.
     Q6_K / q6_k = ggml 14, 256, 210, { QL @ 0, QH @ 128, SCALES @ 192, D @ 208 };
+    /// f16 d; 16 bytes of nibbles. x = d * IQ4NL_VALUES[q].
+    IQ4_NL / iq4_nl = ggml 20, 32, 18, { D @ 0, QS @ 2 };
+    /// f16 d; u16 high scale bits; 4 bytes of low scale nibbles; 128 bytes of
+    /// nibbles. x = (d * (sc - 32)) * IQ4NL_VALUES[q], sc 6 bits per 32.
+    IQ4_XS / iq4_xs = ggml 23, 256, 136, { D @ 0, SCALES_H @ 2, SCALES_L @ 4, QS @ 8 };
+    /// E8M0 exponent e; 16 bytes of E2M1 nibbles. x = 2^(e-128) * E2M1_DOUBLED[q].
+    MXFP4 / mxfp4 = ggml 39, 32, 17, { E @ 0, QS @ 1 };
+    /// 4 UE4M3 scales (one per 16); 32 bytes of E2M1 nibbles. x = (s / 2) * E2M1_DOUBLED[q].
+    NVFP4 / nvfp4 = ggml 40, 64, 36, { D @ 0, QS @ 4 };
+    /// f16 d; 32 u32 pairs: 4 grid indices (bytes), 4 x 7 sign bits, 4-bit scale.
+    IQ2_XXS / iq2_xxs = ggml 16, 256, 66, { D @ 0, QS @ 2 };
+    /// f16 d; 32 u16 (9-bit grid index, 7-bit sign index); 16 x 4-bit scales.
+    IQ2_XS / iq2_xs = ggml 17, 256, 74, { D @ 0, QS @ 2, SCALES @ 66 };
+    /// f16 d; 32 grid index bytes; 32 sign bytes; 2 high index bits each; 16 x 4-bit scales.
+    IQ2_S / iq2_s = ggml 22, 256, 82, { D @ 0, QS @ 2, SIGNS @ 34, QH @ 66, SCALES @ 74 };
+    /// f16 d; 64 grid index bytes; 8 u32 of 4 x 7 sign bits and a 4-bit scale.
+    IQ3_XXS / iq3_xxs = ggml 18, 256, 98, { D @ 0, QS @ 2, SCALES @ 66 };
+    /// f16 d; 64 grid index bytes; 8 bytes of ninth index bits; 32 sign bytes; 8 x 4-bit scales.
+    IQ3_S / iq3_s = ggml 21, 256, 110, { D @ 0, QS @ 2, QH @ 66, SIGNS @ 74, SCALES @ 106 };
+    /// f16 d; 32 grid index bytes; 8 u16 of 4 x 3 high index bits, a 3-bit scale, the delta's sign.
+    IQ1_S / iq1_s = ggml 19, 256, 50, { D @ 0, QS @ 2, QH @ 34 };
+    /// 32 grid index bytes; 16 bytes of 3 high index bits and the delta's sign per
+    /// nibble; 4 u16 of 3-bit scales whose top nibbles make the f16 d.
+    IQ1_M / iq1_m = ggml 29, 256, 56, { QS @ 0, QH @ 32, SCALES @ 48 };
+    /// 48 bytes of 5 base-3 digits; 4 bytes of 4; f16 d. x = d * (t - 1).
+    TQ1_0 / tq1_0 = ggml 34, 256, 54, { QS @ 0, QH @ 48, D @ 52 };
+    /// 64 bytes of 2-bit values; f16 d. x = d * (q - 1).
+    TQ2_0 / tq2_0 = ggml 35, 256, 66, { QS @ 0, D @ 64 };
 }
 
 impl BlockFormat {
@@ -178,7 +213,9 @@ mod tests {
                 assert!(w[0].offset < w[1].offset, "{}: {} before {}", l.name, w[0].name, w[1].name);
             }
             assert!(l.fields.last().unwrap().offset < l.bytes, "{}", l.name);
-            assert_eq!(l.bytes % 2, 0, "{}: odd block size breaks f16 alignment", l.name);
+            if l.f16_fields().next().is_some() {
+                assert_eq!(l.bytes % 2, 0, "{}: odd block size breaks f16 alignment", l.name);
+            }
             for o in l.f16_fields() {
                 let f = l.fields.iter().find(|f| f.offset == o).unwrap();
                 assert_eq!((o % 2, l.field(f.name).unwrap().1 - o), (0, 2), "{}.{}", l.name, f.name);
@@ -197,5 +234,19 @@ mod tests {
         assert_eq!(BlockFormat::Q4_K.layout().field("QS"), Some((16, 144)));
         assert_eq!(BlockFormat::from_name("q6_k"), Some(BlockFormat::Q6_K));
         assert_eq!(BlockFormat::from_ggml_id(8), Some(BlockFormat::Q8_0));
+        // ...and for the IQ, FP4 and ternary types (ggml-common.h's static asserts).
+        assert_eq!(iq2_xxs::BYTES, 2 + QK_K / 4);
+        assert_eq!(iq2_xs::BYTES, 2 + QK_K / 4 + QK_K / 32);
+        assert_eq!(iq2_s::BYTES, 2 + QK_K / 4 + QK_K / 16);
+        assert_eq!(iq3_xxs::BYTES, 2 + 3 * QK_K / 8);
+        assert_eq!(iq3_s::BYTES, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4);
+        assert_eq!(iq1_s::BYTES, 2 + QK_K / 8 + QK_K / 16);
+        assert_eq!(iq1_m::BYTES, QK_K / 8 + QK_K / 16 + QK_K / 32);
+        assert_eq!(iq4_xs::BYTES, 2 + 2 + QK_K / 64 + QK_K / 2);
+        assert_eq!(tq1_0::BYTES, 2 + 4 * 13);
+        assert_eq!(tq2_0::BYTES, 2 + QK_K / 4);
+        // f16 fields: NVFP4's D is four E4M3 bytes, MXFP4's E one E8M0 byte.
+        assert_eq!(BlockFormat::NVFP4.layout().f16_fields().count(), 0);
+        assert_eq!(BlockFormat::IQ4_XS.layout().f16_fields().collect::<Vec<_>>(), [0]);
     }
 }

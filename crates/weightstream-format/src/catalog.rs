@@ -233,7 +233,16 @@ fn unsupported_reason(dtype: Dtype) -> String {
         Dtype::Ggml(t) if matches!(t.name(), "I8" | "I16" | "I32" | "I64" | "F64") => {
             format!("ggml type {} is not a weight encoding weightstream dequantizes", t.name())
         }
-        Dtype::Ggml(t) => format!("ggml type {} has no dequantization kernel in this version of weightstream", t.name()),
+        Dtype::Ggml(t) if matches!(t.name(), "Q8_1" | "Q8_K") => format!(
+            "ggml type {} is an intermediate of ggml's matrix products, not a weight encoding: no reference \
+             (gguf-py) dequantizes it, so weightstream refuses it rather than guess",
+            t.name()
+        ),
+        Dtype::Ggml(t) => format!(
+            "ggml type {} has no reference dequantization (gguf-py 0.19 has none) to check a kernel against, \
+             so weightstream refuses it rather than guess",
+            t.name()
+        ),
         Dtype::St(d) => format!("safetensors dtype {} has no dequantization kernel in this version of weightstream", d.name()),
     };
     format!("{what} (supported: {})", supported_encodings())

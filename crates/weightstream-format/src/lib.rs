@@ -7,6 +7,7 @@
 //! bounds, or allocate much beyond the size of the headers it reads.
 
 pub mod block;
+pub mod block_tables;
 pub mod catalog;
 mod cursor;
 pub mod error;

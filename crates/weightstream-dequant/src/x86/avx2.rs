@@ -64,6 +64,7 @@ pub fn block_kernel(f: BlockFormat) -> Option<fn(&[u8], &mut [u16])> {
         BlockFormat::Q4_K => |s, d| unsafe { blocks::q4_k(s, d) },
         BlockFormat::Q5_K => |s, d| unsafe { blocks::q5_k(s, d) },
         BlockFormat::Q6_K => |s, d| unsafe { blocks::q6_k(s, d) },
+        _ => return None,
     })
 }
 
