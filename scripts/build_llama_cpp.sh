@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build llama.cpp (CPU, shared libraries, and the llama-quantize and
-# llama-gguf-split tools in <prefix>/bin) from the copy vendored in the
+# Build llama.cpp (CPU, shared libraries, and the llama-quantize,
+# llama-gguf-split and llama-imatrix tools in <prefix>/bin) from the copy vendored in the
 # llama-cpp-python sdist pinned in requirements/llama-cpp.txt, into
 # .cache/llama.cpp/<version>/ (built once, then reused). Prints the install
 # prefix (include/, lib/) on its last line.
@@ -14,7 +14,7 @@ base=$ROOT/.cache/llama.cpp/$version
 prefix=$base/install
 # The stamp names what the build holds: a cache from before the tools were
 # built is rebuilt.
-stamp=$prefix/.built-with-tools
+stamp=$prefix/.built-with-tools-imatrix
 if [ ! -f "$stamp" ]; then
   mkdir -p "$base"
   if [ ! -d "$base/src" ]; then
@@ -30,19 +30,19 @@ if [ ! -f "$stamp" ]; then
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_COMMON=ON
     -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON -DGGML_OPENMP=OFF
     -DLLAMA_TOOLS_INSTALL=OFF -DCMAKE_INSTALL_PREFIX="$prefix")
-  # Two tools the tests make realistic files with: llama-quantize (Q4_K_M
-  # and the other presets people download) and llama-gguf-split (split
-  # sets). Only those targets: the other tools (multimodal, bench, ...)
+  # Three tools the tests make realistic files with: llama-quantize (Q4_K_M
+  # and the other presets people download), llama-gguf-split (split sets)
+  # and llama-imatrix (the importance matrix the IQ1/IQ2/IQ3 types need). Only those targets: the other tools (multimodal, bench, ...)
   # would triple the build. Then the tools are switched off again so that
   # `cmake --install` installs just the libraries and headers (the mtmd
   # tool installs unconditionally and was not built).
   cmake "${common[@]}" -DLLAMA_BUILD_TOOLS=ON >&2
-  cmake --build "$base/build" -j "$(nproc)" --target llama llama-quantize llama-gguf-split >&2
+  cmake --build "$base/build" -j "$(nproc)" --target llama llama-quantize llama-gguf-split llama-imatrix >&2
   cmake "${common[@]}" -DLLAMA_BUILD_TOOLS=OFF >&2
   cmake --build "$base/build" -j "$(nproc)" >&2
   cmake --install "$base/build" >&2
   mkdir -p "$prefix/bin"
-  cp "$base/build/bin/llama-quantize" "$base/build/bin/llama-gguf-split" "$prefix/bin/"
+  cp "$base/build/bin/llama-quantize" "$base/build/bin/llama-gguf-split" "$base/build/bin/llama-imatrix" "$prefix/bin/"
   touch "$stamp"
 fi
 echo "$prefix"

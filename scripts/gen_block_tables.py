@@ -110,7 +110,7 @@ def main() -> int:
         else:
             path.write_text(text)
     for p in stale:
-        print(f"{p.relative_to(ROOT)} does not match gguf-py {v}: run scripts/gen_block_tables.py", file=sys.stderr)
+        print(f"{p} does not match gguf-py {v}: run scripts/gen_block_tables.py", file=sys.stderr)
     return 1 if stale else 0
 
 

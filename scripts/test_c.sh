@@ -5,10 +5,11 @@
 #   - tests/capi/test_capi.c: every C API function, error path and
 #     cancellation, under valgrind (definite or indirect leaks fail);
 #   - tests/llamacpp/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0, Q8_0 with
-#     tied embeddings, and a Q4_K_M written by the real llama-quantize) loaded
-#     through the adapter give logits identical to llama.cpp's normal load of
-#     the gguf-py-dequantized BF16 GGUF; a GGUF with a type weightstream has
-#     no kernel for (IQ4_XS) is refused with a message naming the tensor;
+#     tied embeddings, and a Q4_K_M and an IQ4_XS written by the real
+#     llama-quantize) loaded through the adapter give logits identical to
+#     llama.cpp's normal load of the gguf-py-dequantized BF16 GGUF; a GGUF
+#     with a type no reference dequantizes (Q8_K) is refused with a message
+#     naming the tensor;
 #   - a split set made by the real llama-gguf-split loads through the C API
 #     with the unsplit file's checksums.
 # Run scripts/setup.sh first.
@@ -54,7 +55,7 @@ done
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
-for m in q4_0 q8_0 q4_k_m q8_0-tied; do
+for m in q4_0 q8_0 q4_k_m iq4_xs q8_0-tied; do
   printf 'test_c: %-10s ' "$m"
   "$tmp/test_adapter" "$tmp/models/tiny-llama-$m.gguf" "$tmp/models/tiny-llama-$m.ref-bf16.gguf" \
     "$tmp/models/tiny-llama-unsupported.gguf" 2>"$tmp/adapter.log" | tr '\n' ' ' || { echo; cat "$tmp/adapter.log" | grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" | tail -20; exit 1; }

@@ -20,12 +20,15 @@ def main(src: Path, out: Path) -> None:
     for t in gguf.GGUFReader(src).tensors:
         raw = t.data.tobytes()
         kind = t.tensor_type.name
-        if kind in ("Q4_0", "Q8_0"):
-            (out / f"{t.name}.bf16").write_bytes(reference.gguf_quant(raw, t.tensor_type).tobytes())
-        elif kind in ("F32", "F16", "BF16"):
+        if kind in ("F32", "F16", "BF16"):
             (out / f"{t.name}.bf16").write_bytes(reference.floats(raw, kind).tobytes())
             if kind != "BF16":
                 (out / f"{t.name}.{kind.lower()}").write_bytes(raw)
+            continue
+        try:
+            (out / f"{t.name}.bf16").write_bytes(reference.gguf_quant(raw, t.tensor_type).tobytes())
+        except NotImplementedError:
+            pass  # no reference (Q8_K): the test checks it is refused
 
 
 if __name__ == "__main__":

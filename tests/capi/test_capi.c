@@ -203,16 +203,16 @@ static void check_checkpoint(void) {
     }
     CHECK(load_all_and_compare(c, 1) == 0, "every loadable tensor equals the reference");
 
-    /* The unsupported k-quant, and bad requests. */
+    /* The unsupported Q8_K (no reference dequantizes it), and bad requests. */
     size_t k = 0, q = 0;
-    CHECK(ws_find_tensor(c, "iq4_xs", &k) == WS_OK, "find iq4_xs");
+    CHECK(ws_find_tensor(c, "q8_k", &k) == WS_OK, "find q8_k");
     CHECK(ws_find_tensor(c, "q4_0", &q) == WS_OK, "find q4_0");
-    CHECK(ws_tensor_info_at(c, k, &info) == WS_OK && !info.loadable, "iq4_xs is not loadable");
-    CHECK(ws_tensor_nbytes(c, k, WS_DTYPE_BF16) == 0, "no BF16 size for iq4_xs");
+    CHECK(ws_tensor_info_at(c, k, &info) == WS_OK && !info.loadable, "q8_k is not loadable");
+    CHECK(ws_tensor_nbytes(c, k, WS_DTYPE_BF16) == 0, "no BF16 size for q8_k");
     uint16_t small[4];
     ws_destination d = host(small, sizeof small);
-    CHECK(ws_load_tensor(c, k, WS_DTYPE_BF16, &d) == WS_ERR_UNSUPPORTED, "iq4_xs as BF16");
-    CHECK(strstr(ws_last_error(), "iq4_xs") != NULL, "the message names the tensor: %s", ws_last_error());
+    CHECK(ws_load_tensor(c, k, WS_DTYPE_BF16, &d) == WS_ERR_UNSUPPORTED, "q8_k as BF16");
+    CHECK(strstr(ws_last_error(), "q8_k") != NULL, "the message names the tensor: %s", ws_last_error());
     CHECK(ws_load_tensor(c, q, WS_DTYPE_F32, &d) == WS_ERR_UNSUPPORTED, "q4_0 as F32");
     CHECK(ws_load_tensor(c, q, WS_DTYPE_BF16, &d) == WS_ERR_INVALID_ARGUMENT, "destination too small");
     CHECK(ws_load_tensor(c, q, 7, &d) == WS_ERR_INVALID_ARGUMENT, "unknown dtype");

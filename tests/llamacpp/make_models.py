@@ -5,14 +5,16 @@
 
 - tiny-llama-q4_0.gguf, tiny-llama-q8_0.gguf (gguf-py quantized), and
   tiny-llama-q8_0-tied.gguf (no output.weight: tied embeddings);
-- tiny-llama-q4_k_m.gguf: the real llama-quantize's Q4_K_M of an F32 tiny
-  Llama (Q4_K, Q6_K and, for the 704-wide FFN, its fallback type), when
-  LLAMA_QUANTIZE is given;
+- tiny-llama-q4_k_m.gguf and tiny-llama-iq4_xs.gguf: the real
+  llama-quantize's Q4_K_M and IQ4_XS of an F32 tiny Llama (Q4_K and Q6_K,
+  or IQ4_XS, and for the 704-wide FFN the preset's fallback type: IQ4_NL
+  for IQ4_XS), when LLAMA_QUANTIZE is given;
 - for each, NAME.ref-bf16.gguf: the same file with every quantized tensor
   replaced by gguf-py's dequantization rounded to BF16 (ml_dtypes, round to
   nearest even) and F32 tensors kept; what llama.cpp loads normally;
-- tiny-llama-unsupported.gguf: one tensor (blk.0.ffn_down.weight) as IQ4_XS
-  (no kernel yet), which the adapter must refuse with a message naming it.
+- tiny-llama-unsupported.gguf: one tensor (blk.0.ffn_down.weight) as Q8_K
+  (ggml's dot-product intermediate: no reference dequantizes it), which the
+  adapter must refuse with a message naming it.
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ def copy(src: Path, dst: Path, to_bf16: bool, drop=(), as_unsupported=()) -> Non
         kind = t.tensor_type
         if t.name in as_unsupported:
             rows, cols = int(t.shape[1]), int(t.shape[0])
-            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 136), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ4_XS)
+            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 292), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q8_K)
             continue
         if kind == gguf.GGMLQuantizationType.F32:
             w.add_tensor(t.name, np.array(t.data, dtype=np.float32))
@@ -73,9 +75,10 @@ def main(out: Path, llama_quantize: Path | None = None) -> None:
         import real_quants
 
         f32 = real_quants.f32_model(out / "f32")
-        models.append(real_quants.quantize(f32, out / "tiny-llama-q4_k_m.gguf", "Q4_K_M", llama_quantize))
+        for ftype in ("Q4_K_M", "IQ4_XS"):
+            models.append(real_quants.quantize(f32, out / f"tiny-llama-{ftype.lower()}.gguf", ftype, llama_quantize))
     tied = out / "tiny-llama-q8_0-tied.gguf"
-    copy(models[1], tied, to_bf16=False, drop=("output.weight",))
+    copy(out / "tiny-llama-q8_0.gguf", tied, to_bf16=False, drop=("output.weight",))
     models.append(tied)
     for m in models:
         copy(m, m.with_suffix(".ref-bf16.gguf"), to_bf16=True)

@@ -25,7 +25,7 @@ def test_pip_install_from_the_repo_in_a_fresh_venv(tmp_path, fixtures):
         "eps = [e.value for e in entry_points(group='vllm.general_plugins')]\n"
         "assert 'weightstream_vllm:register' in eps, eps\n"
         f"t = weightstream.load_file({str(fx / 'v2.gguf')!r}, skip_unsupported=True)\n"
-        "assert len(t) == 8 and str(t['q4_0'].dtype) == 'bfloat16', t\n"
+        "assert len(t) == 9 and str(t['q4_0'].dtype) == 'bfloat16', t\n"
         "print('ok', weightstream.__version__, len(t))\n"
     )
     r = subprocess.run([py, "-c", check], capture_output=True, text=True, timeout=120, cwd=tmp_path)

@@ -1,5 +1,6 @@
-"""Files made by the real llama-quantize (Q4_K_M, Q5_K_M, Q6_K, Q2_K,
-Q3_K_M, Q4_1, Q5_0, Q5_1 from one F32 tiny Llama): `inspect` reports every
+"""Files made by the real llama-quantize (the K-quant, legacy, IQ, ternary
+and FP4 presets in real_quants.TYPES, from one F32 tiny Llama; the IQ1-IQ3
+ones with an importance matrix from the real llama-imatrix): `inspect` reports every
 tensor's type as gguf-py reads it, `load --verify` agrees with the CPU
 reference, and `convert` gives gguf-py's dequantization bit for bit, with
 every ISA and one or two threads."""
@@ -28,7 +29,29 @@ EXPECTED_TYPES = {
     "Q4_1": {"Q4_1"},
     "Q5_0": {"Q5_0"},
     "Q5_1": {"Q5_1"},
+    "IQ4_XS": {"IQ4_XS", "IQ4_NL"},
+    "IQ4_NL": {"IQ4_NL"},
+    "TQ1_0": {"TQ1_0"},
+    "TQ2_0": {"TQ2_0"},
+    "IQ3_XXS": {"IQ3_XXS", "IQ2_S"},
+    "IQ3_S": {"IQ3_S"},
+    "IQ2_XXS": {"IQ2_XXS"},
+    "IQ2_XS": {"IQ2_XS"},
+    "IQ2_S": {"IQ2_XS", "IQ3_S"},
+    "IQ1_S": {"IQ1_S"},
+    "IQ1_M": {"IQ1_M"},
+    "MXFP4": {"MXFP4"},
+    "NVFP4": {"NVFP4"},
 }
+
+
+def test_the_files_hold_every_type_gguf_py_dequantizes(real_files):
+    """Every ggml type with a reference dequantization (gguf-py's
+    quants classes) occurs in some file llama.cpp wrote here."""
+    seen = {t.tensor_type.name for p in real_files.values() for t in gguf.GGUFReader(p).tensors}
+    with_reference = {q.name for q in gguf.GGMLQuantizationType
+                      if q.name in vars(gguf.quants) and q.name not in ("F32", "F16", "BF16")}
+    assert with_reference - seen == set(), sorted(with_reference - seen)
 
 
 @pytest.fixture(scope="module")

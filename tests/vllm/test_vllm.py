@@ -127,12 +127,12 @@ def test_references_differ_so_the_comparison_can_fail(variants):
 
 
 def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, tmp_path):
-    """An IQ4_XS tensor (no kernel yet): vLLM start-up fails, naming the tensor and the type."""
+    """A Q8_K tensor (no reference dequantizes it): vLLM start-up fails, naming the tensor and the type."""
     import gguf
     import numpy as np
     import shutil
 
-    d = tmp_path / "iq4_xs"
+    d = tmp_path / "q8_k"
     d.mkdir()
     shutil.copy(variants["q8_0"][0] / "config.json", d / "config.json")
     src = gguf.GGUFReader(variants["q8_0"][0] / "model.gguf")
@@ -140,7 +140,7 @@ def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, t
     for t in src.tensors:
         if t.name == "blk.0.ffn_down.weight":
             rows, cols = int(t.shape[1]), int(t.shape[0])
-            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 136), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ4_XS)
+            w.add_tensor(t.name, np.zeros((rows, cols // 256 * 292), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q8_K)
         else:
             w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
     w.write_header_to_file()
@@ -150,26 +150,27 @@ def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, t
     r = subprocess.run([sys.executable, GENERATE, str(d), "weightstream"], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0
     log = r.stdout + r.stderr  # vLLM workers log to stdout
-    assert "blk.0.ffn_down.weight" in log and "IQ4_XS" in log and "supported:" in log, log[-3000:]
+    assert "blk.0.ffn_down.weight" in log and "Q8_K" in log and "no reference" in log, log[-3000:]
 
 
 @pytest.fixture(scope="session")
 def kquants(tmp_path_factory):
-    """Q4_K_M and Q3_K_M checkpoints made by the real llama-quantize (built by
-    scripts/build_llama_cpp.sh on first use)."""
+    """Q4_K_M, Q3_K_M and IQ4_XS checkpoints made by the real llama-quantize
+    (built by scripts/build_llama_cpp.sh on first use)."""
     import models
 
     sys.path.insert(0, str(ROOT / "tests/fixtures"))
     import real_quants
 
     return models.build_kquants(tmp_path_factory.mktemp("kquants"), SEED,
-                                lambda src, dst, ftype: real_quants.quantize(src, dst, ftype))
+                                lambda src, dst, ftype: real_quants.quantize(src, dst, ftype),
+                                ftypes=("Q4_K_M", "Q3_K_M", "IQ4_XS"))
 
 
-@pytest.mark.parametrize("ftype", ["Q4_K_M", "Q3_K_M"])
+@pytest.mark.parametrize("ftype", ["Q4_K_M", "Q3_K_M", "IQ4_XS"])
 def test_llama_quantize_k_quants_give_the_default_loaders_tokens(kquants, ftype):
     checkpoint, reference, types = kquants[ftype]
-    main = {"Q4_K_M": {"Q4_K", "Q6_K"}, "Q3_K_M": {"Q3_K"}}[ftype]
+    main = {"Q4_K_M": {"Q4_K", "Q6_K"}, "Q3_K_M": {"Q3_K"}, "IQ4_XS": {"IQ4_XS"}}[ftype]
     assert main <= types, f"llama-quantize {ftype} wrote {sorted(types)}"
     want = tokens(reference, "auto")
     assert tokens(checkpoint, "weightstream") == want

@@ -1,5 +1,6 @@
 /*
- * weightstream C API: quantized checkpoints (GGUF Q4_0-Q8_0, K-quants Q2_K-Q6_K, F16/F32/BF16,
+ * weightstream C API: quantized checkpoints (GGUF Q4_0-Q8_0, K-quants Q2_K-Q6_K, IQ types,
+ * MXFP4/NVFP4, TQ1_0/TQ2_0, F16/F32/BF16,
  * FP8 safetensors) loaded as BF16 into memory the caller owns, on the host
  * or on a CUDA device.
  *

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "weightstream",
     version,
-    about = "Load quantized model weights (GGUF K-quants, Q4_0-Q8_0, FP8 safetensors) as BF16, fast",
+    about = "Load quantized model weights (GGUF K-quants, IQ types, MXFP4/NVFP4, Q4_0-Q8_0, FP8 safetensors) as BF16, fast",
     long_about = "weightstream streams quantized checkpoint weights into memory and dequantizes \
 them to BF16: on the GPU when there is one, on the CPU otherwise, with the same bits either way.\n\n\
 Checkpoints: a .gguf file, a .safetensors file, or a directory of safetensors shards \

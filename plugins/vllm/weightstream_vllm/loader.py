@@ -1,6 +1,7 @@
 """The weightstream model loader for vLLM (`--load-format weightstream`).
 
-- GGUF (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K, F16, F32, BF16): tensors mapped to the model's Hugging
+- GGUF (every type gguf-py dequantizes: Q4_0-Q8_0, Q2_K-Q6_K, IQ1-IQ4, MXFP4, NVFP4, TQ1_0/TQ2_0,
+  F16, F32, BF16): tensors mapped to the model's Hugging
   Face names, llama-family q/k rows un-permuted, output.weight absent means
   tied embeddings (vLLM's model ties them itself).
 - FP8 safetensors (block weight_scale_inv, per-tensor or per-channel

@@ -25,8 +25,9 @@ weightstream bench --format q4_0 --threads 1\n  \
 WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels"
 )]
 pub struct Args {
-    /// Kernels to run (repeatable): q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k,
-    /// fp8-tensor, fp8-channel, fp8-block, e5m2-block, f16, f32, bf16
+    /// Kernels to run (repeatable): every block format by name (`weightstream formats` lists
+    /// them: q4_0 ... q6_k, iq4_xs, mxfp4, iq2_xxs, tq1_0, ...), fp8-tensor, fp8-channel,
+    /// fp8-block, e5m2-block, f16, f32, bf16
     #[arg(long = "format", value_name = "F")]
     pub formats: Vec<String>,
     /// Threads (default: all cores)

@@ -1,4 +1,5 @@
-"""weightstream: quantized checkpoints (GGUF Q4_0-Q8_0, K-quants, F16/F32/BF16, FP8
+"""weightstream: quantized checkpoints (GGUF Q4_0-Q8_0, K-quants, IQ types, MXFP4/NVFP4,
+ternary, F16/F32/BF16, FP8
 safetensors) loaded as BF16 tensors, dequantized on the GPU when one is
 asked for, on the CPU otherwise, with the same bits either way.
 
