@@ -175,7 +175,7 @@ static void check_checkpoint(void) {
     if (!c) return;
 
     size_t n = ws_tensor_count(c);
-    CHECK(n == 9, "9 tensors, got %zu", n);
+    CHECK(n == 10, "10 tensors, got %zu", n);
     CHECK(ws_tensor_count(NULL) == 0, "count of NULL");
     ws_tensor_info info;
     CHECK(ws_tensor_info_at(c, 0, NULL) == WS_ERR_INVALID_ARGUMENT, "NULL info");
