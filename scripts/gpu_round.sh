@@ -17,7 +17,7 @@
 #       python:    the Python package on the GPU: load_file/open(device="cuda")
 #                  into torch tensors, bitwise equal to the CPU result
 #       sweep:     nvbench kernel sweep beside a device-to-device copy
-#       e2e:       Llama-7B-shaped Q4_0/Q4_K_M/Q8_0/FP8/BF16 loads against pinned H2D,
+#       e2e:       Llama-7B-shaped Q4_0/Q4_K_M/IQ4_XS/MXFP4/Q8_0/FP8/BF16 loads against pinned H2D,
 #                  safetensors.torch.load_file and gguf-py, plus a staging sweep
 #       storage:   cold (page cache dropped) and warm loads of the 7B Q4_0 and
 #                  BF16 files through each source, against dd iflag=direct

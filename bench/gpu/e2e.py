@@ -6,7 +6,8 @@ against baselines measured in the same run:
   (the PCIe ceiling for moving the file);
 - safetensors.torch.load_file(device="cuda") of the BF16 checkpoint;
 - gguf-py's dequantize on the CPU plus .to("cuda") for the Q4_0 file;
-- weightstream load --device cuda for Q4_0, Q4_K_M (Q4_K + Q6_K), Q8_0, block-FP8 and BF16;
+- weightstream load --device cuda for Q4_0, Q4_K_M (Q4_K + Q6_K), IQ4_XS (+ IQ4_NL), MXFP4, Q8_0,
+  block-FP8 and BF16;
 - a sweep of staging slots, slot size and reader threads on Q4_0.
 
     python3 bench/gpu/e2e.py --ws .gpu-carry/bin/weightstream --dir /tmp/ws-e2e --out e2e.json
@@ -27,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS = {"q4_0": "{p}-llama-q4_0.gguf", "q4_k_m": "{p}-llama-q4_k_m.gguf", "q8_0": "{p}-llama-q8_0.gguf",
+           "iq4_xs": "{p}-llama-iq4_xs.gguf", "mxfp4": "{p}-llama-mxfp4.gguf",
            "fp8": "{p}-llama-fp8", "bf16": "{p}-llama-bf16"}
 
 
