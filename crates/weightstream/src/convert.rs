@@ -1,6 +1,7 @@
 //! `convert`: any supported checkpoint to a BF16 safetensors checkpoint.
 //!
-//! Streams with bounded memory (one group of chunks at a time), shards above
+//! Streams with bounded memory (two write buffers: one dequantized while the
+//! other is written, crate::overlapped_write), shards above
 //! a size limit, and writes under a temporary name that is renamed into place
 //! only when everything succeeded: a failed or cancelled convert leaves no
 //! half-written output under the final name.
@@ -18,13 +19,16 @@ use crate::control::{Control, Tracker};
 use crate::cpu::{alloc_output, CpuExecutor, CpuOptions};
 use crate::error::{Error, Result};
 use crate::plan::{Job, Plan, PlanOptions, Skipped};
-use crate::safetensors_writer::{header, write_bf16, Entry};
+use crate::overlapped_write::{overlapped, Failure};
+use crate::safetensors_writer::{header, Entry};
 use crate::tensor::LoadStats;
 
 /// Hugging Face's default shard size.
 pub const DEFAULT_MAX_SHARD: u64 = 5_000_000_000;
-/// BF16 elements held in memory at once per write: 32 MiB.
-const WRITE_GROUP_ELEMS: u64 = 16 << 20;
+/// BF16 elements per write buffer (two of them): 2 MiB. Small enough that
+/// dequantizing and writing overlap well even for one tensor; measured in
+/// docs/PERFORMANCE.md (convert against `dd conv=fsync`).
+const WRITE_GROUP_ELEMS: u64 = 1 << 20;
 const INDEX_FILE: &str = "model.safetensors.index.json";
 
 #[derive(Debug, Clone, Default)]
@@ -232,25 +236,52 @@ fn write_json(path: &Path, value: &Json) -> Result<()> {
     fs::write(path, text).map_err(io_err(path))
 }
 
+/// Start writing the file's dirty pages to disk without waiting for them,
+/// so that the final sync overlaps with dequantizing instead of following
+/// it (Linux `sync_file_range`; elsewhere nothing). Only a hint: a write
+/// error still surfaces at the final `sync_all`, so its own result is
+/// ignored (some filesystems refuse the call).
+fn start_writeback(f: &File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor for the call's duration; offset 0
+        // and length 0 mean the whole file; no memory is passed.
+        let _ = unsafe { libc::sync_file_range(f.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = f;
+}
+
 fn write_shard(cat: &Catalog, cpu: &CpuExecutor, jobs: &[&Job], path: &Path, metadata: &Map<String, Json>, tracker: &Tracker) -> Result<()> {
     let entries: Vec<Entry> = jobs.iter().map(|j| Entry { name: &j.name, shape: &j.shape, nbytes: j.out_bytes() }).collect();
     let file = File::create(path).map_err(io_err(path))?;
     let mut w = BufWriter::with_capacity(4 << 20, file);
     w.write_all(&header(&entries, metadata)).map_err(io_err(path))?;
-    let group = WRITE_GROUP_ELEMS.min(jobs.iter().map(|j| j.n_elems).max().unwrap_or(0));
-    let mut buf = alloc_output("(convert write buffer)", group)?;
-    for job in jobs {
-        let jk = JobKernel::new(cat, job)?;
-        let end = job.first + job.n_elems;
-        let mut first = job.first;
-        while first < end {
-            let n = WRITE_GROUP_ELEMS.min(end - first);
-            let out = &mut buf[..n as usize];
-            cpu.fill_elems(cat, &jk, first, out, Some(tracker))?;
-            write_bf16(&mut w, out).map_err(io_err(path))?;
-            first += n;
+    let group = WRITE_GROUP_ELEMS.min(jobs.iter().map(|j| j.n_elems).max().unwrap_or(0)).max(1);
+    let bufs = [alloc_output("(convert write buffer)", group)?, alloc_output("(convert write buffer)", group)?];
+    let kernels = jobs.iter().map(|j| JobKernel::new(cat, j)).collect::<Result<Vec<_>>>()?;
+    // Pieces of at most `group` values, tensor by tensor: one is dequantized
+    // while the writer thread writes the one before.
+    // An empty tensor is one empty piece, so that it too is counted done.
+    let pieces = jobs.iter().enumerate().flat_map(|(i, j)| {
+        let starts = (0..j.n_elems.max(1)).step_by(group as usize);
+        starts.map(move |at| (i, j.first + at, group.min(j.n_elems - at.min(j.n_elems)), at + group >= j.n_elems))
+    });
+    let (w, _) = overlapped(w, pieces, |p| p.2 as usize, bufs, |&(i, first, _, last), out| {
+        cpu.fill_elems(cat, &kernels[i], first, out, Some(tracker))?;
+        if last {
+            tracker.tensor_done();
         }
-        tracker.tensor_done();
-    }
+        Ok(())
+    }, |w| {
+        w.flush()?;
+        start_writeback(w.get_ref());
+        Ok(())
+    })
+    .map_err(|f| match f {
+        Failure::Fill(e) => e,
+        Failure::Write(source) => Error::Io { path: path.to_path_buf(), source },
+    })?;
     w.into_inner().map_err(|e| Error::Io { path: path.to_path_buf(), source: e.into_error() })?.sync_all().map_err(io_err(path))
 }

@@ -23,6 +23,7 @@ pub mod cpu;
 pub mod device;
 pub mod error;
 mod output_lock;
+mod overlapped_write;
 pub mod gpu;
 pub mod plan;
 mod safetensors_writer;
