@@ -95,7 +95,7 @@ impl From<weightstream::Error> for Failure {
             E::Read { .. } | E::Io { .. } => WsStatus::Io,
             E::NoSuchTensor(_) => WsStatus::NotFound,
             E::HostMemory { .. } => WsStatus::OutOfMemory,
-            E::Device(m) if m.contains("out of GPU memory") => WsStatus::OutOfMemory,
+            E::Device(d) if d.is_out_of_memory() => WsStatus::OutOfMemory,
             E::Device(_) => WsStatus::Device,
             E::Cancelled => WsStatus::Cancelled,
             E::BadSlice { .. } => WsStatus::InvalidArgument,

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use weightstream_cuda::CudaError;
+
 use crate::error::{Error, Result};
 
 /// What the user asked for.
@@ -48,7 +50,7 @@ impl fmt::Display for Device {
 
 /// CUDA devices this process can use, or why there are none.
 pub fn cuda_device_count() -> Result<usize> {
-    weightstream_cuda::device_count().map_err(|e| Error::Device(e.to_string()))
+    Ok(weightstream_cuda::device_count()?)
 }
 
 impl DeviceChoice {
@@ -59,9 +61,9 @@ impl DeviceChoice {
             DeviceChoice::Cpu => Ok(Device::Cpu),
             DeviceChoice::Auto => Ok(if weightstream_cuda::gpu_present() { Device::Cuda(0) } else { Device::Cpu }),
             DeviceChoice::Cuda(n) => {
-                let count = weightstream_cuda::device_count().map_err(|e| Error::Device(e.to_string()))?;
+                let count = weightstream_cuda::device_count()?;
                 if n >= count {
-                    return Err(Error::Device(format!("cuda:{n} does not exist: {count} device(s)")));
+                    return Err(Error::Device(CudaError::Unavailable(format!("cuda:{n} does not exist: {count} device(s)"))));
                 }
                 Ok(Device::Cuda(n))
             }

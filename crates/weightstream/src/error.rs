@@ -27,8 +27,10 @@ pub enum Error {
     HostMemory { tensor: String, bytes: u64 },
     #[error("cancelled")]
     Cancelled,
-    #[error("{0}")]
-    Device(String),
+    /// A device failure, as the device crate typed it (out of memory, a
+    /// driver call, no usable GPU, ...): fronts match on the variant.
+    #[error(transparent)]
+    Device(#[from] weightstream_cuda::CudaError),
     #[error("{0}")]
     Other(String),
 }

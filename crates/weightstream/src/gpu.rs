@@ -48,7 +48,7 @@ impl DeviceTensor {
 fn device_error(e: CudaError) -> Error {
     match e {
         CudaError::Cancelled => Error::Cancelled,
-        e => Error::Device(e.to_string()),
+        e => Error::Device(e),
     }
 }
 

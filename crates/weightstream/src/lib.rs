@@ -34,7 +34,7 @@ pub use convert::{convert, convert_catalog, ConvertOptions, ConvertReport};
 pub use cpu::{CpuExecutor, CpuOptions};
 pub use device::{cuda_device_count, Device, DeviceChoice};
 pub use gpu::{DeviceTensor, GpuExecutor, GpuOptions};
-pub use weightstream_cuda::StagingConfig;
+pub use weightstream_cuda::{CudaError, StagingConfig};
 pub use error::{Error, Result};
 pub use plan::{Chunk, Job, Plan, PlanOptions};
 pub use tensor::{HostTensor, LoadStats};
