@@ -155,6 +155,7 @@ def test_a_killed_converts_partial_is_reclaimed_by_the_next(tmp_path):
         pytest.skip("the convert finished before it could be killed")
     p.kill()
     p.wait(timeout=30)
+    p.stderr.close()
     left = [n for n in no_leftovers(tmp_path) if ".partial-" in n]
     assert left, "a killed convert leaves its partial (else this test proves nothing)"
     run_ws("convert", model, "-o", dst, "--threads", "1")

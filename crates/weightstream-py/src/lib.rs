@@ -12,7 +12,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use weightstream::format::SourceKind;
-use weightstream::{Catalog, Control, CpuExecutor, CpuOptions, Error, GpuExecutor, GpuOptions, Plan, PlanOptions, StagingConfig};
+use weightstream::{Catalog, Control, Error, Loader, Plan, PlanOptions, Staging};
 
 create_exception!(_native, WeightstreamError, PyRuntimeError, "A weightstream failure: .kind, .file, .tensor, .offset say what and where.");
 
@@ -32,10 +32,12 @@ fn source_kind(s: &str) -> PyResult<SourceKind> {
     SourceKind::parse(s).ok_or_else(|| WeightstreamError::new_err(format!("source '{s}': use {}", SourceKind::NAMES.join(", "))))
 }
 
-/// An opened checkpoint and the plan of its data tensors.
+/// An opened checkpoint (its Loader: catalog, staging settings, and the
+/// executors, made once and reused by every load) and the plan of its data
+/// tensors.
 #[pyclass(module = "weightstream._native", frozen)]
 struct Checkpoint {
-    cat: Arc<Catalog>,
+    loader: Arc<Loader>,
     plan: Arc<Plan>,
 }
 
@@ -57,17 +59,23 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) -> weightst
     let cancel = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     let mut signal: Option<PyErr> = None;
+    let waiter = std::thread::current();
     let result = std::thread::scope(|s| {
         let handle = s.spawn(|| {
             let r = work(Control { progress: None, cancel: Some(&cancel) });
             done.store(true, Ordering::Release);
+            // Wake the waiting thread at once: a polling sleep here cost
+            // every call about 2 ms (docs/python.md, per-call cost).
+            waiter.unpark();
             r
         });
         while !done.load(Ordering::Acquire) {
             py.detach(|| {
                 let t0 = std::time::Instant::now();
-                while !done.load(Ordering::Acquire) && t0.elapsed() < std::time::Duration::from_millis(50) {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
+                let period = std::time::Duration::from_millis(50);
+                while !done.load(Ordering::Acquire) {
+                    let Some(left) = period.checked_sub(t0.elapsed()) else { break };
+                    std::thread::park_timeout(left);
                 }
             });
             if signal.is_none() {
@@ -91,6 +99,10 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) -> weightst
 type Slice = (u64, u64, u64, u64);
 
 impl Checkpoint {
+    fn cat(&self) -> &Catalog {
+        self.loader.catalog()
+    }
+
     /// The jobs of `indices`, each cut to its slice where `slices` gives one.
     fn sub_plan(&self, py: Python<'_>, indices: &[usize], slices: Option<&[Option<Slice>]>) -> PyResult<Plan> {
         if slices.is_some_and(|s| s.len() != indices.len()) {
@@ -110,16 +122,31 @@ impl Checkpoint {
 
 #[pymethods]
 impl Checkpoint {
+    /// `threads`: CPU dequantization threads; `staging_slots`,
+    /// `staging_bytes`, `readers`: buffers read ahead, bytes per read, threads
+    /// reading (CPU and GPU). Fixed for the checkpoint's life, so that its
+    /// executors are made once.
     #[new]
-    #[pyo3(signature = (path, source = "auto", skip_unsupported = false))]
-    fn new(py: Python<'_>, path: PathBuf, source: &str, skip_unsupported: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, source = "auto", skip_unsupported = false, threads = None, staging_slots = None, staging_bytes = None, readers = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        source: &str,
+        skip_unsupported: bool,
+        threads: Option<usize>,
+        staging_slots: Option<usize>,
+        staging_bytes: Option<usize>,
+        readers: Option<usize>,
+    ) -> PyResult<Self> {
         let kind = source_kind(source)?;
+        let staging = Staging { threads, readers, slots: staging_slots, slot_bytes: staging_bytes, isa: None };
         py.detach(|| {
-            let cat = weightstream::open_with_source(&path, kind)?;
-            let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported })?;
-            Ok((cat, plan))
+            let loader = Loader::open(&path, kind, staging)?;
+            let plan = loader.plan(&PlanOptions { names: None, skip_unsupported })?;
+            Ok((loader, plan))
         })
-        .map(|(cat, plan)| Checkpoint { cat: Arc::new(cat), plan: Arc::new(plan) })
+        .map(|(loader, plan)| Checkpoint { loader: Arc::new(loader), plan: Arc::new(plan) })
         .map_err(|e| to_py(py, e))
     }
 
@@ -135,12 +162,12 @@ impl Checkpoint {
 
     /// Storage dtypes (`Q4_0`, `F8_E4M3`, ...), in the order of `names()`.
     fn dtypes(&self) -> Vec<&'static str> {
-        self.plan.jobs.iter().map(|j| self.cat.tensors[j.tensor].dtype.name()).collect()
+        self.plan.jobs.iter().map(|j| self.cat().tensors[j.tensor].dtype.name()).collect()
     }
 
     /// "gguf" or "safetensors".
     fn format(&self) -> &'static str {
-        match self.cat.format {
+        match self.cat().format {
             weightstream::Format::Gguf => "gguf",
             weightstream::Format::Safetensors => "safetensors",
         }
@@ -149,12 +176,12 @@ impl Checkpoint {
     /// The checkpoint's metadata as JSON text (GGUF key-values, or the
     /// safetensors `__metadata__`).
     fn metadata_json(&self) -> String {
-        self.cat.metadata.to_json().to_string()
+        self.cat().metadata.to_json().to_string()
     }
 
     /// config.json beside safetensors shards, as JSON text, if any.
     fn config_json(&self) -> Option<String> {
-        self.cat.config.as_ref().map(|c| c.to_string())
+        self.cat().config.as_ref().map(|c| c.to_string())
     }
 
     /// (name, reason) of tensors left out because they cannot become BF16.
@@ -182,7 +209,7 @@ impl Checkpoint {
 
     /// Per file: (path, source reading it, why it was chosen or None).
     fn sources(&self) -> Vec<(String, String, Option<String>)> {
-        self.cat
+        self.cat()
             .files
             .iter()
             .map(|f| (f.path.display().to_string(), f.source.name().to_string(), f.source.note().map(str::to_string)))
@@ -193,30 +220,21 @@ impl Checkpoint {
     /// is the address of a contiguous buffer of `nbytes[k]` bytes that must be
     /// exactly the tensor's BF16 size (of its slice, where `slices` gives
     /// one: (row start, row end, column start, column end) of its matrix
-    /// view, only those bytes read). The staging options mean the same as
-    /// on the GPU: read-ahead buffers, bytes per read, reader threads.
-    /// Returns (seconds, file bytes, notes).
-    #[pyo3(signature = (indices, ptrs, nbytes, threads = None, staging_slots = None, staging_bytes = None, readers = None, callback = None, slices = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// view, only those bytes read). Returns (seconds, file bytes, notes).
+    #[pyo3(signature = (indices, ptrs, nbytes, callback = None, slices = None))]
     fn load_cpu(
         &self,
         py: Python<'_>,
         indices: Vec<usize>,
         ptrs: Vec<usize>,
         nbytes: Vec<usize>,
-        threads: Option<usize>,
-        staging_slots: Option<usize>,
-        staging_bytes: Option<usize>,
-        readers: Option<usize>,
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
     ) -> PyResult<(f64, u64, Vec<String>)> {
         let plan = self.sub_plan(py, &indices, slices.as_deref())?;
         check_buffers(&plan, &ptrs, &nbytes)?;
-        let cat = self.cat.clone();
+        let loader = self.loader.clone();
         interruptible(py, move |control| {
-            let opts = CpuOptions { threads, readers, slots: staging_slots, chunk_bytes: staging_bytes, isa: None };
-            let cpu = CpuExecutor::new(&opts)?;
             let mut dsts: Vec<&mut [u16]> = ptrs
                 .iter()
                 .zip(&plan.jobs)
@@ -226,7 +244,7 @@ impl Checkpoint {
                 // sizes were checked against the jobs above.
                 .map(|(&p, j)| unsafe { std::slice::from_raw_parts_mut(p as *mut u16, j.n_elems as usize) })
                 .collect();
-            let stats = cpu.load_into(&cat, &plan, &mut dsts, control, |i| report(&callback, indices[i]))?;
+            let stats = loader.load_host(&plan, &mut dsts, control, |i| report(&callback, indices[i]))?;
             Ok((stats.seconds, stats.src_bytes, vec![]))
         })
     }
@@ -236,7 +254,7 @@ impl Checkpoint {
     /// queued on `stream` (torch's current stream). Complete on return.
     /// `slices` as for `load_cpu`.
     /// Returns (seconds, file bytes, notes on how storage was read).
-    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, staging_slots = None, staging_bytes = None, readers = None, callback = None, slices = None))]
+    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, callback = None, slices = None))]
     #[allow(clippy::too_many_arguments)]
     fn load_cuda(
         &self,
@@ -246,29 +264,19 @@ impl Checkpoint {
         ptrs: Vec<u64>,
         nbytes: Vec<usize>,
         stream: u64,
-        staging_slots: Option<usize>,
-        staging_bytes: Option<usize>,
-        readers: Option<usize>,
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
     ) -> PyResult<(f64, u64, Vec<String>)> {
         let plan = self.sub_plan(py, &indices, slices.as_deref())?;
         let addrs: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
         check_buffers(&plan, &addrs, &nbytes)?;
-        let d = StagingConfig::default();
-        let staging = StagingConfig {
-            slots: staging_slots.unwrap_or(d.slots),
-            slot_bytes: staging_bytes.unwrap_or(d.slot_bytes),
-            readers: readers.unwrap_or(d.readers),
-        };
-        let cat = self.cat.clone();
+        let loader = self.loader.clone();
         interruptible(py, move |control| {
-            let gpu = GpuExecutor::new(&GpuOptions { device, staging })?;
             // SAFETY: the Python layer passes data pointers of contiguous
             // BF16 CUDA tensors on `device` (sizes checked above), alive until
             // this returns, and torch's current stream on that device.
-            let stats = unsafe { gpu.load_into(&cat, &plan, &ptrs, stream, control, |i| report(&callback, indices[i]))? };
-            Ok((stats.seconds, stats.src_bytes, gpu.notes()))
+            let (stats, notes) = unsafe { loader.load_device(device, &plan, &ptrs, stream, control, |i| report(&callback, indices[i]))? };
+            Ok((stats.seconds, stats.src_bytes, notes))
         })
     }
 }

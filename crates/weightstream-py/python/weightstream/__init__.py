@@ -101,13 +101,11 @@ class Checkpoint:
         path = os.fspath(path)
         if not isinstance(path, str):
             raise TypeError("path must be a str or os.PathLike giving a str, not bytes")
-        self._native = _Native(path, source, skip_unsupported)
+        self._native = _Native(path, source, skip_unsupported, threads, staging_slots, staging_bytes, readers)
         self.path = str(path)
         _log_notes(f"{p}: {name}: {note}" for p, name, note in self._native.sources() if note)
         self.device = device
         self._kind, self._index = _parse_device(device)
-        self._threads = threads
-        self._staging = (staging_slots, staging_bytes, readers)
         self._names = self._native.names()
         self._pos = {n: i for i, n in enumerate(self._names)}
         self._shapes = self._native.shapes()
@@ -175,11 +173,10 @@ class Checkpoint:
         """Fill `tensors` (allocated for `indices`, cut to `slices`) in place;
         returns the file bytes read."""
         ptrs, nbytes = (list(x) for x in zip(*(_address(t) for t in tensors))) if tensors else ([], [])
-        slots, slot_bytes, readers = self._staging
         if kind == "cpu":
-            _, read, notes = self._native.load_cpu(indices, ptrs, nbytes, self._threads, slots, slot_bytes, readers, callback, slices)
+            _, read, notes = self._native.load_cpu(indices, ptrs, nbytes, callback, slices)
         else:
-            _, read, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, slots, slot_bytes, readers, callback, slices)
+            _, read, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, callback, slices)
         _log_notes(notes)
         self.bytes_read += read
         return read

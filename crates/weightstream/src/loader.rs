@@ -1,0 +1,164 @@
+//! The front door: a [`Loader`] owns an opened checkpoint, its staging
+//! settings and the executors that serve it, made once and reused. Every
+//! front (CLI, Python package, C API, and through Python the vLLM plugin)
+//! goes through it: options in, a Loader call, results out. Before it, each
+//! front rebuilt this glue itself, and the Python package built a new CPU
+//! thread pool, or loaded the GPU kernels and pinned a new staging ring, on
+//! every call.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use weightstream_dequant::Isa;
+use weightstream_format::{Catalog, SourceKind};
+
+use crate::control::Control;
+use crate::cpu::{CpuExecutor, CpuOptions};
+use crate::error::Result;
+use crate::gpu::{GpuExecutor, GpuOptions};
+use crate::plan::{Plan, PlanOptions};
+use crate::tensor::LoadStats;
+use weightstream_cuda::StagingConfig;
+
+/// How bytes are staged on their way to the kernels, for every device:
+/// `None` takes the device's default. On the CPU the read-ahead ring uses
+/// `readers`, `slots` and `slot_bytes` (bytes per read and per dequantization
+/// group); on a GPU the pinned ring does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Staging {
+    /// CPU dequantization threads (default: every core).
+    pub threads: Option<usize>,
+    /// Threads reading from storage.
+    pub readers: Option<usize>,
+    /// Buffers in the read-ahead (CPU) or pinned (GPU) ring.
+    pub slots: Option<usize>,
+    /// Bytes per buffer.
+    pub slot_bytes: Option<usize>,
+    /// CPU kernel instruction set (default: the best this CPU has).
+    pub isa: Option<Isa>,
+}
+
+impl Staging {
+    /// The CPU executor's options.
+    pub fn cpu(&self) -> CpuOptions {
+        CpuOptions { threads: self.threads, isa: self.isa, readers: self.readers, slots: self.slots, chunk_bytes: self.slot_bytes }
+    }
+
+    /// The GPU staging ring's configuration.
+    pub fn gpu(&self) -> StagingConfig {
+        let d = StagingConfig::default();
+        StagingConfig {
+            slots: self.slots.unwrap_or(d.slots),
+            slot_bytes: self.slot_bytes.unwrap_or(d.slot_bytes),
+            readers: self.readers.unwrap_or(d.readers),
+        }
+    }
+}
+
+/// An opened checkpoint with the executors that serve it.
+pub struct Loader {
+    cat: Arc<Catalog>,
+    staging: Staging,
+    cpu: OnceLock<Arc<CpuExecutor>>,
+    gpus: Mutex<HashMap<usize, Arc<GpuExecutor>>>,
+}
+
+impl Loader {
+    /// Open the checkpoint at `path` (headers only), reading data with `source`.
+    pub fn open(path: impl AsRef<Path>, source: SourceKind, staging: Staging) -> Result<Loader> {
+        Ok(Loader::new(Arc::new(crate::open_with_source(path, source)?), staging))
+    }
+
+    /// Serve an already opened catalog.
+    pub fn new(cat: Arc<Catalog>, staging: Staging) -> Loader {
+        Loader { cat, staging, cpu: OnceLock::new(), gpus: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.cat
+    }
+
+    pub fn staging(&self) -> Staging {
+        self.staging
+    }
+
+    /// A plan over this checkpoint.
+    pub fn plan(&self, opts: &PlanOptions) -> Result<Plan> {
+        Plan::new(&self.cat, opts)
+    }
+
+    /// The CPU executor, made on first use (its thread pool then lives as
+    /// long as the Loader).
+    pub fn cpu(&self) -> Result<Arc<CpuExecutor>> {
+        if let Some(c) = self.cpu.get() {
+            return Ok(c.clone());
+        }
+        let made = Arc::new(CpuExecutor::new(&self.staging.cpu())?);
+        // Two threads may race to make it: the first one stored wins.
+        Ok(self.cpu.get_or_init(|| made).clone())
+    }
+
+    /// The executor of CUDA device `ordinal`, made on first use (kernels
+    /// loaded and the pinned ring allocated once per device).
+    pub fn gpu(&self, ordinal: usize) -> Result<Arc<GpuExecutor>> {
+        let mut gpus = self.gpus.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(g) = gpus.get(&ordinal) {
+            return Ok(g.clone());
+        }
+        let g = Arc::new(GpuExecutor::new(&GpuOptions { device: ordinal, staging: self.staging.gpu() })?);
+        gpus.insert(ordinal, g.clone());
+        Ok(g)
+    }
+
+    /// Dequantize `plan`'s jobs on the CPU into caller-owned host buffers
+    /// (`dsts[i]` exactly job `i`'s values); `on_done(i)` after each.
+    pub fn load_host(
+        &self,
+        plan: &Plan,
+        dsts: &mut [&mut [u16]],
+        control: Control,
+        on_done: impl FnMut(usize) -> Result<()>,
+    ) -> Result<LoadStats> {
+        self.cpu()?.load_into(&self.cat, plan, dsts, control, on_done)
+    }
+
+    /// Dequantize `plan`'s jobs on CUDA device `ordinal` into caller-owned
+    /// device buffers, ordered after work queued on `stream`; complete when
+    /// this returns. Also returns the notes on how storage was read.
+    ///
+    /// # Safety
+    /// As [`GpuExecutor::load_into`]: every `dsts[i]` is device memory of
+    /// that device's primary context with room for job `i`, alive until this
+    /// returns; `stream` is 0 or a live stream of that context.
+    pub unsafe fn load_device(
+        &self,
+        ordinal: usize,
+        plan: &Plan,
+        dsts: &[u64],
+        stream: u64,
+        control: Control,
+        on_done: impl FnMut(usize) -> Result<()>,
+    ) -> Result<(LoadStats, Vec<String>)> {
+        let gpu = self.gpu(ordinal)?;
+        // SAFETY: the caller's guarantees are GpuExecutor::load_into's.
+        let stats = unsafe { gpu.load_into(&self.cat, plan, dsts, stream, control, on_done)? };
+        Ok((stats, gpu.notes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_defaults_per_device() {
+        let s = Staging::default();
+        assert_eq!(s.gpu(), StagingConfig::default());
+        let c = s.cpu();
+        assert_eq!((c.threads, c.readers, c.slots, c.chunk_bytes), (None, None, None, None));
+        let s = Staging { slots: Some(3), slot_bytes: Some(1 << 20), readers: Some(2), threads: Some(1), isa: None };
+        assert_eq!(s.gpu(), StagingConfig { slots: 3, slot_bytes: 1 << 20, readers: 2 });
+        assert_eq!((s.cpu().chunk_bytes, s.cpu().slots, s.cpu().readers), (Some(1 << 20), Some(3), Some(2)));
+    }
+}
