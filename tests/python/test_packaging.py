@@ -45,3 +45,24 @@ def test_paths_must_be_str_or_pathlike():
             weightstream.open(bad)
     with pytest.raises(weightstream.WeightstreamError):
         weightstream.open(pathlib.Path("/nonexistent/model.gguf"))
+
+
+def test_device_auto_means_the_cpu_without_a_usable_gpu(fixtures):
+    """device='auto' is the CLI's auto: GPU 0 when one is usable (and torch
+    is there to hold its tensors), else the CPU, with the CPU's bits."""
+    import numpy as np
+    import pytest
+
+    import weightstream
+
+    out, _ = fixtures
+    usable = weightstream.cuda_status()[0]
+    if usable:
+        pytest.skip("a GPU is usable here: auto picks it (the GPU round checks that path)")
+    auto = weightstream.load_file(out / "v2.gguf", device="auto", skip_unsupported=True)
+    cpu = weightstream.load_file(out / "v2.gguf", device="cpu", skip_unsupported=True)
+    assert auto.keys() == cpu.keys() and len(auto) == 9
+    for k in cpu:
+        assert np.array_equal(np.asarray(auto[k]).view(np.uint16), np.asarray(cpu[k]).view(np.uint16)), k
+    with pytest.raises(ValueError, match="'auto', 'cpu'"):
+        weightstream.load_file(out / "v2.gguf", device="gpu", skip_unsupported=True)

@@ -1,12 +1,13 @@
-//! `ws_checkpoint`: an opened catalog, its plan, and the executors.
+//! `ws_checkpoint`: an opened checkpoint (its `Loader`: catalog, staging,
+//! executors made once) and the plan of its tensors.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, CString};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use weightstream::format::SourceKind;
-use weightstream::{Catalog, CpuExecutor, CpuOptions, Encoding, GpuExecutor, GpuOptions, Plan, PlanOptions, StagingConfig};
+use weightstream::{Catalog, CpuExecutor, Encoding, GpuExecutor, Loader, Plan, PlanOptions, Staging};
 
 use crate::ffi::{Failure, WsStatus, WS_DTYPE_BF16, WS_DTYPE_F16, WS_DTYPE_F32};
 
@@ -24,15 +25,13 @@ pub(crate) struct Entry {
 }
 
 pub struct Checkpoint {
-    pub(crate) cat: Catalog,
+    loader: Loader,
     pub(crate) plan: Plan,
     pub(crate) entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
     /// ws_sources: one line per file, "<path>: <source>[ (<why>)]".
     pub(crate) sources: CString,
-    pub(crate) cpu: CpuExecutor,
-    staging: StagingConfig,
-    gpus: Mutex<HashMap<usize, Arc<GpuExecutor>>>,
+    pub(crate) cpu: Arc<CpuExecutor>,
 }
 
 impl Checkpoint {
@@ -44,8 +43,10 @@ impl Checkpoint {
         slot_bytes: Option<usize>,
         readers: Option<usize>,
     ) -> Result<Checkpoint, Failure> {
-        let cat = weightstream::open_with_source(path, source)?;
-        let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: true })?;
+        // The staging options mean the same on the CPU: read-ahead threads, buffers, bytes per read.
+        let loader = Loader::open(path, source, Staging { threads, readers, slots, slot_bytes, isa: None })?;
+        let cat = loader.catalog().clone();
+        let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: true })?;
         let job_of: HashMap<usize, usize> = plan.jobs.iter().enumerate().map(|(j, job)| (job.tensor, j)).collect();
         let c_string = |s: &str| CString::new(s).map_err(|_| Failure::new(WsStatus::Format, format!("tensor name {s:?} holds a NUL byte")));
         let mut entries = Vec::new();
@@ -61,14 +62,8 @@ impl Checkpoint {
             });
         }
         let by_name = entries.iter().enumerate().map(|(i, e)| (e.name.to_string_lossy().into_owned(), i)).collect();
-        // The staging options mean the same on the CPU: read-ahead threads, buffers, bytes per read.
-        let cpu = CpuExecutor::new(&CpuOptions { threads, readers, slots, chunk_bytes: slot_bytes, isa: None })?;
-        let d = StagingConfig::default();
-        let staging = StagingConfig {
-            slots: slots.unwrap_or(d.slots),
-            slot_bytes: slot_bytes.unwrap_or(d.slot_bytes),
-            readers: readers.unwrap_or(d.readers),
-        };
+        // Made now, so that bad thread options fail ws_open rather than the first load.
+        let cpu = loader.cpu()?;
         let sources = cat
             .files
             .iter()
@@ -78,7 +73,11 @@ impl Checkpoint {
             })
             .collect::<String>();
         let sources = c_string(&sources)?;
-        Ok(Checkpoint { cat, plan, entries, by_name, sources, cpu, staging, gpus: Mutex::new(HashMap::new()) })
+        Ok(Checkpoint { loader, plan, entries, by_name, sources, cpu })
+    }
+
+    pub(crate) fn cat(&self) -> &Catalog {
+        self.loader.catalog()
     }
 
     pub(crate) fn entry(&self, index: usize) -> Result<&Entry, Failure> {
@@ -120,13 +119,7 @@ impl Checkpoint {
 
     /// The executor for CUDA device `ordinal`, made on first use.
     pub(crate) fn gpu(&self, ordinal: usize) -> Result<Arc<GpuExecutor>, Failure> {
-        let mut gpus = self.gpus.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(g) = gpus.get(&ordinal) {
-            return Ok(g.clone());
-        }
-        let g = Arc::new(GpuExecutor::new(&GpuOptions { device: ordinal, staging: self.staging })?);
-        gpus.insert(ordinal, g.clone());
-        Ok(g)
+        Ok(self.loader.gpu(ordinal)?)
     }
 }
 

@@ -82,7 +82,7 @@ impl Checkpoint {
                 let (output, bytes) = self.output(r.index, r.dtype)?;
                 let e = self.entry(r.index)?;
                 check_destination(&e.name.to_string_lossy(), bytes, &r.dst)?;
-                let t = &self.cat.tensors[e.tensor];
+                let t = &self.cat().tensors[e.tensor];
                 Ok(Validated { req: r, output, src_bytes: t.nbytes })
             })
             .collect()
@@ -105,13 +105,13 @@ impl Checkpoint {
                 // SAFETY: size checked equal to the slice's BF16 bytes and
                 // 2-byte alignment checked; validity is the caller's contract.
                 let out = unsafe { std::slice::from_raw_parts_mut(dst.data as *mut u16, job.n_elems as usize) };
-                self.cpu.fill(&self.cat, &JobKernel::new(&self.cat, &job)?, out, Some(&tracker))?;
+                self.cpu.fill(self.cat(), &JobKernel::new(self.cat(), &job)?, out, Some(&tracker))?;
             }
             _ => {
                 let gpu = self.gpu(dst.device as usize)?;
                 let plan = Plan { jobs: vec![job], skipped: vec![] };
                 // SAFETY: destination and stream per the contract.
-                unsafe { gpu.load_into(&self.cat, &plan, &[dst.data as u64], dst.stream as u64, Control::default(), |_| Ok(()))? };
+                unsafe { gpu.load_into(self.cat(), &plan, &[dst.data as u64], dst.stream as u64, Control::default(), |_| Ok(()))? };
             }
         }
         Ok(())
@@ -154,13 +154,13 @@ impl Checkpoint {
                     // SAFETY: size checked equal to the job's BF16 bytes and
                     // 2-byte alignment checked; validity is the caller's contract.
                     let dst = unsafe { std::slice::from_raw_parts_mut(x.req.dst.data as *mut u16, job.n_elems as usize) };
-                    self.cpu.fill(&self.cat, &JobKernel::new(&self.cat, job)?, dst, Some(&tracker))?;
+                    self.cpu.fill(self.cat(), &JobKernel::new(self.cat(), job)?, dst, Some(&tracker))?;
                 }
                 Output::Raw(t) => {
-                    let info = &self.cat.tensors[t];
+                    let info = &self.cat().tensors[t];
                     // SAFETY: size checked equal to the stored bytes.
                     let dst = unsafe { std::slice::from_raw_parts_mut(x.req.dst.data as *mut u8, info.nbytes as usize) };
-                    read_into(&self.cat, info.file, info.offset, dst, &info.name)?;
+                    read_into(self.cat(), info.file, info.offset, dst, &info.name)?;
                     tracker.add_bytes(info.nbytes);
                 }
             }
@@ -175,7 +175,7 @@ impl Checkpoint {
                     control.check()?;
                     let gpu = self.gpu(x.req.dst.device as usize)?;
                     // SAFETY: device memory of that size per the contract.
-                    unsafe { gpu.copy_raw(&self.cat, t, x.req.dst.data as u64)? };
+                    unsafe { gpu.copy_raw(self.cat(), t, x.req.dst.data as u64)? };
                     reporter.finish_phase(x.src_bytes);
                     reporter.report(0);
                 }
@@ -196,7 +196,7 @@ impl Checkpoint {
             // NULL is the legacy default stream: waited for like any other.
             let stream = stream as u64;
             // SAFETY: destinations and stream per the contract.
-            unsafe { gpu.load_into(&self.cat, &plan, &ptrs, stream, control, |_| Ok(()))? };
+            unsafe { gpu.load_into(self.cat(), &plan, &ptrs, stream, control, |_| Ok(()))? };
             reporter.finish_phase(plan.src_bytes());
         }
         Ok(())

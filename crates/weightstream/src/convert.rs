@@ -16,7 +16,8 @@ use weightstream_format::{Catalog, Format, Metadata};
 
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
-use crate::cpu::{alloc_output, CpuExecutor, CpuOptions};
+use crate::cpu::{alloc_output, CpuExecutor};
+use crate::loader::Staging;
 use crate::error::{Error, Result};
 use crate::plan::{Job, Plan, PlanOptions, Skipped};
 use crate::overlapped_write::{overlapped, Failure};
@@ -38,7 +39,8 @@ pub struct ConvertOptions {
     pub skip_unsupported: bool,
     /// Replace an existing output.
     pub force: bool,
-    pub cpu: CpuOptions,
+    /// CPU threads and read-ahead (convert dequantizes on the CPU).
+    pub staging: Staging,
     pub source: weightstream_format::SourceKind,
 }
 
@@ -196,7 +198,7 @@ fn remove(p: &Path) {
 /// Write everything under `tmp` (a file, or a directory for sharded
 /// output); returns the weight files written.
 fn write_all(cat: &Catalog, plan: &Plan, tmp: &Path, single_file: bool, opts: &ConvertOptions, control: Control) -> Result<Vec<PathBuf>> {
-    let cpu = CpuExecutor::new(&opts.cpu)?;
+    let cpu = CpuExecutor::new(&opts.staging.cpu())?;
     let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
     let metadata = out_metadata(cat);
     if single_file {

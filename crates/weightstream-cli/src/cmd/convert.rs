@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use weightstream::{convert, ConvertOptions, Control, CpuOptions};
+use weightstream::{convert, ConvertOptions, Control, Staging};
 
 use crate::human;
 use crate::progress::Bar;
@@ -63,7 +63,7 @@ pub fn run(args: &Args) -> CmdResult {
         max_shard_bytes: args.max_shard_size,
         skip_unsupported: args.skip_unsupported,
         force: args.force,
-        cpu: CpuOptions { threads: args.threads, ..Default::default() },
+        staging: Staging { threads: args.threads, ..Default::default() },
         source: args.source,
     };
     let report = convert(&args.input, &args.output, &opts, control);

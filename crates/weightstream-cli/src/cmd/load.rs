@@ -4,9 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use weightstream::dequant::Isa;
-use weightstream::{
-    Control, CpuExecutor, CpuOptions, Device, DeviceChoice, GpuExecutor, GpuOptions, LoadStats, Plan, PlanOptions, StagingConfig,
-};
+use weightstream::{Control, Device, DeviceChoice, LoadStats, Loader, Plan, PlanOptions, Staging, StagingConfig};
 
 use crate::human;
 use crate::progress::Bar;
@@ -68,27 +66,28 @@ pub fn run(args: &Args) -> CmdResult {
         return Err(Failure { error: weightstream::Error::Other("--read-only measures the CPU read path: add --device cpu".into()), json: args.json });
     }
     crate::interrupt::install();
-    let cat = weightstream::open_with_source(&args.path, args.source).or_fail(args.json)?;
-    let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
+    let staging = Staging {
+        threads: args.threads,
+        readers: args.readers,
+        slots: args.staging_slots,
+        slot_bytes: args.staging_mib.map(|m| m << 20),
+        isa: None,
+    };
+    let loader = Loader::open(&args.path, args.source, staging).or_fail(args.json)?;
+    let cat = loader.catalog().as_ref();
+    let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
     let bar = Bar::new("load", args.json);
     let update = |p| bar.update(p);
     let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
     let keep = !args.discard || args.verify;
     let (stats, produced, where_) = match device {
         Device::Cpu => {
-            let opts = CpuOptions {
-                threads: args.threads,
-                readers: args.readers,
-                slots: args.staging_slots,
-                chunk_bytes: args.staging_mib.map(|m| m << 20),
-                ..Default::default()
-            };
-            let cpu = CpuExecutor::new(&opts).or_fail(args.json)?;
+            let cpu = loader.cpu().or_fail(args.json)?;
             let mut kept = Vec::new();
             let stats = if args.read_only {
-                cpu.read_only(&cat, &plan, control)
+                cpu.read_only(cat, &plan, control)
             } else {
-                cpu.stream(&cat, &plan, control, |t| {
+                cpu.stream(cat, &plan, control, |t| {
                     if keep {
                         kept.push(t.data);
                     }
@@ -100,15 +99,9 @@ pub fn run(args: &Args) -> CmdResult {
             (stats.or_fail(args.json)?, kept, w)
         }
         Device::Cuda(n) => {
-            let d = StagingConfig::default();
-            let staging = StagingConfig {
-                slots: args.staging_slots.unwrap_or(d.slots),
-                slot_bytes: args.staging_mib.map_or(d.slot_bytes, |m| m << 20),
-                readers: args.readers.unwrap_or(d.readers),
-            };
-            let gpu = GpuExecutor::new(&GpuOptions { device: n, staging }).or_fail(args.json)?;
+            let gpu = loader.gpu(n).or_fail(args.json)?;
             let mut kept = Vec::new();
-            let stats = gpu.stream(&cat, &plan, control, |t| {
+            let stats = gpu.stream(cat, &plan, control, |t| {
                 if keep {
                     kept.push(t);
                 }
@@ -118,12 +111,12 @@ pub fn run(args: &Args) -> CmdResult {
             let stats = stats.or_fail(args.json)?;
             // Copied back only to verify (after the timed load).
             let host = if args.verify { kept.iter().map(|t| t.to_host()).collect::<Result<Vec<_>, _>>().or_fail(args.json)? } else { vec![] };
-            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging, notes: gpu.notes() };
+            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging: staging.gpu(), notes: gpu.notes() };
             (stats, host, w)
         }
     };
-    let verified = if args.verify { Some(verify(&cat, &plan, &produced).or_fail(args.json)?) } else { None };
-    report(args, &cat, &stats, &where_, &plan, verified.as_ref());
+    let verified = if args.verify { Some(verify(cat, &plan, &produced).or_fail(args.json)?) } else { None };
+    report(args, cat, &stats, &where_, &plan, verified.as_ref());
     match verified {
         Some(v) if !v.mismatches.is_empty() => Err(Failure {
             error: weightstream::Error::Other(format!("{} tensor(s) differ from the scalar reference", v.mismatches.len())),
@@ -147,7 +140,7 @@ struct Verification {
 
 /// Recompute with the scalar kernels on one thread: an independent path.
 fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[Vec<u16>]) -> weightstream::Result<Verification> {
-    let reference = CpuExecutor::new(&CpuOptions { threads: Some(1), isa: Some(Isa::Scalar), ..Default::default() })?;
+    let reference = weightstream::CpuExecutor::new(&Staging { threads: Some(1), isa: Some(Isa::Scalar), ..Default::default() }.cpu())?;
     let mut mismatches = vec![];
     for (job, data) in plan.jobs.iter().zip(got) {
         let want = reference.run_job(cat, job, None)?;

@@ -49,8 +49,14 @@ def _torch():
 
 
 def _parse_device(device) -> tuple[str, int]:
-    """'cpu' | 'cuda' | 'cuda:N' | torch.device -> (kind, index)."""
+    """'auto' | 'cpu' | 'cuda' | 'cuda:N' | torch.device -> (kind, index).
+    'auto' means what it means to the CLI: GPU 0 if there is a usable one
+    (and torch, to hold its tensors), else the CPU."""
     s = str(device)
+    if s == "auto":
+        torch = _torch()
+        usable = torch is not None and torch.cuda.is_available() and cuda_status()[0]
+        return ("cuda", 0) if usable else ("cpu", 0)
     if s == "cpu":
         return "cpu", 0
     if s == "cuda":
@@ -58,7 +64,7 @@ def _parse_device(device) -> tuple[str, int]:
         return "cuda", torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
     if s.startswith("cuda:") and s[5:].isdigit():
         return "cuda", int(s[5:])
-    raise ValueError(f"device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+    raise ValueError(f"device {device!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
 def _empty(shape, kind: str, index: int):
