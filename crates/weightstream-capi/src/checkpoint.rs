@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use weightstream::format::SourceKind;
-use weightstream::{Catalog, CpuExecutor, Encoding, GpuExecutor, Loader, Plan, PlanOptions, Staging};
+use weightstream::{Catalog, Encoding, GpuExecutor, Loader, Plan, PlanOptions, Staging};
 
 use crate::ffi::{Failure, WsStatus, WS_DTYPE_BF16, WS_DTYPE_F16, WS_DTYPE_F32};
 
@@ -25,13 +25,12 @@ pub(crate) struct Entry {
 }
 
 pub struct Checkpoint {
-    loader: Loader,
+    pub(crate) loader: Loader,
     pub(crate) plan: Plan,
     pub(crate) entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
     /// ws_sources: one line per file, "<path>: <source>[ (<why>)]".
     pub(crate) sources: CString,
-    pub(crate) cpu: Arc<CpuExecutor>,
 }
 
 impl Checkpoint {
@@ -63,7 +62,7 @@ impl Checkpoint {
         }
         let by_name = entries.iter().enumerate().map(|(i, e)| (e.name.to_string_lossy().into_owned(), i)).collect();
         // Made now, so that bad thread options fail ws_open rather than the first load.
-        let cpu = loader.cpu()?;
+        loader.cpu()?;
         let sources = cat
             .files
             .iter()
@@ -73,7 +72,7 @@ impl Checkpoint {
             })
             .collect::<String>();
         let sources = c_string(&sources)?;
-        Ok(Checkpoint { loader, plan, entries, by_name, sources, cpu })
+        Ok(Checkpoint { loader, plan, entries, by_name, sources })
     }
 
     pub(crate) fn cat(&self) -> &Catalog {

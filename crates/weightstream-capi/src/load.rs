@@ -6,8 +6,6 @@ use std::ops::Range;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use weightstream::access::{read_into, JobKernel};
-use weightstream::control::Tracker;
 use weightstream::{Control, Plan, Progress};
 
 use crate::checkpoint::{Checkpoint, Output};
@@ -99,13 +97,12 @@ impl Checkpoint {
         };
         let job = self.plan.jobs[j].slice(rows, cols)?;
         check_destination(&job.name, job.out_bytes() as usize, dst)?;
-        let tracker = Tracker::new(Control::default(), 1, job.src_bytes());
         match dst.memory {
             WS_MEMORY_HOST => {
                 // SAFETY: size checked equal to the slice's BF16 bytes and
                 // 2-byte alignment checked; validity is the caller's contract.
                 let out = unsafe { std::slice::from_raw_parts_mut(dst.data as *mut u16, job.n_elems as usize) };
-                self.cpu.fill(self.cat(), &JobKernel::new(self.cat(), &job)?, out, Some(&tracker))?;
+                self.loader.fill_host(&job, out, Control::default())?;
             }
             _ => {
                 let gpu = self.gpu(dst.device as usize)?;
@@ -146,22 +143,20 @@ impl Checkpoint {
 
         // Host requests, in order.
         for x in v.iter().filter(|x| x.req.dst.memory == WS_MEMORY_HOST) {
-            let tracker = Tracker::new(control, 1, x.src_bytes);
-            tracker.check()?;
+            control.check()?;
             match x.output {
                 Output::Dequant(j) => {
                     let job = &self.plan.jobs[j];
                     // SAFETY: size checked equal to the job's BF16 bytes and
                     // 2-byte alignment checked; validity is the caller's contract.
                     let dst = unsafe { std::slice::from_raw_parts_mut(x.req.dst.data as *mut u16, job.n_elems as usize) };
-                    self.cpu.fill(self.cat(), &JobKernel::new(self.cat(), job)?, dst, Some(&tracker))?;
+                    self.loader.fill_host(job, dst, control)?;
                 }
                 Output::Raw(t) => {
                     let info = &self.cat().tensors[t];
                     // SAFETY: size checked equal to the stored bytes.
                     let dst = unsafe { std::slice::from_raw_parts_mut(x.req.dst.data as *mut u8, info.nbytes as usize) };
-                    read_into(self.cat(), info.file, info.offset, dst, &info.name)?;
-                    tracker.add_bytes(info.nbytes);
+                    self.loader.read_raw(t, dst, control)?;
                 }
             }
             reporter.finish_phase(x.src_bytes);
@@ -173,9 +168,8 @@ impl Checkpoint {
             match x.output {
                 Output::Raw(t) => {
                     control.check()?;
-                    let gpu = self.gpu(x.req.dst.device as usize)?;
                     // SAFETY: device memory of that size per the contract.
-                    unsafe { gpu.copy_raw(self.cat(), t, x.req.dst.data as u64)? };
+                    unsafe { self.loader.copy_raw_to_device(x.req.dst.device as usize, t, x.req.dst.data as u64)? };
                     reporter.finish_phase(x.src_bytes);
                     reporter.report(0);
                 }

@@ -281,7 +281,7 @@ impl CpuExecutor {
     }
 
     /// Dequantize the job into `dst` (exactly its `n_elems` values).
-    pub fn fill(&self, cat: &Catalog, jk: &JobKernel, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
+    pub(crate) fn fill(&self, cat: &Catalog, jk: &JobKernel, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         let job = jk.job();
         self.fill_part(cat, jk, job, dst, tracker)
     }
@@ -289,7 +289,7 @@ impl CpuExecutor {
     /// Dequantize elements `[first, first + dst.len())` of a job of whole
     /// rows (`window` none) into `dst`: a part of its output, for writers
     /// that bound their buffer.
-    pub fn fill_elems(&self, cat: &Catalog, jk: &JobKernel, first: u64, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
+    pub(crate) fn fill_elems(&self, cat: &Catalog, jk: &JobKernel, first: u64, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         let job = jk.job();
         let n = dst.len() as u64;
         if job.window.is_some() || first < job.first || first + n > job.first + job.n_elems {

@@ -15,9 +15,9 @@
 //! # Ok::<(), weightstream::Error>(())
 //! ```
 
-pub mod access;
+mod access;
 mod alloc;
-pub mod control;
+mod control;
 pub mod convert;
 pub mod cpu;
 pub mod device;

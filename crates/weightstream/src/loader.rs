@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use weightstream_dequant::Isa;
 use weightstream_format::{Catalog, SourceKind};
 
-use crate::control::Control;
+use crate::access::{read_into, JobKernel};
+use crate::control::{Control, Tracker};
 use crate::cpu::{CpuExecutor, CpuOptions};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::{GpuExecutor, GpuOptions};
-use crate::plan::{Plan, PlanOptions};
+use crate::plan::{Job, Plan, PlanOptions};
 use crate::tensor::LoadStats;
 use weightstream_cuda::StagingConfig;
 
@@ -121,6 +122,40 @@ impl Loader {
         on_done: impl FnMut(usize) -> Result<()>,
     ) -> Result<LoadStats> {
         self.cpu()?.load_into(&self.cat, plan, dsts, control, on_done)
+    }
+
+    /// Dequantize one job (a tensor or a slice of it) on the CPU into
+    /// `dst` (exactly its values), progress and cancellation through `control`.
+    pub fn fill_host(&self, job: &Job, dst: &mut [u16], control: Control) -> Result<()> {
+        let tracker = Tracker::new(control, 1, job.src_bytes());
+        tracker.check()?;
+        self.cpu()?.fill(&self.cat, &JobKernel::new(&self.cat, job)?, dst, Some(&tracker))
+    }
+
+    /// Tensor `tensor`'s stored bytes, unchanged, into `dst` (exactly its
+    /// `nbytes`): for callers that want an F32 or F16 tensor as stored.
+    pub fn read_raw(&self, tensor: usize, dst: &mut [u8], control: Control) -> Result<()> {
+        let t = &self.cat.tensors[tensor];
+        if dst.len() as u64 != t.nbytes {
+            return Err(Error::Other(format!("tensor '{}' holds {} bytes, its destination {}", t.name, t.nbytes, dst.len())));
+        }
+        let tracker = Tracker::new(control, 1, t.nbytes);
+        tracker.check()?;
+        read_into(&self.cat, t.file, t.offset, dst, &t.name)?;
+        tracker.add_bytes(t.nbytes);
+        Ok(())
+    }
+
+    /// Tensor `tensor`'s stored bytes, unchanged, to device memory of CUDA
+    /// device `ordinal`.
+    ///
+    /// # Safety
+    /// As [`GpuExecutor::copy_raw`]: `dst` is device memory of that device's
+    /// primary context with room for the tensor's `nbytes`.
+    pub unsafe fn copy_raw_to_device(&self, ordinal: usize, tensor: usize, dst: u64) -> Result<()> {
+        let gpu = self.gpu(ordinal)?;
+        // SAFETY: the caller's guarantees are copy_raw's.
+        unsafe { gpu.copy_raw(&self.cat, tensor, dst) }
     }
 
     /// Dequantize `plan`'s jobs on CUDA device `ordinal` into caller-owned
