@@ -92,7 +92,7 @@ impl From<weightstream::Error> for Failure {
             E::Format(f) if f.kind.code() == "io" => WsStatus::Io,
             E::Format(_) => WsStatus::Format,
             E::Unsupported { .. } | E::ReservedName { .. } => WsStatus::Unsupported,
-            E::Read { .. } | E::Io { .. } => WsStatus::Io,
+            E::Read { .. } | E::Io { .. } | E::OutputExists { .. } | E::OutputTooLarge { .. } => WsStatus::Io,
             E::NoSuchTensor(_) => WsStatus::NotFound,
             E::HostMemory { .. } => WsStatus::OutOfMemory,
             E::Device(d) if d.is_out_of_memory() => WsStatus::OutOfMemory,

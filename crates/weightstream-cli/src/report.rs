@@ -27,7 +27,7 @@ impl Failure {
     pub fn report(&self) -> ExitCode {
         let e = &self.error;
         if self.json {
-            let mut obj = json!({"kind": e.code(), "message": e.to_string()});
+            let mut obj = json!({"kind": e.code(), "message": message(e)});
             let (file, tensor, offset) = e.location();
             if let Some(file) = file {
                 obj["file"] = json!(file.display().to_string());
@@ -38,8 +38,27 @@ impl Failure {
             }
             eprintln!("{}", json!({ "error": obj }));
         } else {
-            eprintln!("error: {}", crate::human::printable(&e.to_string()));
+            eprintln!("error: {}", crate::human::printable(&message(e)));
         }
         ExitCode::FAILURE
+    }
+}
+
+/// The command-line way out of an error, where there is one: the library's
+/// messages name no flags, each front words its own hint.
+fn hint(e: &Error) -> Option<&'static str> {
+    match e {
+        Error::Unsupported { .. } => Some("--skip-unsupported leaves it out"),
+        Error::OutputExists { .. } => Some("pass --force to replace it"),
+        Error::OutputTooLarge { .. } => Some("or raise --max-shard-size"),
+        _ => None,
+    }
+}
+
+/// The error's message with the command-line hint, as the user reads it.
+fn message(e: &Error) -> String {
+    match hint(e) {
+        Some(h) => format!("{e}; {h}"),
+        None => e.to_string(),
     }
 }

@@ -18,7 +18,12 @@ create_exception!(_native, WeightstreamError, PyRuntimeError, "A weightstream fa
 
 /// Turn a Rust error into WeightstreamError with its fields as attributes.
 fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    let err = WeightstreamError::new_err(e.to_string());
+    // The library names no options; the Python way out, where there is one.
+    let message = match &e {
+        Error::Unsupported { .. } => format!("{e}; open(..., skip_unsupported=True) leaves it out"),
+        _ => e.to_string(),
+    };
+    let err = WeightstreamError::new_err(message);
     let v = err.value(py);
     let _ = v.setattr("kind", e.code());
     let (file, tensor, offset) = e.location();

@@ -148,14 +148,10 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
     }
     let single_file = output.extension().is_some_and(|e| e == "safetensors");
     if single_file && opts.max_shard_bytes.is_some_and(|m| plan.out_bytes() > m) {
-        return Err(Error::Other(format!(
-            "{}: the BF16 output is {} bytes, above --max-shard-size; give a directory as the output to shard it",
-            output.display(),
-            plan.out_bytes()
-        )));
+        return Err(Error::OutputTooLarge { path: output.to_path_buf(), bytes: plan.out_bytes(), max: opts.max_shard_bytes.unwrap_or(0) });
     }
     if output.exists() && !opts.force {
-        return Err(Error::Other(format!("{} exists; pass --force to replace it", output.display())));
+        return Err(Error::OutputExists { path: output.to_path_buf() });
     }
     // One writer per output; partials of converts that died are removed.
     let (_lock, _reclaimed) = crate::output_lock::claim(output)?;

@@ -23,6 +23,12 @@ pub enum Error {
     NoSuchTensor(String),
     #[error("tensor '{tensor}' ({}x{} matrix): rows {}..{}, columns {}..{}: {why}", shape.0, shape.1, rows.start, rows.end, cols.start, cols.end)]
     BadSlice { tensor: String, rows: std::ops::Range<u64>, cols: std::ops::Range<u64>, shape: (u64, u64), why: String },
+    /// The output of a convert exists and replacing it was not asked for.
+    #[error("{} exists", path.display())]
+    OutputExists { path: PathBuf },
+    /// A single-file convert output above the shard size limit.
+    #[error("{}: the BF16 output is {bytes} bytes, above the shard size limit of {max}; give a directory as the output to shard it", path.display())]
+    OutputTooLarge { path: PathBuf, bytes: u64, max: u64 },
     #[error("out of host memory: tensor '{tensor}' needs {bytes} bytes")]
     HostMemory { tensor: String, bytes: u64 },
     #[error("cancelled")]
@@ -46,7 +52,7 @@ impl Error {
             }
             Error::Dequant { tensor, .. } | Error::HostMemory { tensor, .. } | Error::BadSlice { tensor, .. } => (None, Some(tensor), None),
             Error::NoSuchTensor(tensor) => (None, Some(tensor), None),
-            Error::Io { path, .. } => (Some(path), None, None),
+            Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } => (Some(path), None, None),
             Error::Cancelled | Error::Device(_) | Error::Other(_) => (None, None, None),
         }
     }
@@ -63,6 +69,8 @@ impl Error {
             Error::NoSuchTensor(_) => "no_such_tensor",
             Error::BadSlice { .. } => "bad_slice",
             Error::HostMemory { .. } => "host_memory",
+            Error::OutputExists { .. } => "output_exists",
+            Error::OutputTooLarge { .. } => "output_too_large",
             Error::Cancelled => "cancelled",
             Error::Device(_) => "device",
             Error::Other(_) => "other",

@@ -229,7 +229,7 @@ impl Plan {
                         file: file_path(cat, t.file),
                         tensor: t.name.clone(),
                         offset: t.offset,
-                        reason: format!("{reason}; --skip-unsupported leaves it out"),
+                        reason,
                     })
                 }
             };
