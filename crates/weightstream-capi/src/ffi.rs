@@ -98,8 +98,11 @@ impl From<weightstream::Error> for Failure {
             E::Device(d) if d.is_out_of_memory() => WsStatus::OutOfMemory,
             E::Device(_) => WsStatus::Device,
             E::Cancelled => WsStatus::Cancelled,
-            E::BadSlice { .. } => WsStatus::InvalidArgument,
-            E::Dequant { .. } | E::Other(_) => WsStatus::Internal,
+            E::BadSlice { .. } | E::InvalidArgument(_) => WsStatus::InvalidArgument,
+            E::OutputBusy { .. } => WsStatus::Io,
+            E::BadScale { .. } => WsStatus::Format,
+            E::Threads(_) => WsStatus::OutOfMemory,
+            E::Dequant { .. } | E::Callback(_) | E::VerifyMismatch { .. } => WsStatus::Internal,
         };
         Failure { status, message: e.to_string() }
     }

@@ -51,7 +51,7 @@ struct Checkpoint {
 fn report(callback: &Option<Py<PyAny>>, i: usize) -> weightstream::Result<()> {
     match callback {
         None => Ok(()),
-        Some(cb) => Python::attach(|py| cb.call1(py, (i,)).map(|_| ()).map_err(|e| Error::Other(format!("callback failed: {e}")))),
+        Some(cb) => Python::attach(|py| cb.call1(py, (i,)).map(|_| ()).map_err(|e| Error::Callback(e.to_string()))),
     }
 }
 

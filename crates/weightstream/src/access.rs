@@ -49,10 +49,10 @@ impl<'j> JobKernel<'j> {
             None => None,
             Some(s) => {
                 let raw = bytes(cat, s.file, s.bytes.clone(), &cat.tensors[s.tensor].name)?;
-                let values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::Other(format!(
-                    "scale of '{}' is not a whole number of {:?} values",
-                    job.name, s.scale.dtype
-                )))?;
+                let values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
+                    tensor: job.name.clone(),
+                    reason: format!("not a whole number of {:?} values", s.scale.dtype),
+                })?;
                 Some(values)
             }
         };

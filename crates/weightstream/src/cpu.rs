@@ -130,14 +130,14 @@ impl CpuExecutor {
         // at once and say why.
         for (what, v, max) in [("threads", opts.threads, MAX_THREADS), ("readers", opts.readers, MAX_READERS), ("read-ahead slots", opts.slots, MAX_SLOTS)] {
             if v.is_some_and(|v| v > max) {
-                return Err(Error::Other(format!("{what}: {} is above the limit of {max}", v.unwrap_or(0))));
+                return Err(Error::InvalidArgument(format!("{what}: {} is above the limit of {max}", v.unwrap_or(0))));
             }
         }
         let mut b = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("ws-cpu-{i}"));
         if let Some(n) = opts.threads {
             b = b.num_threads(n.max(1));
         }
-        let pool = b.build().map_err(|e| Error::Other(format!("cannot start CPU threads: {e}")))?;
+        let pool = b.build().map_err(|e| Error::Threads(e.to_string()))?;
         let readers = opts.readers.unwrap_or(DEFAULT_READERS).max(1);
         Ok(CpuExecutor {
             pool,
@@ -293,7 +293,7 @@ impl CpuExecutor {
         let job = jk.job();
         let n = dst.len() as u64;
         if job.window.is_some() || first < job.first || first + n > job.first + job.n_elems {
-            return Err(Error::Other(format!("elements {first}..{} are not a part of tensor '{}''s output", first + n, job.name)));
+            return Err(Error::InvalidArgument(format!("elements {first}..{} are not a part of tensor '{}''s output", first + n, job.name)));
         }
         let part = Job { first, n_elems: n, src: job.byte_range(first, n), ..job.clone() };
         self.fill_part(cat, jk, &part, dst, tracker)
@@ -302,7 +302,7 @@ impl CpuExecutor {
     /// `part` (the job of `jk`, or a contiguous piece of it) into `dst`.
     fn fill_part(&self, cat: &Catalog, jk: &JobKernel, part: &Job, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         if dst.len() as u64 != part.n_elems {
-            return Err(Error::Other(format!("tensor '{}' needs {} values, its destination holds {}", part.name, part.n_elems, dst.len())));
+            return Err(Error::InvalidArgument(format!("tensor '{}' needs {} values, its destination holds {}", part.name, part.n_elems, dst.len())));
         }
         self.each_group(cat, &[part], tracker, |g, src| {
             let at = part.out_index(g.first) as usize;
@@ -356,11 +356,11 @@ impl CpuExecutor {
         on_done: impl FnMut(usize) -> Result<()>,
     ) -> Result<LoadStats> {
         if dsts.len() != plan.jobs.len() {
-            return Err(Error::Other(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
+            return Err(Error::InvalidArgument(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
         }
         for (job, d) in plan.jobs.iter().zip(dsts.iter()) {
             if d.len() as u64 != job.n_elems {
-                return Err(Error::Other(format!("tensor '{}' needs {} values, its destination holds {}", job.name, job.n_elems, d.len())));
+                return Err(Error::InvalidArgument(format!("tensor '{}' needs {} values, its destination holds {}", job.name, job.n_elems, d.len())));
             }
         }
         let t0 = Instant::now();

@@ -34,7 +34,7 @@ impl FromStr for DeviceChoice {
                 .strip_prefix("cuda:")
                 .and_then(|n| n.parse().ok())
                 .map(DeviceChoice::Cuda)
-                .ok_or_else(|| Error::Other(format!("device '{s}': use auto, cpu, cuda or cuda:N"))),
+                .ok_or_else(|| Error::InvalidArgument(format!("device '{s}': use auto, cpu, cuda or cuda:N"))),
         }
     }
 }

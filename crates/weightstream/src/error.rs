@@ -31,14 +31,31 @@ pub enum Error {
     OutputTooLarge { path: PathBuf, bytes: u64, max: u64 },
     #[error("out of host memory: tensor '{tensor}' needs {bytes} bytes")]
     HostMemory { tensor: String, bytes: u64 },
+    /// A request that cannot be served as asked (destination sizes,
+    /// counts, option limits, a device name): the caller's to fix.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// Another process holds the output a convert wants.
+    #[error("{}: {reason}", path.display())]
+    OutputBusy { path: PathBuf, reason: String },
+    /// A scale tensor whose bytes are not whole values of its dtype.
+    #[error("scale of '{tensor}': {reason}")]
+    BadScale { tensor: String, reason: String },
+    /// The host could not start the CPU threads.
+    #[error("cannot start CPU threads: {0}")]
+    Threads(String),
+    /// A caller's callback failed (a Python exception, say): the load stopped.
+    #[error("callback failed: {0}")]
+    Callback(String),
+    /// Tensors a load produced differ from the scalar CPU reference (--verify).
+    #[error("{tensors} tensor(s) differ from the scalar reference")]
+    VerifyMismatch { tensors: usize },
     #[error("cancelled")]
     Cancelled,
     /// A device failure, as the device crate typed it (out of memory, a
     /// driver call, no usable GPU, ...): fronts match on the variant.
     #[error(transparent)]
     Device(#[from] weightstream_cuda::CudaError),
-    #[error("{0}")]
-    Other(String),
 }
 
 impl Error {
@@ -52,8 +69,16 @@ impl Error {
             }
             Error::Dequant { tensor, .. } | Error::HostMemory { tensor, .. } | Error::BadSlice { tensor, .. } => (None, Some(tensor), None),
             Error::NoSuchTensor(tensor) => (None, Some(tensor), None),
-            Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } => (Some(path), None, None),
-            Error::Cancelled | Error::Device(_) | Error::Other(_) => (None, None, None),
+            Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } | Error::OutputBusy { path, .. } => {
+                (Some(path), None, None)
+            }
+            Error::BadScale { tensor, .. } => (None, Some(tensor), None),
+            Error::Cancelled
+            | Error::Device(_)
+            | Error::InvalidArgument(_)
+            | Error::Threads(_)
+            | Error::Callback(_)
+            | Error::VerifyMismatch { .. } => (None, None, None),
         }
     }
 
@@ -73,7 +98,12 @@ impl Error {
             Error::OutputTooLarge { .. } => "output_too_large",
             Error::Cancelled => "cancelled",
             Error::Device(_) => "device",
-            Error::Other(_) => "other",
+            Error::InvalidArgument(_) => "invalid_argument",
+            Error::OutputBusy { .. } => "output_busy",
+            Error::BadScale { .. } => "bad_scale",
+            Error::Threads(_) => "threads",
+            Error::Callback(_) => "callback",
+            Error::VerifyMismatch { .. } => "verify_mismatch",
         }
     }
 }

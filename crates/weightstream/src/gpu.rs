@@ -175,7 +175,7 @@ impl GpuExecutor {
         mut on_done: impl FnMut(usize) -> Result<()>,
     ) -> Result<LoadStats> {
         if dsts.len() != plan.jobs.len() {
-            return Err(Error::Other(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
+            return Err(Error::InvalidArgument(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
         }
         let borrowed = self.gpu.borrow_stream(stream);
         self.run(cat, plan, dsts, Some(&borrowed), control, &mut on_done)
@@ -277,7 +277,7 @@ fn chunks_for(
 ) -> Result<()> {
     let elems = chunk_elems(job.encoding, slot_bytes);
     if job.encoding.block().1 * elems / job.encoding.block().0 > slot_bytes as u64 {
-        return Err(Error::Other(format!(
+        return Err(Error::InvalidArgument(format!(
             "staging slots of {slot_bytes} bytes are too small for tensor '{}' ({}): use at least {} bytes",
             job.name,
             job.encoding.name(),

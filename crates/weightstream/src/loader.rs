@@ -137,7 +137,7 @@ impl Loader {
     pub fn read_raw(&self, tensor: usize, dst: &mut [u8], control: Control) -> Result<()> {
         let t = &self.cat.tensors[tensor];
         if dst.len() as u64 != t.nbytes {
-            return Err(Error::Other(format!("tensor '{}' holds {} bytes, its destination {}", t.name, t.nbytes, dst.len())));
+            return Err(Error::InvalidArgument(format!("tensor '{}' holds {} bytes, its destination {}", t.name, t.nbytes, dst.len())));
         }
         let tracker = Tracker::new(control, 1, t.nbytes);
         tracker.check()?;

@@ -64,11 +64,13 @@ pub fn claim(output: &Path) -> Result<(OutputLock, Vec<PathBuf>)> {
                 let owner = fs::read_to_string(&lock).ok().and_then(|s| s.trim().parse::<u32>().ok());
                 match owner {
                     Some(pid) if pid != me && alive(pid) => {
-                        return Err(Error::Other(format!(
-                            "{}: another convert (process {pid}) is writing this output; wait for it, or choose another output ({} holds the claim)",
-                            output.display(),
-                            lock.display()
-                        )))
+                        return Err(Error::OutputBusy {
+                            path: output.to_path_buf(),
+                            reason: format!(
+                                "another convert (process {pid}) is writing this output; wait for it, or choose another output ({} holds the claim)",
+                                lock.display()
+                            ),
+                        })
                     }
                     // A dead owner's lock (or an unreadable one): take it over.
                     _ => {
@@ -79,7 +81,7 @@ pub fn claim(output: &Path) -> Result<(OutputLock, Vec<PathBuf>)> {
             Err(source) => return Err(Error::Io { path: lock, source }),
         }
     }
-    Err(Error::Other(format!("{}: could not claim {} (another process keeps re-creating it)", output.display(), lock.display())))
+    Err(Error::OutputBusy { path: output.to_path_buf(), reason: format!("could not claim {} (another process keeps re-creating it)", lock.display()) })
 }
 
 /// Remove `<prefix><pid>` entries of `parent` whose process is gone.

@@ -143,7 +143,7 @@ struct Measured {
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    let fail = |m: String| Err(weightstream::Error::Other(m)).or_fail(args.json);
+    let fail = |m: String| Err(weightstream::Error::InvalidArgument(m)).or_fail(args.json);
     let Some((rows, cols)) = args.shape.split_once('x').and_then(|(r, c)| Some((r.parse::<u64>().ok()?, c.parse::<u64>().ok()?))) else {
         return fail(format!("--shape {} is not ROWSxCOLS", args.shape));
     };
@@ -183,7 +183,7 @@ pub fn run(args: &Args) -> CmdResult {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .map_err(|e| weightstream::Error::Other(e.to_string()))
+        .map_err(|e| weightstream::Error::Threads(e.to_string()))
         .or_fail(args.json)?;
     let isa = Isa::detect();
     let n = (rows * cols) as usize;
@@ -199,7 +199,7 @@ pub fn run(args: &Args) -> CmdResult {
         let kernel = match &inp.kind {
             InputKind::Fp8 { format, layout, scales } => {
                 let grid = ScaleGrid::new(scales, layout, rows, cols)
-                    .map_err(|e| weightstream::Error::Other(e.to_string()))
+                    .map_err(|e| weightstream::Error::InvalidArgument(e.to_string()))
                     .or_fail(args.json)?;
                 Kernel::Fp8 { format: *format, rows, cols, scales: Some(grid) }
             }

@@ -63,7 +63,7 @@ pub fn run(args: &Args) -> CmdResult {
     let choice: DeviceChoice = args.device.parse().or_fail(args.json)?;
     let device = choice.resolve().or_fail(args.json)?;
     if args.read_only && device != Device::Cpu {
-        return Err(Failure { error: weightstream::Error::Other("--read-only measures the CPU read path: add --device cpu".into()), json: args.json });
+        return Err(Failure { error: weightstream::Error::InvalidArgument("--read-only measures the CPU read path: add --device cpu".into()), json: args.json });
     }
     crate::interrupt::install();
     let staging = Staging {
@@ -119,7 +119,7 @@ pub fn run(args: &Args) -> CmdResult {
     report(args, cat, &stats, &where_, &plan, verified.as_ref());
     match verified {
         Some(v) if !v.mismatches.is_empty() => Err(Failure {
-            error: weightstream::Error::Other(format!("{} tensor(s) differ from the scalar reference", v.mismatches.len())),
+            error: weightstream::Error::VerifyMismatch { tensors: v.mismatches.len() },
             json: args.json,
         }),
         _ => Ok(()),
