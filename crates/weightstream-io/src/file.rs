@@ -12,17 +12,26 @@ pub struct FileSource {
     file: File,
     len: u64,
     note: Option<String>,
+    /// Reading in place of a source the filesystem refused (direct I/O).
+    fallback: bool,
 }
 
 impl FileSource {
     pub fn open(path: &Path) -> io::Result<Self> {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
-        Ok(FileSource { path: path.to_path_buf(), file, len, note: None })
+        Ok(FileSource { path: path.to_path_buf(), file, len, note: None, fallback: false })
     }
 
     pub fn with_note(mut self, note: String) -> Self {
         self.note = Some(note);
+        self
+    }
+
+    /// This source stands in for one that was refused; `note` says why.
+    pub fn as_fallback(mut self, note: String) -> Self {
+        self.note = Some(note);
+        self.fallback = true;
         self
     }
 }
@@ -43,6 +52,9 @@ impl ByteSource for FileSource {
     }
     fn note(&self) -> Option<&str> {
         self.note.as_deref()
+    }
+    fn fallback(&self) -> bool {
+        self.fallback
     }
 }
 

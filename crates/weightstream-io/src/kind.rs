@@ -99,7 +99,7 @@ fn direct_or_read(path: &Path, gds: GdsUse, why: Option<String>) -> io::Result<S
         DirectOpen::Opened(d) => Ok(Arc::new(d.with_gds(gds).with_note(why))),
         DirectOpen::Refused(reason) => {
             let why = why.map(|w| format!("{w}; ")).unwrap_or_default();
-            Ok(Arc::new(FileSource::open(path)?.with_note(format!("{why}direct I/O refused: {reason}; reading through the page cache instead"))))
+            Ok(Arc::new(FileSource::open(path)?.as_fallback(format!("{why}direct I/O refused: {reason}; reading through the page cache instead"))))
         }
     }
 }

@@ -63,6 +63,12 @@ pub trait ByteSource: Send + Sync {
     fn note(&self) -> Option<&str> {
         None
     }
+    /// Whether this source stands in for the one asked for, which the
+    /// filesystem refused (then `note` says why): fronts warn about these
+    /// and only inform about the others.
+    fn fallback(&self) -> bool {
+        false
+    }
     /// The file opened with `O_DIRECT`, and whether GPU loads may hand it to
     /// cuFile.
     fn direct_file(&self) -> Option<(&File, GdsUse)> {

@@ -148,8 +148,8 @@ fn the_direct_kind_on_tmpfs_reads_correctly_whichever_way_it_goes() {
     fs::write(&p, random_bytes(10_000, 11)).unwrap();
     let src = SourceKind::Direct.open(&p).unwrap();
     match src.name() {
-        "direct" => assert!(src.note().is_none()),
-        "read" => assert!(src.note().unwrap().contains("refused"), "{:?}", src.note()),
+        "direct" => assert!(src.note().is_none() && !src.fallback()),
+        "read" => assert!(src.note().unwrap().contains("refused") && src.fallback(), "{:?}", src.note()),
         other => panic!("unexpected source {other}"),
     }
     let mut b = vec![0u8; 10_000];
@@ -169,6 +169,7 @@ fn residency_is_measured_and_auto_follows_it() {
     let auto = SourceKind::Auto.open(&p).unwrap();
     assert_eq!(auto.name(), "direct", "{:?}", auto.note());
     assert!(auto.note().unwrap().starts_with("auto:"));
+    assert!(!auto.fallback(), "auto's choice is not a stand-in");
     assert_eq!(auto.direct_file().map(|(_, g)| g), Some(GdsUse::IfNative));
 
     let _ = fs::read(&p).unwrap();

@@ -212,12 +212,13 @@ impl Checkpoint {
         Ok(self.sub_plan(py, &[index], Some(&[slice]))?.jobs[0].src_bytes())
     }
 
-    /// Per file: (path, source reading it, why it was chosen or None).
-    fn sources(&self) -> Vec<(String, String, Option<String>)> {
+    /// Per file: (path, source reading it, why it was chosen or None,
+    /// whether it stands in for a refused source).
+    fn sources(&self) -> Vec<(String, String, Option<String>, bool)> {
         self.cat()
             .files
             .iter()
-            .map(|f| (f.path.display().to_string(), f.source.name().to_string(), f.source.note().map(str::to_string)))
+            .map(|f| (f.path.display().to_string(), f.source.name().to_string(), f.source.note().map(str::to_string), f.source.fallback()))
             .collect()
     }
 
@@ -225,7 +226,8 @@ impl Checkpoint {
     /// is the address of a contiguous buffer of `nbytes[k]` bytes that must be
     /// exactly the tensor's BF16 size (of its slice, where `slices` gives
     /// one: (row start, row end, column start, column end) of its matrix
-    /// view, only those bytes read). Returns (seconds, file bytes, notes).
+    /// view, only those bytes read). Returns (seconds, file bytes, notes:
+    /// (text, fallback) pairs, none on the CPU).
     #[pyo3(signature = (indices, ptrs, nbytes, callback = None, slices = None))]
     fn load_cpu(
         &self,
@@ -235,7 +237,7 @@ impl Checkpoint {
         nbytes: Vec<usize>,
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
-    ) -> PyResult<(f64, u64, Vec<String>)> {
+    ) -> PyResult<(f64, u64, Vec<(String, bool)>)> {
         let plan = self.sub_plan(py, &indices, slices.as_deref())?;
         check_buffers(&plan, &ptrs, &nbytes)?;
         let loader = self.loader.clone();
@@ -258,7 +260,8 @@ impl Checkpoint {
     /// buffers `ptrs` (torch tensors' data pointers), ordered after work
     /// queued on `stream` (torch's current stream). Complete on return.
     /// `slices` as for `load_cpu`.
-    /// Returns (seconds, file bytes, notes on how storage was read).
+    /// Returns (seconds, file bytes, notes on how storage was read as
+    /// (text, fallback) pairs: fallback when it reads another way than asked).
     #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, callback = None, slices = None))]
     #[allow(clippy::too_many_arguments)]
     fn load_cuda(
@@ -271,7 +274,7 @@ impl Checkpoint {
         stream: u64,
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
-    ) -> PyResult<(f64, u64, Vec<String>)> {
+    ) -> PyResult<(f64, u64, Vec<(String, bool)>)> {
         let plan = self.sub_plan(py, &indices, slices.as_deref())?;
         let addrs: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
         check_buffers(&plan, &addrs, &nbytes)?;
@@ -281,7 +284,7 @@ impl Checkpoint {
             // BF16 CUDA tensors on `device` (sizes checked above), alive until
             // this returns, and torch's current stream on that device.
             let (stats, notes) = unsafe { loader.load_device(device, &plan, &ptrs, stream, control, |i| report(&callback, indices[i]))? };
-            Ok((stats.seconds, stats.src_bytes, notes))
+            Ok((stats.seconds, stats.src_bytes, notes.into_iter().map(|n| (n.text, n.fallback)).collect()))
         })
     }
 }

@@ -52,6 +52,15 @@ fn device_error(e: CudaError) -> Error {
     }
 }
 
+/// What a GPU load decided about storage, for the user: `fallback` when it
+/// reads another way than the one asked for (fronts warn), else how and why
+/// it reads as it does (fronts inform).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageNote {
+    pub text: String,
+    pub fallback: bool,
+}
+
 pub struct GpuExecutor {
     gpu: Gpu,
     staging: StagingConfig,
@@ -59,7 +68,7 @@ pub struct GpuExecutor {
     /// run one at a time).
     ring: Mutex<Option<StagingRing>>,
     /// How storage was read (cuFile or not, and why), for reports.
-    notes: Mutex<Vec<String>>,
+    notes: Mutex<Vec<StorageNote>>,
 }
 
 impl GpuExecutor {
@@ -78,14 +87,14 @@ impl GpuExecutor {
 
     /// What the loads so far decided about storage: which files cuFile read
     /// (and in which mode), and why it did not where GDS was asked for.
-    pub fn notes(&self) -> Vec<String> {
+    pub fn notes(&self) -> Vec<StorageNote> {
         self.notes.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn note(&self, line: String) {
+    fn note(&self, text: String, fallback: bool) {
         let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
-        if !notes.contains(&line) {
-            notes.push(line);
+        if !notes.iter().any(|n| n.text == text) {
+            notes.push(StorageNote { text, fallback });
         }
     }
 
@@ -109,7 +118,7 @@ impl GpuExecutor {
                 Ok(g) => g,
                 Err(e) => {
                     if want == GdsUse::Always {
-                        self.note(format!("gds: {e}; reading {path} through pinned staging instead"));
+                        self.note(format!("gds: {e}; reading {path} through pinned staging instead"), true);
                     }
                     continue;
                 }
@@ -117,18 +126,18 @@ impl GpuExecutor {
             if want == GdsUse::IfNative && !gds.native() {
                 self.note("auto: no nvidia-fs, so cuFile would only run in compatibility mode (direct I/O plus a copy): \
                            cold files go through pinned staging"
-                    .into());
+                    .into(), false);
                 continue;
             }
             match gds.register(file) {
                 Ok(h) => {
                     if let Err(e) = ring.register_for_gds(gds) {
-                        self.note(format!("gds: scratch buffers not registered ({e}); cuFile uses its bounce buffers"));
+                        self.note(format!("gds: scratch buffers not registered ({e}); cuFile uses its bounce buffers"), true);
                     }
-                    self.note(format!("gds: {path} read with cuFile, {}", gds.mode()));
+                    self.note(format!("gds: {path} read with cuFile, {}", gds.mode()), false);
                     out[f] = Some(Arc::new(h));
                 }
-                Err(e) => self.note(format!("gds: {e}; reading {path} through pinned staging instead")),
+                Err(e) => self.note(format!("gds: {e}; reading {path} through pinned staging instead"), true),
             }
         }
         out

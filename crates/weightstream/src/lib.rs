@@ -34,7 +34,7 @@ pub use control::{Control, Progress};
 pub use convert::{convert, convert_catalog, ConvertOptions, ConvertReport};
 pub use cpu::{CpuExecutor, CpuOptions};
 pub use device::{cuda_device_count, Device, DeviceChoice};
-pub use gpu::{DeviceTensor, GpuExecutor, GpuOptions};
+pub use gpu::{DeviceTensor, GpuExecutor, GpuOptions, StorageNote};
 pub use loader::{Loader, Staging};
 pub use weightstream_cuda::{CudaError, StagingConfig};
 pub use error::{Error, Result};

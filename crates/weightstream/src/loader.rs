@@ -17,7 +17,7 @@ use crate::access::{read_into, JobKernel};
 use crate::control::{Control, Tracker};
 use crate::cpu::{CpuExecutor, CpuOptions};
 use crate::error::{Error, Result};
-use crate::gpu::{GpuExecutor, GpuOptions};
+use crate::gpu::{GpuExecutor, GpuOptions, StorageNote};
 use crate::plan::{Job, Plan, PlanOptions};
 use crate::tensor::LoadStats;
 use weightstream_cuda::StagingConfig;
@@ -174,7 +174,7 @@ impl Loader {
         stream: u64,
         control: Control,
         on_done: impl FnMut(usize) -> Result<()>,
-    ) -> Result<(LoadStats, Vec<String>)> {
+    ) -> Result<(LoadStats, Vec<StorageNote>)> {
         let gpu = self.gpu(ordinal)?;
         // SAFETY: the caller's guarantees are GpuExecutor::load_into's.
         let stats = unsafe { gpu.load_into(&self.cat, plan, dsts, stream, control, on_done)? };

@@ -111,7 +111,7 @@ pub fn run(args: &Args) -> CmdResult {
             let stats = stats.or_fail(args.json)?;
             // Copied back only to verify (after the timed load).
             let host = if args.verify { kept.iter().map(|t| t.to_host()).collect::<Result<Vec<_>, _>>().or_fail(args.json)? } else { vec![] };
-            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging: staging.gpu(), notes: gpu.notes() };
+            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging: staging.gpu(), notes: gpu.notes().into_iter().map(|n| n.text).collect() };
             (stats, host, w)
         }
     };

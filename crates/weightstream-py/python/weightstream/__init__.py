@@ -34,10 +34,10 @@ _log = logging.getLogger("weightstream")
 
 
 def _log_notes(notes) -> None:
-    """How files are read: why auto chose a source (info), or a source used
-    instead of the one asked for (a warning; those notes say "instead")."""
-    for note in notes:
-        _log.log(logging.WARNING if "instead" in note else logging.INFO, "%s", note)
+    """How files are read, as (text, fallback) pairs: why auto chose a source
+    (info), or a source used instead of the one asked for (a warning)."""
+    for text, fallback in notes:
+        _log.log(logging.WARNING if fallback else logging.INFO, "%s", text)
 
 
 def _torch():
@@ -109,7 +109,7 @@ class Checkpoint:
             raise TypeError("path must be a str or os.PathLike giving a str, not bytes")
         self._native = _Native(path, source, skip_unsupported, threads, staging_slots, staging_bytes, readers)
         self.path = str(path)
-        _log_notes(f"{p}: {name}: {note}" for p, name, note in self._native.sources() if note)
+        _log_notes((f"{p}: {name}: {note}", fallback) for p, name, note, fallback in self._native.sources() if note)
         self.device = device
         self._kind, self._index = _parse_device(device)
         self._names = self._native.names()
@@ -162,7 +162,7 @@ class Checkpoint:
     def sources(self) -> list[dict[str, Any]]:
         """Per file: the source reading it ('read', 'mmap', 'direct', 'gds')
         and, where `auto` chose it or it stands in for a refused one, why."""
-        return [{"path": p, "source": name, "note": note} for p, name, note in self._native.sources()]
+        return [{"path": p, "source": name, "note": note, "fallback": fallback} for p, name, note, fallback in self._native.sources()]
 
     def _index_of(self, name: str) -> int:
         try:
