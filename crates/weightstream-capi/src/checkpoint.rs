@@ -9,7 +9,7 @@ use std::sync::Arc;
 use weightstream::format::SourceKind;
 use weightstream::{Catalog, Encoding, GpuExecutor, Loader, Plan, PlanOptions, Staging};
 
-use crate::ffi::{Failure, WsStatus, WS_DTYPE_BF16, WS_DTYPE_F16, WS_DTYPE_F32};
+use crate::abi::{Failure, WsStatus, WS_DTYPE_BF16, WS_DTYPE_F16, WS_DTYPE_F32};
 
 /// One listed tensor.
 pub(crate) struct Entry {

@@ -5,8 +5,10 @@
 //! runs under `catch_unwind` so that no panic crosses into C, and reports
 //! failures as a status code plus a per-thread message (`ws_last_error`).
 
+mod abi;
 mod checkpoint;
 mod ffi;
 mod load;
 
+pub use abi::*;
 pub use ffi::*;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use weightstream::{Control, Plan, Progress};
 
 use crate::checkpoint::{Checkpoint, Output};
-use crate::ffi::{Failure, WsDestination, WsLoadRequest, WsProgressCallback, WsStatus, WS_DTYPE_BF16, WS_MEMORY_CUDA, WS_MEMORY_HOST};
+use crate::abi::{Failure, WsDestination, WsLoadRequest, WsProgressCallback, WsStatus, WS_DTYPE_BF16, WS_MEMORY_CUDA, WS_MEMORY_HOST};
 
 /// The caller's progress callback and its user data.
 struct CCallback {

@@ -1,0 +1,116 @@
+//! The `#[repr(C)]` types and constants of weightstream.h, and how library
+//! errors become a status and a message. Shared by the exported functions
+//! (ffi.rs) and the checkpoint they serve (checkpoint.rs, load.rs), which
+//! is why they live apart from both: neither imports the other for them.
+
+use std::ffi::{c_char, c_int, c_void};
+
+/// `ws_status`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WsStatus {
+    Ok = 0,
+    InvalidArgument = 1,
+    Format = 2,
+    Unsupported = 3,
+    Io = 4,
+    NotFound = 5,
+    Device = 6,
+    OutOfMemory = 7,
+    Cancelled = 8,
+    Internal = 9,
+}
+
+pub const WS_DTYPE_BF16: c_int = 0;
+pub const WS_DTYPE_F16: c_int = 1;
+pub const WS_DTYPE_F32: c_int = 2;
+pub const WS_MEMORY_HOST: c_int = 0;
+pub const WS_MEMORY_CUDA: c_int = 1;
+pub const WS_MAX_DIMS: usize = 16;
+pub const WS_API_VERSION: u32 = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WsDestination {
+    pub data: *mut c_void,
+    pub size: usize,
+    pub memory: c_int,
+    pub device: c_int,
+    pub stream: *mut c_void,
+}
+
+#[repr(C)]
+pub struct WsTensorInfo {
+    pub name: *const c_char,
+    pub dtype: *const c_char,
+    pub n_dims: u32,
+    pub shape: [u64; WS_MAX_DIMS],
+    pub n_elements: u64,
+    pub loadable: bool,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WsLoadRequest {
+    pub index: usize,
+    pub dtype: c_int,
+    pub dst: WsDestination,
+}
+
+#[repr(C)]
+pub struct WsOptions {
+    pub struct_size: usize,
+    pub source: *const c_char,
+    pub threads: c_int,
+    pub staging_slots: c_int,
+    pub staging_bytes: usize,
+    pub readers: c_int,
+}
+
+pub type WsProgressCallback = Option<unsafe extern "C" fn(progress: f32, user_data: *mut c_void) -> bool>;
+
+/// A failure on its way to C: the status and the message.
+pub(crate) struct Failure {
+    pub status: WsStatus,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: WsStatus, message: impl Into<String>) -> Failure {
+        Failure { status, message: message.into() }
+    }
+}
+
+impl From<weightstream::Error> for Failure {
+    fn from(e: weightstream::Error) -> Failure {
+        use weightstream::Error as E;
+        let status = match &e {
+            E::Format(f) if f.kind.code() == "io" => WsStatus::Io,
+            E::Format(_) => WsStatus::Format,
+            E::Unsupported { .. } | E::ReservedName { .. } => WsStatus::Unsupported,
+            E::Read { .. } | E::Io { .. } | E::OutputExists { .. } | E::OutputTooLarge { .. } => WsStatus::Io,
+            E::NoSuchTensor(_) => WsStatus::NotFound,
+            E::HostMemory { .. } => WsStatus::OutOfMemory,
+            E::Device(d) if d.is_out_of_memory() => WsStatus::OutOfMemory,
+            E::Device(_) => WsStatus::Device,
+            E::Cancelled => WsStatus::Cancelled,
+            E::BadSlice { .. } | E::InvalidArgument(_) => WsStatus::InvalidArgument,
+            E::OutputBusy { .. } => WsStatus::Io,
+            E::BadScale { .. } => WsStatus::Format,
+            E::Threads(_) => WsStatus::OutOfMemory,
+            E::Dequant { .. } | E::Callback(_) | E::VerifyMismatch { .. } => WsStatus::Internal,
+        };
+        Failure { status, message: e.to_string() }
+    }
+}
+
+/// A rectangle of a tensor's matrix view (innermost dimension against the
+/// others): rows `[row_begin, row_end)`, columns `[col_begin, col_end)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WsSlice {
+    pub row_begin: u64,
+    pub row_end: u64,
+    pub col_begin: u64,
+    pub col_end: u64,
+}
