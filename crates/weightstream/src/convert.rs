@@ -21,7 +21,7 @@ use crate::loader::Staging;
 use crate::error::{Error, Result};
 use crate::plan::{Job, Plan, PlanOptions, Skipped};
 use crate::overlapped_write::{overlapped, Failure};
-use crate::safetensors_writer::{header, Entry};
+use weightstream_format::safetensors::writer::{header, Entry};
 use crate::tensor::LoadStats;
 
 /// Hugging Face's default shard size.

@@ -27,7 +27,6 @@ mod overlapped_write;
 pub mod gpu;
 pub mod loader;
 pub mod plan;
-mod safetensors_writer;
 pub mod tensor;
 
 pub use control::{Control, Progress};

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::sync::mpsc::{channel, sync_channel};
 use std::thread;
 
-use crate::safetensors_writer::write_bf16;
+use weightstream_format::safetensors::writer::write_bf16;
 
 /// What went wrong: the caller's fill (its own error type), or the write.
 pub enum Failure<E> {
