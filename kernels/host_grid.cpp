@@ -11,6 +11,19 @@
 #include "q4_k.cu"
 #include "q5_k.cu"
 #include "q6_k.cu"
+#include "iq4_nl.cu"
+#include "iq4_xs.cu"
+#include "mxfp4.cu"
+#include "nvfp4.cu"
+#include "iq2_xxs.cu"
+#include "iq2_xs.cu"
+#include "iq2_s.cu"
+#include "iq3_xxs.cu"
+#include "iq3_s.cu"
+#include "iq1_s.cu"
+#include "iq1_m.cu"
+#include "tq1_0.cu"
+#include "tq2_0.cu"
 #include "float.cu"
 #include "fp8.cu"
 
@@ -42,6 +55,19 @@ int ws_host_block(uint32_t ggml_id, const uint8_t* src, uint16_t* dst, uint64_t 
         case ws::q4_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q4_k_thread(src, dst, n, c); }); return 0;
         case ws::q5_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q5_k_thread(src, dst, n, c); }); return 0;
         case ws::q6_k::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::q6_k_thread(src, dst, n, c); }); return 0;
+        case ws::iq4_nl::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq4_nl_thread(src, dst, n, c); }); return 0;
+        case ws::iq4_xs::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq4_xs_thread(src, dst, n, c); }); return 0;
+        case ws::mxfp4::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::mxfp4_thread(src, dst, n, c); }); return 0;
+        case ws::nvfp4::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::nvfp4_thread(src, dst, n, c); }); return 0;
+        case ws::iq2_xxs::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq2_xxs_thread(src, dst, n, c); }); return 0;
+        case ws::iq2_xs::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq2_xs_thread(src, dst, n, c); }); return 0;
+        case ws::iq2_s::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq2_s_thread(src, dst, n, c); }); return 0;
+        case ws::iq3_xxs::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq3_xxs_thread(src, dst, n, c); }); return 0;
+        case ws::iq3_s::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq3_s_thread(src, dst, n, c); }); return 0;
+        case ws::iq1_s::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq1_s_thread(src, dst, n, c); }); return 0;
+        case ws::iq1_m::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::iq1_m_thread(src, dst, n, c); }); return 0;
+        case ws::tq1_0::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::tq1_0_thread(src, dst, n, c); }); return 0;
+        case ws::tq2_0::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::tq2_0_thread(src, dst, n, c); }); return 0;
         default: return -1;
     }
 }
