@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use super::blocks;
+use super::{blocks, lookup};
 use crate::chunk::fp8_runs;
 use crate::kernel::ScaleGrid;
 use crate::numerics::f16_to_f32;
@@ -64,7 +64,19 @@ pub fn block_kernel(f: BlockFormat) -> Option<fn(&[u8], &mut [u16])> {
         BlockFormat::Q4_K => |s, d| unsafe { blocks::q4_k(s, d) },
         BlockFormat::Q5_K => |s, d| unsafe { blocks::q5_k(s, d) },
         BlockFormat::Q6_K => |s, d| unsafe { blocks::q6_k(s, d) },
-        _ => return None,
+        BlockFormat::IQ4_NL => |s, d| unsafe { lookup::iq4_nl(s, d) },
+        BlockFormat::IQ4_XS => |s, d| unsafe { lookup::iq4_xs(s, d) },
+        BlockFormat::MXFP4 => |s, d| unsafe { lookup::mxfp4(s, d) },
+        BlockFormat::NVFP4 => |s, d| unsafe { lookup::nvfp4(s, d) },
+        BlockFormat::IQ2_XXS => |s, d| unsafe { lookup::iq2_xxs(s, d) },
+        BlockFormat::IQ2_XS => |s, d| unsafe { lookup::iq2_xs(s, d) },
+        BlockFormat::IQ2_S => |s, d| unsafe { lookup::iq2_s(s, d) },
+        BlockFormat::IQ3_XXS => |s, d| unsafe { lookup::iq3_xxs(s, d) },
+        BlockFormat::IQ3_S => |s, d| unsafe { lookup::iq3_s(s, d) },
+        BlockFormat::IQ1_S => |s, d| unsafe { lookup::iq1_s(s, d) },
+        BlockFormat::IQ1_M => |s, d| unsafe { lookup::iq1_m(s, d) },
+        BlockFormat::TQ1_0 => |s, d| unsafe { lookup::tq1_0(s, d) },
+        BlockFormat::TQ2_0 => |s, d| unsafe { lookup::tq2_0(s, d) },
     })
 }
 

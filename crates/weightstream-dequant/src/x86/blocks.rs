@@ -17,7 +17,7 @@ use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
 use weightstream_format::block;
 
 /// What follows the multiply: `dl * q`, `dl * q + m`, `dl * q - m`.
-const NONE: u8 = 0;
+pub(super) const NONE: u8 = 0;
 const ADD: u8 = 1;
 const SUB: u8 = 2;
 
@@ -25,7 +25,7 @@ const SUB: u8 = 2;
 /// `dl * q`, then `+ m` or `- m` per `OP`, each operation rounded.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
+pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
     let (a, b) = if SIGNED {
         (_mm256_cvtepi8_epi32(q), _mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)))
     } else {
@@ -45,7 +45,7 @@ unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, 
 /// 32 quants: the first 16 with (`d0`, `m0`), the next 16 with (`d1`, `m1`).
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, out: *mut u16) {
+pub(super) unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, out: *mut u16) {
     emit16::<SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
     emit16::<SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
 }
@@ -53,7 +53,7 @@ unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32,
 /// 32 bytes from `p` (any alignment).
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn load32(p: *const u8) -> __m256i {
+pub(super) unsafe fn load32(p: *const u8) -> __m256i {
     _mm256_loadu_si256(p as *const __m256i)
 }
 
@@ -61,7 +61,7 @@ unsafe fn load32(p: *const u8) -> __m256i {
 /// the mask keeps).
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn bits(v: __m256i, shift: u32, mask: i8) -> __m256i {
+pub(super) unsafe fn bits(v: __m256i, shift: u32, mask: i8) -> __m256i {
     _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift as i32)), _mm256_set1_epi8(mask))
 }
 
@@ -77,7 +77,7 @@ unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
 /// `qs[0..16]`, then high nibbles.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn nibbles32(qs: *const u8) -> __m256i {
+pub(super) unsafe fn nibbles32(qs: *const u8) -> __m256i {
     let v = _mm_loadu_si128(qs as *const __m128i);
     let f = _mm_set1_epi8(0x0F);
     _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), f), _mm_and_si128(v, f))

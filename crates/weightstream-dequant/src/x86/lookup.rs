@@ -1,0 +1,315 @@
+//! AVX2 kernels of the lookup formats: IQ4_NL, IQ4_XS, MXFP4, NVFP4 (a
+//! nibble picks one of 16 i8 levels: one `vpshufb`), the ternary TQ1_0 and
+//! TQ2_0, and the IQ grid formats (IQ2_*, IQ3_*, IQ1_*). Each reproduces its
+//! scalar kernel (scalar/lut4.rs, ternary.rs, grid.rs) bit for bit: the
+//! per-block scale products are the same scalar f32 operations in the same
+//! order; per element, the exact i8 -> f32 conversion, `vmulps` (and for
+//! IQ1 the `vaddps` of the delta first), the shared BF16 rounding.
+//!
+//! The IQ2/IQ3 formats multiply the grid value by the block scale and then
+//! by ±1 (gguf-py's order); here the sign is applied to the grid byte
+//! first. The same bits: `db * g` is exact (a 16-bit significand times a
+//! value below 64), so `(db * g) * -1` and `db * (-g)` are both the exact
+//! negation, for zeros (`db = 0` gives -0 either way; no grid value is 0),
+//! infinities and NaN alike.
+//!
+//! Every function is `unsafe` with `#[target_feature]`: callers must have
+//! checked `Isa::Avx2.supported()`. Lengths: `src` whole blocks, `dst` their
+//! elements (checked by `Kernel::check`).
+
+use std::arch::x86_64::*;
+
+use super::avx2::store16;
+use super::blocks::{bits, emit16, emit32, load32, nibbles32, NONE};
+use crate::scalar::{f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
+use weightstream_format::block;
+use weightstream_format::block_tables::{E2M1_DOUBLED, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, IQ4NL_VALUES, KSIGNS};
+
+/// The blocks of `src` with their outputs: (block bytes, output pointer).
+#[inline(always)]
+fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> impl Iterator<Item = (&'a [u8], *mut u16)> + 'a {
+    src.chunks_exact(bytes).zip(dst.chunks_exact_mut(elems)).map(|(b, o)| (b, o.as_mut_ptr()))
+}
+
+/// A 16-entry i8 table in both 128-bit lanes, for `vpshufb`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn table(t: &[i8; 16]) -> __m256i {
+    // SAFETY: 16 readable bytes.
+    let v = _mm_loadu_si128(t.as_ptr() as *const __m128i);
+    _mm256_set_m128i(v, v)
+}
+
+/// 32 nibbles of a 32-element block (low nibbles of 16 bytes, then high),
+/// looked up in `levels`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn levels32(qs: *const u8, levels: __m256i) -> __m256i {
+    // SAFETY: the caller guarantees 16 readable bytes at qs.
+    _mm256_shuffle_epi8(levels, nibbles32(qs))
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq4_nl(src: &[u8], dst: &mut [u16]) {
+    use block::iq4_nl::*;
+    let levels = table(&IQ4NL_VALUES);
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
+        emit32::<true, NONE>(levels32(b.as_ptr().add(QS), levels), d, 0.0, d, 0.0, o);
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq4_xs(src: &[u8], dst: &mut [u16]) {
+    use block::iq4_xs::*;
+    let levels = table(&IQ4NL_VALUES);
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        for k in 0..8 {
+            let dl = d * iq4_xs_scale(b, k) as f32;
+            // SAFETY: qs[16k .. 16k + 16] inside the block; outputs 32k .. 32k + 32 of its 256.
+            emit32::<true, NONE>(levels32(b.as_ptr().add(QS + 16 * k), levels), dl, 0.0, dl, 0.0, o.add(32 * k));
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
+    use block::mxfp4::*;
+    let levels = table(&E2M1_DOUBLED);
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = crate::scalar::e8m0_half(b[E]);
+        // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
+        emit32::<true, NONE>(levels32(b.as_ptr().add(QS), levels), d, 0.0, d, 0.0, o);
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn nvfp4(src: &[u8], dst: &mut [u16]) {
+    use block::nvfp4::*;
+    let levels = _mm256_castsi256_si128(table(&E2M1_DOUBLED));
+    let f = _mm_set1_epi8(0x0F);
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        for k in 0..4 {
+            // SAFETY: qs[8k .. 8k + 8] inside the block; outputs 16k .. 16k + 16 of its 64.
+            let v = _mm_loadl_epi64(b.as_ptr().add(QS + 8 * k) as *const __m128i);
+            let q = _mm_unpacklo_epi64(_mm_and_si128(v, f), _mm_and_si128(_mm_srli_epi16::<4>(v), f));
+            emit16::<true, NONE>(_mm_shuffle_epi8(levels, q), ue4m3_half(b[D + k]), 0.0, o.add(16 * k));
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
+    use block::tq2_0::*;
+    let one = _mm256_set1_epi8(1);
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        for h in 0..2 {
+            // SAFETY: 32 of qs's 64 bytes; outputs 128h + 32s .. + 32 inside the block's 256.
+            let v = load32(b.as_ptr().add(QS + 32 * h));
+            for s in 0..4 {
+                emit32::<true, NONE>(_mm256_sub_epi8(bits(v, 2 * s as u32, 3), one), d, 0.0, d, 0.0, o.add(128 * h + 32 * s));
+            }
+        }
+    }
+}
+
+/// Base-3 digits of 16 bytes, minus one, as i8: digit k of byte b is
+/// ((b * 3^k mod 256) * 3) >> 8, with `pow3` holding each byte's 3^k.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn trits16(bytes: __m128i, pow3: __m256i) -> __m128i {
+    let lo8 = _mm256_set1_epi16(0xFF);
+    let q = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), pow3), lo8);
+    let t = _mm256_sub_epi16(_mm256_srli_epi16::<8>(_mm256_mullo_epi16(q, _mm256_set1_epi16(3))), _mm256_set1_epi16(1));
+    _mm_packs_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t))
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
+    use block::tq1_0::*;
+    const POW3: [i16; 5] = [1, 3, 9, 27, 81];
+    // Elements 240..256: digit e/4 of qh[e % 4], so bytes qh[0..4] four times
+    // with the powers 1, 3, 9, 27 in steps of four.
+    let tail_pow = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        let p = b.as_ptr();
+        // SAFETY (each load): qs[0..48] and qh[0..4] lie inside the block;
+        // outputs 0..256 inside its elements.
+        let (q0, q1) = (_mm_loadu_si128(p.add(QS) as *const __m128i), _mm_loadu_si128(p.add(QS + 16) as *const __m128i));
+        let q2 = _mm_loadu_si128(p.add(QS + 32) as *const __m128i);
+        for (k, &pw) in POW3.iter().enumerate() {
+            let pow = _mm256_set1_epi16(pw);
+            emit16::<true, NONE>(trits16(q0, pow), d, 0.0, o.add(32 * k));
+            emit16::<true, NONE>(trits16(q1, pow), d, 0.0, o.add(32 * k + 16));
+            emit16::<true, NONE>(trits16(q2, pow), d, 0.0, o.add(160 + 16 * k));
+        }
+        let qh = _mm_set1_epi32(i32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]));
+        emit16::<true, NONE>(trits16(qh, tail_pow), d, 0.0, o.add(240));
+    }
+}
+
+/// Two grid entries (8 values each) with their sign bytes applied: value j
+/// negated where bit j of the sign byte is set, as 16 i8.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn signed16(e0: u64, s0: u8, e1: u64, s1: u8) -> __m128i {
+    let g = _mm_set_epi64x(e1 as i64, e0 as i64);
+    let bit = _mm_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    let s = _mm_set_epi64x(i64::from_ne_bytes([s1; 8]), i64::from_ne_bytes([s0; 8]));
+    let neg = _mm_cmpeq_epi8(_mm_and_si128(s, bit), bit);
+    _mm_sub_epi8(_mm_xor_si128(g, neg), neg)
+}
+
+/// Two grid entries of 4 values each as one of 8 (IQ3).
+#[inline(always)]
+fn pair(lo: u32, hi: u32) -> u64 {
+    lo as u64 | ((hi as u64) << 32)
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
+    use block::iq2_xxs::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        for ib in 0..8 {
+            let at = QS + 8 * ib;
+            let aux = u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]);
+            let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
+            let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
+            let entry = |l: usize| IQ2XXS_GRID[b[at + l] as usize];
+            for h in 0..2 {
+                let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq2_xs(src: &[u8], dst: &mut [u16]) {
+    use block::iq2_xs::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        let q = |i: usize| u16::from_le_bytes([b[QS + 2 * i], b[QS + 2 * i + 1]]);
+        for k in 0..16 {
+            let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
+            let (a, c) = (q(2 * k), q(2 * k + 1));
+            let v = signed16(IQ2XS_GRID[(a & 511) as usize], KSIGNS[(a >> 9) as usize], IQ2XS_GRID[(c & 511) as usize], KSIGNS[(c >> 9) as usize]);
+            // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
+            emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq2_s(src: &[u8], dst: &mut [u16]) {
+    use block::iq2_s::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        let entry = |i: usize| IQ2S_GRID[b[QS + i] as usize | ((((b[QH + i / 4] >> (2 * (i % 4))) & 3) as usize) << 8)];
+        for k in 0..16 {
+            let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
+            let v = signed16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
+            // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
+            emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
+    use block::iq3_xxs::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        for ib in 0..8 {
+            let at = SCALES + 4 * ib;
+            let aux = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+            let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
+            let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
+            let entry = |l: usize| {
+                let i = QS + 8 * ib + 2 * l;
+                pair(IQ3XXS_GRID[b[i] as usize], IQ3XXS_GRID[b[i + 1] as usize])
+            };
+            for h in 0..2 {
+                let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
+    use block::iq3_s::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
+        let entry = |i: usize| pair(IQ3S_GRID[index(i)], IQ3S_GRID[index(i + 1)]);
+        for ib in 0..8 {
+            let s = (b[SCALES + ib / 2] >> (4 * (ib % 2))) & 0x0F;
+            let db = d * (1 + 2 * s) as f32;
+            for h in 0..2 {
+                let (l0, l1) = (2 * h, 2 * h + 1);
+                let q = signed16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
+                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+            }
+        }
+    }
+}
+
+/// 16 IQ1 outputs: dl * (g + delta) for the grid values g (i8: -1, 0, 1)
+/// of two entries, each with its delta; the add and the multiply each rounded.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn emit16_iq1(e0: u64, e1: u64, delta0: f32, delta1: f32, dl: f32, out: *mut u16) {
+    let g = _mm_set_epi64x(e1 as i64, e0 as i64);
+    let lv = _mm256_set1_ps(dl);
+    let x = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(g)), _mm256_set1_ps(delta0)), lv);
+    let y = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(g))), _mm256_set1_ps(delta1)), lv);
+    // SAFETY: the caller guarantees 16 writable u16 at out.
+    store16(out, x, y);
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
+    use block::iq1_s::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = f16_at(b, D);
+        for ib in 0..8 {
+            let qh = u16::from_le_bytes([b[QH + 2 * ib], b[QH + 2 * ib + 1]]);
+            let dl = d * (2 * ((qh >> 12) & 7) + 1) as f32;
+            let delta = if qh & 0x8000 != 0 { -0.125 } else { 0.125 };
+            let entry = |l: usize| IQ1S_GRID[b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8)];
+            for h in 0..2 {
+                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                emit16_iq1(entry(2 * h), entry(2 * h + 1), delta, delta, dl, o.add(32 * ib + 16 * h));
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,f16c")]
+pub unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
+    use block::iq1_m::*;
+    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+        let d = iq1_m_d(b);
+        for k in 0..16 {
+            let s = (u16::from_le_bytes([b[SCALES + 2 * (k / 4)], b[SCALES + 2 * (k / 4) + 1]]) >> (3 * (k % 4))) & 7;
+            let dl = d * (2 * s + 1) as f32;
+            // Groups 2k and 2k + 1 share byte k of qh: a nibble each.
+            let (h0, h1) = (b[QH + k] & 0x0F, b[QH + k] >> 4);
+            let entry = |i: usize, h: u8| IQ1S_GRID[b[QS + i] as usize | (((h & 7) as usize) << 8)];
+            let (e0, e1) = (entry(2 * k, h0), entry(2 * k + 1, h1));
+            let delta = |h: u8| if h & 8 != 0 { -0.125 } else { 0.125 };
+            // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
+            emit16_iq1(e0, e1, delta(h0), delta(h1), dl, o.add(16 * k));
+        }
+    }
+}
