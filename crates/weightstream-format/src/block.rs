@@ -193,6 +193,32 @@ impl BlockFormat {
         BlockFormat::ALL.iter().copied().find(|f| f.layout().ggml_id == id)
     }
 
+    /// Give a block (`layout().bytes` bytes) ordinary scales, for benchmark
+    /// inputs: random scale bytes would make NaN, infinities and subnormal
+    /// products, which are slow on some CPUs and measure nothing useful.
+    /// f16 fields become 0.1; MXFP4's exponent 2^-1 (0x7F); NVFP4's four
+    /// UE4M3 scales 1.0 (0x38); IQ1_M's f16 d, spread over the top nibbles
+    /// of its four scale words, 0.1.
+    pub fn set_ordinary_scales(self, b: &mut [u8]) {
+        const D: u16 = 0x2E66; // f16 0.1
+        let l = self.layout();
+        for o in l.f16_fields() {
+            b[o..o + 2].copy_from_slice(&D.to_le_bytes());
+        }
+        match self {
+            BlockFormat::MXFP4 => b[mxfp4::E] = 0x7F,
+            BlockFormat::NVFP4 => b[nvfp4::D..nvfp4::D + 4].fill(0x38),
+            BlockFormat::IQ1_M => {
+                for k in 0..4 {
+                    let at = iq1_m::SCALES + 2 * k;
+                    let sc = u16::from_le_bytes([b[at], b[at + 1]]) & 0x0FFF | (((D >> (4 * k)) & 0xF) << 12);
+                    b[at..at + 2].copy_from_slice(&sc.to_le_bytes());
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// (elements per block, bytes per block).
     pub const fn geometry(self) -> (u64, u64) {
         let l = self.layout();
@@ -248,5 +274,11 @@ mod tests {
         // f16 fields: NVFP4's D is four E4M3 bytes, MXFP4's E one E8M0 byte.
         assert_eq!(BlockFormat::NVFP4.layout().f16_fields().count(), 0);
         assert_eq!(BlockFormat::IQ4_XS.layout().f16_fields().collect::<Vec<_>>(), [0]);
+        // Ordinary scales: IQ1_M's d comes back as 0.1 from its four nibbles.
+        let mut b = vec![0xFFu8; iq1_m::BYTES];
+        BlockFormat::IQ1_M.set_ordinary_scales(&mut b);
+        let sc = |k: usize| u16::from_le_bytes([b[iq1_m::SCALES + 2 * k], b[iq1_m::SCALES + 2 * k + 1]]);
+        assert_eq!((sc(0) >> 12) | ((sc(1) >> 8) & 0xF0) | ((sc(2) >> 4) & 0xF00) | (sc(3) & 0xF000), 0x2E66);
+        assert_eq!(sc(0) & 0x0FFF, 0x0FFF, "the 3-bit scales are kept");
     }
 }

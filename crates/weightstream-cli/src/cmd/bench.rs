@@ -83,15 +83,13 @@ fn bytes(n: usize, seed: u64) -> Vec<u8> {
 
 fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
     let n = (rows * cols) as usize;
-    // Random blocks whose f16 scales (d, dmin, m) are all 0.1: ordinary
-    // values, no NaN or infinity taking a different path.
+    // Random blocks with ordinary scales (0.1 and the like): no NaN,
+    // infinity or subnormal taking a different path.
     let quant = |f: BlockFormat| {
         let l = f.layout();
         let mut src = bytes(n / l.elems * l.bytes, 7);
         for b in src.chunks_exact_mut(l.bytes) {
-            for o in l.f16_fields() {
-                b[o..o + 2].copy_from_slice(&0x2E66u16.to_le_bytes());
-            }
+            f.set_ordinary_scales(b);
         }
         src
     };

@@ -77,7 +77,7 @@ unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
 /// `qs[0..16]`, then high nibbles.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn nibbles32(qs: *const u8) -> __m256i {
+unsafe fn nibbles32(qs: *const u8) -> __m256i {
     let v = _mm_loadu_si128(qs as *const __m128i);
     let f = _mm_set1_epi8(0x0F);
     _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), f), _mm_and_si128(v, f))

@@ -20,8 +20,8 @@
 use std::arch::x86_64::*;
 
 use super::avx2::store16;
-use super::blocks::{bits, emit16, emit32, load32, nibbles32, NONE};
-use crate::scalar::{f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
+use super::blocks::{bits, emit16, emit32, load32, NONE};
+use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
 use weightstream_format::block_tables::{E2M1_DOUBLED, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, IQ4NL_VALUES, KSIGNS};
 
@@ -31,22 +31,40 @@ fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> 
     src.chunks_exact(bytes).zip(dst.chunks_exact_mut(elems)).map(|(b, o)| (b, o.as_mut_ptr()))
 }
 
-/// A 16-entry i8 table in both 128-bit lanes, for `vpshufb`.
+/// A 16-entry i8 table for `pshufb`.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn table(t: &[i8; 16]) -> __m256i {
+unsafe fn table(t: &[i8; 16]) -> __m128i {
     // SAFETY: 16 readable bytes.
-    let v = _mm_loadu_si128(t.as_ptr() as *const __m128i);
-    _mm256_set_m128i(v, v)
+    _mm_loadu_si128(t.as_ptr() as *const __m128i)
 }
 
-/// 32 nibbles of a 32-element block (low nibbles of 16 bytes, then high),
-/// looked up in `levels`.
+/// 8 i8 lanes (the low 8 bytes of `q`) times `d`, as f32.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn levels32(qs: *const u8, levels: __m256i) -> __m256i {
-    // SAFETY: the caller guarantees 16 readable bytes at qs.
-    _mm256_shuffle_epi8(levels, nibbles32(qs))
+unsafe fn scaled8(q: __m128i, d: __m256) -> __m256 {
+    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d)
+}
+
+/// 16 levels (i8) times `d`, rounded to BF16, to `out`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn store_levels16(q: __m128i, d: __m256, out: *mut u16) {
+    // SAFETY: the caller guarantees 16 writable u16 at out.
+    store16(out, scaled8(q, d), scaled8(_mm_srli_si128::<8>(q), d));
+}
+
+/// The 32 values of 16 bytes of nibbles (low nibbles, then high), looked
+/// up in `levels` and scaled by `d`, to `out`: Q4_0's loop with a `pshufb`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lut32(qs: *const u8, levels: __m128i, d: f32, out: *mut u16) {
+    let mask = _mm_set1_epi8(0x0F);
+    // SAFETY: the caller guarantees 16 readable bytes at qs and 32 writable u16 at out.
+    let v = _mm_loadu_si128(qs as *const __m128i);
+    let dv = _mm256_set1_ps(d);
+    store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(v, mask)), dv, out);
+    store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16::<4>(v), mask)), dv, out.add(16));
 }
 
 #[target_feature(enable = "avx2,f16c")]
@@ -54,9 +72,8 @@ pub unsafe fn iq4_nl(src: &[u8], dst: &mut [u16]) {
     use block::iq4_nl::*;
     let levels = table(&IQ4NL_VALUES);
     for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
         // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-        emit32::<true, NONE>(levels32(b.as_ptr().add(QS), levels), d, 0.0, d, 0.0, o);
+        lut32(b.as_ptr().add(QS), levels, f16_at(b, D), o);
     }
 }
 
@@ -69,7 +86,7 @@ pub unsafe fn iq4_xs(src: &[u8], dst: &mut [u16]) {
         for k in 0..8 {
             let dl = d * iq4_xs_scale(b, k) as f32;
             // SAFETY: qs[16k .. 16k + 16] inside the block; outputs 32k .. 32k + 32 of its 256.
-            emit32::<true, NONE>(levels32(b.as_ptr().add(QS + 16 * k), levels), dl, 0.0, dl, 0.0, o.add(32 * k));
+            lut32(b.as_ptr().add(QS + 16 * k), levels, dl, o.add(32 * k));
         }
     }
 }
@@ -79,23 +96,22 @@ pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
     use block::mxfp4::*;
     let levels = table(&E2M1_DOUBLED);
     for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = crate::scalar::e8m0_half(b[E]);
         // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-        emit32::<true, NONE>(levels32(b.as_ptr().add(QS), levels), d, 0.0, d, 0.0, o);
+        lut32(b.as_ptr().add(QS), levels, e8m0_half(b[E]), o);
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn nvfp4(src: &[u8], dst: &mut [u16]) {
     use block::nvfp4::*;
-    let levels = _mm256_castsi256_si128(table(&E2M1_DOUBLED));
+    let levels = table(&E2M1_DOUBLED);
     let f = _mm_set1_epi8(0x0F);
     for (b, o) in blocks(src, dst, BYTES, ELEMS) {
         for k in 0..4 {
             // SAFETY: qs[8k .. 8k + 8] inside the block; outputs 16k .. 16k + 16 of its 64.
             let v = _mm_loadl_epi64(b.as_ptr().add(QS + 8 * k) as *const __m128i);
             let q = _mm_unpacklo_epi64(_mm_and_si128(v, f), _mm_and_si128(_mm_srli_epi16::<4>(v), f));
-            emit16::<true, NONE>(_mm_shuffle_epi8(levels, q), ue4m3_half(b[D + k]), 0.0, o.add(16 * k));
+            store_levels16(_mm_shuffle_epi8(levels, q), _mm256_set1_ps(ue4m3_half(b[D + k])), o.add(16 * k));
         }
     }
 }
@@ -285,7 +301,7 @@ pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
         for ib in 0..8 {
             let qh = u16::from_le_bytes([b[QH + 2 * ib], b[QH + 2 * ib + 1]]);
             let dl = d * (2 * ((qh >> 12) & 7) + 1) as f32;
-            let delta = if qh & 0x8000 != 0 { -0.125 } else { 0.125 };
+            let delta = f32::from_bits(0x3E00_0000 | (((qh & 0x8000) as u32) << 16)); // ±0.125 by bit 15
             let entry = |l: usize| IQ1S_GRID[b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8)];
             for h in 0..2 {
                 // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
@@ -300,14 +316,16 @@ pub unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
     use block::iq1_m::*;
     for (b, o) in blocks(src, dst, BYTES, ELEMS) {
         let d = iq1_m_d(b);
+        let sc: [u16; 4] = std::array::from_fn(|w| u16::from_le_bytes([b[SCALES + 2 * w], b[SCALES + 2 * w + 1]]));
         for k in 0..16 {
-            let s = (u16::from_le_bytes([b[SCALES + 2 * (k / 4)], b[SCALES + 2 * (k / 4) + 1]]) >> (3 * (k % 4))) & 7;
+            let s = (sc[k / 4] >> (3 * (k % 4))) & 7;
             let dl = d * (2 * s + 1) as f32;
             // Groups 2k and 2k + 1 share byte k of qh: a nibble each.
             let (h0, h1) = (b[QH + k] & 0x0F, b[QH + k] >> 4);
             let entry = |i: usize, h: u8| IQ1S_GRID[b[QS + i] as usize | (((h & 7) as usize) << 8)];
             let (e0, e1) = (entry(2 * k, h0), entry(2 * k + 1, h1));
-            let delta = |h: u8| if h & 8 != 0 { -0.125 } else { 0.125 };
+            // ±0.125 by bit 3 of the nibble, without a branch (random bits mispredict).
+            let delta = |h: u8| f32::from_bits(0x3E00_0000 | (((h & 8) as u32) << 28));
             // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
             emit16_iq1(e0, e1, delta(h0), delta(h1), dl, o.add(16 * k));
         }
