@@ -70,7 +70,7 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) -> weightst
             let r = work(Control { progress: None, cancel: Some(&cancel) });
             done.store(true, Ordering::Release);
             // Wake the waiting thread at once: a polling sleep here cost
-            // every call about 2 ms (docs/python.md, per-call cost).
+            // every call about 2 ms (docs/PERFORMANCE.md, Python per-call cost).
             waiter.unpark();
             r
         });
