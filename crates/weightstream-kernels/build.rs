@@ -47,9 +47,7 @@ fn main() {
                 entries.push(format!("(\"{k}\", include_bytes!({:?}))", fatbin.display().to_string()));
             }
         }
-        None => println!(
-            "cargo:warning=nvcc not found (set WEIGHTSTREAM_NVCC or run scripts/setup.sh): building without GPU kernels"
-        ),
+        None => println!("cargo:warning=nvcc not found (set WEIGHTSTREAM_NVCC or run scripts/setup.sh): building without GPU kernels"),
     }
     std::fs::write(out.join("fatbins.rs"), format!("&[{}]", entries.join(", "))).unwrap();
     println!("cargo:rustc-env=WS_NVCC_VERSION={version}");
@@ -116,11 +114,6 @@ fn compile(nvcc: &Path, src: &Path, fatbin: &Path) {
     cmd.arg("-o").arg(fatbin).arg(src);
     let output = cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", nvcc.display()));
     if !output.status.success() {
-        panic!(
-            "nvcc failed on {}:\n{}{}",
-            src.display(),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        panic!("nvcc failed on {}:\n{}{}", src.display(), String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     }
 }

@@ -20,7 +20,8 @@ fn kernels(c: &mut Criterion) {
     let f16: Vec<u8> = bytes(2 * n, 3).chunks_exact(2).flat_map(|c| [c[0], c[1] & 0x3B]).collect();
     let (layout, scales) = block_scales(ROWS, COLS);
     let grid = ScaleGrid::new(&scales, &layout, ROWS, COLS).unwrap();
-    let mut cases: Vec<(&str, Kernel, &[u8])> = blocks.iter().map(|(f, src)| (f.layout().module, Kernel::Block(*f), src.as_slice())).collect();
+    let mut cases: Vec<(&str, Kernel, &[u8])> =
+        blocks.iter().map(|(f, src)| (f.layout().module, Kernel::Block(*f), src.as_slice())).collect();
     cases.extend::<[(&str, Kernel, &[u8]); 3]>([
         ("fp8_e4m3_block", Kernel::Fp8 { format: Fp8Format::E4M3, rows: ROWS, cols: COLS, scales: Some(grid) }, f8.as_slice()),
         ("fp8_e5m2_block", Kernel::Fp8 { format: Fp8Format::E5M2, rows: ROWS, cols: COLS, scales: Some(grid) }, f8.as_slice()),

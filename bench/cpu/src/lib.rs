@@ -25,7 +25,13 @@ pub fn fp8_codes(n: usize) -> Vec<u8> {
 
 /// A 128x128 block-scale layout for a `[rows, cols]` matrix, and its scales.
 pub fn block_scales(rows: u64, cols: u64) -> (ScaleLayout, Vec<f32>) {
-    let l = ScaleLayout { kind: ScaleKind::Block, block_rows: 128, block_cols: 128, grid_rows: rows.div_ceil(128), grid_cols: cols.div_ceil(128) };
+    let l = ScaleLayout {
+        kind: ScaleKind::Block,
+        block_rows: 128,
+        block_cols: 128,
+        grid_rows: rows.div_ceil(128),
+        grid_cols: cols.div_ceil(128),
+    };
     let v = (0..l.grid_rows * l.grid_cols).map(|i| 1.0 + i as f32 / 1024.0).collect();
     (l, v)
 }

@@ -80,9 +80,9 @@ impl Checkpoint {
     }
 
     pub(crate) fn entry(&self, index: usize) -> Result<&Entry, Failure> {
-        self.entries.get(index).ok_or_else(|| {
-            Failure::new(WsStatus::NotFound, format!("no tensor {index}: the checkpoint has {}", self.entries.len()))
-        })
+        self.entries
+            .get(index)
+            .ok_or_else(|| Failure::new(WsStatus::NotFound, format!("no tensor {index}: the checkpoint has {}", self.entries.len())))
     }
 
     pub(crate) fn find(&self, name: &str) -> Option<usize> {

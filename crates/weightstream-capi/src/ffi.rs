@@ -97,7 +97,11 @@ pub unsafe extern "C" fn ws_open_with(path: *const c_char, options: *const WsOpt
         let opts = unsafe { options.as_ref() };
         if let Some(o) = opts {
             if o.struct_size < std::mem::size_of::<WsOptions>() {
-                return Err(invalid(&format!("ws_options.struct_size is {}, expected {}", o.struct_size, std::mem::size_of::<WsOptions>())));
+                return Err(invalid(&format!(
+                    "ws_options.struct_size is {}, expected {}",
+                    o.struct_size,
+                    std::mem::size_of::<WsOptions>()
+                )));
             }
         }
         let source = match opts.map(|o| o.source).filter(|s| !s.is_null()) {

@@ -2,14 +2,14 @@
 //! device copies, and one pipelined GPU pass per (device, stream).
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::ffi::c_void;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use weightstream::{Control, Plan, Progress};
 
-use crate::checkpoint::{Checkpoint, Output};
 use crate::abi::{Failure, WsDestination, WsLoadRequest, WsProgressCallback, WsStatus, WS_DTYPE_BF16, WS_MEMORY_CUDA, WS_MEMORY_HOST};
+use crate::checkpoint::{Checkpoint, Output};
 
 /// The caller's progress callback and its user data.
 struct CCallback {
@@ -92,9 +92,7 @@ impl Checkpoint {
     /// # Safety
     /// As for `load`.
     pub(crate) unsafe fn load_slice(&self, index: usize, rows: Range<u64>, cols: Range<u64>, dst: &WsDestination) -> Result<(), Failure> {
-        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else {
-            unreachable!("BF16 output is always a dequant job")
-        };
+        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else { unreachable!("BF16 output is always a dequant job") };
         let job = self.plan.jobs[j].slice(rows, cols)?;
         check_destination(&job.name, job.out_bytes() as usize, dst)?;
         match dst.memory {
@@ -117,9 +115,7 @@ impl Checkpoint {
     /// BF16 bytes of that slice (an error if it is outside the tensor or
     /// off its blocks).
     pub(crate) fn slice_nbytes(&self, index: usize, rows: Range<u64>, cols: Range<u64>) -> Result<usize, Failure> {
-        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else {
-            unreachable!("BF16 output is always a dequant job")
-        };
+        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else { unreachable!("BF16 output is always a dequant job") };
         Ok(self.plan.jobs[j].slice(rows, cols)?.out_bytes() as usize)
     }
 

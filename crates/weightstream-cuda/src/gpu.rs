@@ -17,12 +17,7 @@ use crate::probe::{device_count, guarded};
 /// Every kernel the executor launches: (module, function).
 /// Kernels beyond the block formats (whose module and function names come
 /// from their one definition, `BlockFormat::layout()`).
-const OTHER_FUNCTIONS: &[(&str, &str)] = &[
-    ("float", "ws_f32"),
-    ("float", "ws_f16"),
-    ("fp8", "ws_fp8_e4m3"),
-    ("fp8", "ws_fp8_e5m2"),
-];
+const OTHER_FUNCTIONS: &[(&str, &str)] = &[("float", "ws_f32"), ("float", "ws_f16"), ("fp8", "ws_fp8_e4m3"), ("fp8", "ws_fp8_e5m2")];
 
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
@@ -64,7 +59,8 @@ impl Gpu {
         let blocks = BlockFormat::ALL.iter().map(|f| (f.layout().module, f.layout().cuda_function));
         for (module, name) in blocks.chain(OTHER_FUNCTIONS.iter().copied()) {
             if !modules.contains_key(module) {
-                let image = fatbin(module).ok_or_else(|| CudaError::Unavailable(format!("kernel module {module} missing from this build")))?;
+                let image =
+                    fatbin(module).ok_or_else(|| CudaError::Unavailable(format!("kernel module {module} missing from this build")))?;
                 let m = guarded("cuModuleLoadData", || ctx.load_module(Ptx::from_binary(image.to_vec())))?;
                 modules.insert(module, m);
             }

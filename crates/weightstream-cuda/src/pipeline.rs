@@ -221,7 +221,8 @@ pub fn run(
                 // SAFETY: the reader finished writing r in slot s; the slot is
                 // not refilled before slot_free[s] (recorded below) completes.
                 let host = unsafe { std::slice::from_raw_parts(ring.pinned_slot(s).add(r.start), r.len()) };
-                unsafe { result::memcpy_htod_async(scratch, host, copy.cu_stream()) }.map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
+                unsafe { result::memcpy_htod_async(scratch, host, copy.cu_stream()) }
+                    .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
                 ring.copy_done[s].record(copy).map_err(|e| CudaError::driver("cuEventRecord", e))?;
                 compute.wait(&ring.copy_done[s]).map_err(|e| CudaError::driver("cuStreamWaitEvent", e))?;
                 scratch

@@ -13,11 +13,7 @@ pub(crate) fn guarded<T>(call: &'static str, f: impl FnOnce() -> Result<T, Drive
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.map_err(|e| CudaError::driver(call, e)),
         Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
             Err(CudaError::Unavailable(format!("{call}: the CUDA driver library is unusable: {msg}")))
         }
     }

@@ -27,9 +27,10 @@ fn gpu() -> Gpu {
 struct Rng(u64);
 impl Rng {
     fn new(test: &str) -> Rng {
-        let seed = std::env::var("WEIGHTSTREAM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        });
+        let seed = std::env::var("WEIGHTSTREAM_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
         eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
         Rng(seed)
     }
@@ -117,7 +118,13 @@ fn kernels_match_cpu_bitwise() {
         for layout in [
             ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows, block_cols: cols, grid_rows: 1, grid_cols: 1 },
             ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols, grid_rows: rows, grid_cols: 1 },
-            ScaleLayout { kind: ScaleKind::Block, block_rows: 128, block_cols: 128, grid_rows: rows.div_ceil(128), grid_cols: cols.div_ceil(128) },
+            ScaleLayout {
+                kind: ScaleKind::Block,
+                block_rows: 128,
+                block_cols: 128,
+                grid_rows: rows.div_ceil(128),
+                grid_cols: cols.div_ceil(128),
+            },
         ] {
             let values: Vec<f32> = (0..(layout.grid_rows * layout.grid_cols) as usize)
                 .map(|i| scale_edges.get(i).copied().unwrap_or(0.5 + (rng.next() % 100) as f32 / 64.0))
@@ -126,9 +133,25 @@ fn kernels_match_cpu_bitwise() {
             for (format, e4m3) in [(Fp8Format::E4M3, true), (Fp8Format::E5M2, false)] {
                 let kernel = Kernel::Fp8 { format, rows, cols, scales: Some(grid) };
                 for (a, b) in [(0usize, total), (total / 3, total), (total / 7, total / 2 + 1)] {
-                    let args = Fp8Args { e4m3, scales: 0, first: a as u64, cols, block_rows: layout.block_rows, block_cols: layout.block_cols, grid_cols: layout.grid_cols };
+                    let args = Fp8Args {
+                        e4m3,
+                        scales: 0,
+                        first: a as u64,
+                        cols,
+                        block_rows: layout.block_rows,
+                        block_cols: layout.block_cols,
+                        grid_cols: layout.grid_cols,
+                    };
                     let want = cpu(&kernel, a as u64, &w[a..b], b - a);
-                    check_launch(&g, &format!("{format:?} {rows}x{cols} {:?} [{a},{b})", layout.kind), Launch::Fp8(args), &w[a..b], b - a, Some(&values), &want);
+                    check_launch(
+                        &g,
+                        &format!("{format:?} {rows}x{cols} {:?} [{a},{b})", layout.kind),
+                        Launch::Fp8(args),
+                        &w[a..b],
+                        b - a,
+                        Some(&values),
+                        &want,
+                    );
                 }
             }
         }
@@ -215,14 +238,16 @@ fn pipeline_matches_cpu_and_frees_everything() {
     assert_eq!(free_mem(&g), before, "device memory leaked by a successful run");
 
     // A read failure mid-tensor: an error naming the offset, nothing leaked.
-    let failing: SharedSource = Arc::new(FailingSource { inner: MemorySource::new("bad.gguf", vec![0; blocks * 18]), bad: 18 * 30_000..18 * 30_001 });
+    let failing: SharedSource =
+        Arc::new(FailingSource { inner: MemorySource::new("bad.gguf", vec![0; blocks * 18]), bad: 18 * 30_000..18 * 30_001 });
     let e = run(&g, &ring, &q4_work(failing, blocks, 1000, dst.ptr()), None, &|| false, |_| Ok(())).unwrap_err();
     assert!(matches!(e, CudaError::Read { .. }), "{e}");
     assert_eq!(free_mem(&g), before, "device memory leaked after a read error");
 
     // Cancelled after a few chunks.
     let calls = AtomicUsize::new(0);
-    let e = run(&g, &ring, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| calls.fetch_add(1, Ordering::Relaxed) > 5, |_| Ok(())).unwrap_err();
+    let e = run(&g, &ring, &q4_work(src.clone(), blocks, 1000, dst.ptr()), None, &|| calls.fetch_add(1, Ordering::Relaxed) > 5, |_| Ok(()))
+        .unwrap_err();
     assert!(matches!(e, CudaError::Cancelled), "{e}");
     assert_eq!(free_mem(&g), before, "device memory leaked after cancel");
     // The ring is reusable after a failure and after a cancel.

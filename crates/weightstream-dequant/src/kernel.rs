@@ -83,7 +83,12 @@ pub enum Kernel<'a> {
     /// A block quantization format (Q4_0 ... Q6_K).
     Block(BlockFormat),
     /// FP8 weights of a `[rows, cols]` matrix; no scales means scale 1.
-    Fp8 { format: Fp8Format, rows: u64, cols: u64, scales: Option<ScaleGrid<'a>> },
+    Fp8 {
+        format: Fp8Format,
+        rows: u64,
+        cols: u64,
+        scales: Option<ScaleGrid<'a>>,
+    },
 }
 
 impl<'a> Kernel<'a> {

@@ -14,14 +14,7 @@ use crate::kernel::{DequantError, Kernel};
 /// written and gives enough pieces to balance 2-64 threads.
 pub const DEFAULT_PIECE: usize = 64 * 1024;
 
-pub fn dequantize_par(
-    kernel: &Kernel,
-    first: u64,
-    src: &[u8],
-    dst: &mut [u16],
-    isa: Isa,
-    piece: usize,
-) -> Result<(), DequantError> {
+pub fn dequantize_par(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa, piece: usize) -> Result<(), DequantError> {
     kernel.check(first, dst.len() as u64, src.len() as u64)?;
     let piece = piece_elems(kernel, piece);
     dst.par_chunks_mut(piece).enumerate().try_for_each(|(k, d)| {

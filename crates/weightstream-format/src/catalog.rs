@@ -137,10 +137,7 @@ impl ScaleLayout {
         match self.kind {
             ScaleKind::PerTensor => "per-tensor".into(),
             ScaleKind::PerChannel => format!("per-channel [{}, 1]", self.grid_rows),
-            ScaleKind::Block => format!(
-                "block {}x{} [{}, {}]",
-                self.block_rows, self.block_cols, self.grid_rows, self.grid_cols
-            ),
+            ScaleKind::Block => format!("block {}x{} [{}, {}]", self.block_rows, self.block_cols, self.grid_rows, self.grid_cols),
         }
     }
 }

@@ -64,9 +64,7 @@ impl<'a> Cursor<'a> {
         let len = (self.remaining()).min(BUF_SIZE as u64) as usize;
         self.buf.resize(len, 0);
         self.buf_start = self.pos;
-        self.src
-            .read_at(self.pos, &mut self.buf)
-            .map_err(|e| FormatError::io(self.src.path(), Some(self.pos), &e))
+        self.src.read_at(self.pos, &mut self.buf).map_err(|e| FormatError::io(self.src.path(), Some(self.pos), &e))
     }
 
     /// Read `n` bytes into a new vector; `n` must already be checked against

@@ -59,11 +59,7 @@ pub fn config_block_size(config: Option<&Json>, config_path: &Path) -> Result<Op
 
 /// Link every FP8 weight to its scale and mark scale and activation-scale
 /// tensors with their roles. `file_path(i)` names file `i` for errors.
-pub fn pair_scales<'p>(
-    tensors: &mut [TensorInfo],
-    block: Option<(u64, u64)>,
-    file_path: impl Fn(usize) -> &'p Path,
-) -> Result<()> {
+pub fn pair_scales<'p>(tensors: &mut [TensorInfo], block: Option<(u64, u64)>, file_path: impl Fn(usize) -> &'p Path) -> Result<()> {
     if !tensors.iter().any(is_fp8) {
         return Ok(());
     }
@@ -92,7 +88,12 @@ pub fn pair_scales<'p>(
     }
     for (w, s, scale_ref) in pairs {
         if let Role::Scale { weight } = tensors[s].role {
-            return Err(mismatch(&tensors[w], &tensors[s], &format!("the scale already belongs to '{}'", tensors[weight].name), &file_path));
+            return Err(mismatch(
+                &tensors[w],
+                &tensors[s],
+                &format!("the scale already belongs to '{}'", tensors[weight].name),
+                &file_path,
+            ));
         }
         tensors[s].role = Role::Scale { weight: w };
         tensors[w].scale = Some(scale_ref);
@@ -161,10 +162,19 @@ fn layout_for(w: &TensorInfo, s: &TensorInfo, block: Option<(u64, u64)>) -> std:
         )
     };
     if matches!(s.shape.as_slice(), [] | [1]) {
-        return Ok(ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows.max(1), block_cols: cols.max(1), grid_rows: 1, grid_cols: 1 });
+        return Ok(ScaleLayout {
+            kind: ScaleKind::PerTensor,
+            block_rows: rows.max(1),
+            block_cols: cols.max(1),
+            grid_rows: 1,
+            grid_cols: 1,
+        });
     }
     if w.shape.len() != 2 {
-        return Err(format!("weight shape {:?} is not 2-D; only a per-tensor scale ([] or [1]) fits it, the scale has shape {:?}", w.shape, s.shape));
+        return Err(format!(
+            "weight shape {:?} is not 2-D; only a per-tensor scale ([] or [1]) fits it, the scale has shape {:?}",
+            w.shape, s.shape
+        ));
     }
     let per_channel = match s.shape.as_slice() {
         [r] | [r, 1] => *r == rows,
@@ -231,12 +241,12 @@ mod tests {
     #[test]
     fn grids_that_fit_no_layout_are_refused() {
         let cases: &[(&[u64], &[u64], Option<(u64, u64)>)] = &[
-            (&[300, 200], &[2, 2], None),          // 128x128 needs [3, 2]
-            (&[300, 200], &[2, 3], None),          // transposed
-            (&[300, 200], &[4, 2], None),          // larger than the ceiling
-            (&[256, 256], &[3, 3], None),          // 128x128 needs [2, 2]
-            (&[300, 256], &[300, 2], None),        // group-wise 1x128, not declared
-            (&[300, 200], &[1, 1], None),          // one value in a 2-D shape on a multi-block weight
+            (&[300, 200], &[2, 2], None),           // 128x128 needs [3, 2]
+            (&[300, 200], &[2, 3], None),           // transposed
+            (&[300, 200], &[4, 2], None),           // larger than the ceiling
+            (&[256, 256], &[3, 3], None),           // 128x128 needs [2, 2]
+            (&[300, 256], &[300, 2], None),         // group-wise 1x128, not declared
+            (&[300, 200], &[1, 1], None),           // one value in a 2-D shape on a multi-block weight
             (&[300, 200], &[3, 2], Some((64, 64))), // declared 64x64 needs [5, 4]
             (&[4, 8], &[4, 2], None),
         ];

@@ -7,6 +7,8 @@
 //! bounds, or allocate much beyond the size of the headers it reads.
 
 pub mod block;
+// Generated (scripts/gen_block_tables.py, checked in CI): left as generated.
+#[rustfmt::skip]
 pub mod block_tables;
 pub mod catalog;
 mod cursor;
@@ -18,8 +20,7 @@ pub mod safetensors;
 
 pub use block::{BlockFormat, BlockLayout};
 pub use catalog::{
-    supported_encodings,
-    Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, Metadata, Role, ScaleDtype, ScaleKind, ScaleLayout,
+    supported_encodings, Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, Metadata, Role, ScaleDtype, ScaleKind, ScaleLayout,
     ScaleRef, TensorInfo,
 };
 pub use error::{ErrorKind, FormatError, Result};

@@ -13,8 +13,8 @@ use crate::error::{ErrorKind, FormatError, Result};
 use crate::fp8::{config_block_size, pair_scales};
 use crate::gguf::reader::first_duplicate;
 use crate::safetensors::index::{read_index, read_json_file, INDEX_FILE};
-use weightstream_io::{MmapSource, SharedSource, SourceKind};
 use crate::{gguf, safetensors};
+use weightstream_io::{MmapSource, SharedSource, SourceKind};
 
 /// Opens one file as a byte source (mmap by default; the load path may pass
 /// another).
@@ -95,7 +95,11 @@ fn open_gguf(path: &Path, src: SharedSource, opener: SourceOpener) -> Result<Cat
             FormatError::new(p, None, ErrorKind::BadSplit(format!("shard {} of {} {why}", no + 1, info.count)))
         })?;
         if !meta.is_file() {
-            return Err(FormatError::new(p, None, ErrorKind::BadSplit(format!("shard {} of {} is not a regular file", no + 1, info.count))));
+            return Err(FormatError::new(
+                p,
+                None,
+                ErrorKind::BadSplit(format!("shard {} of {} is not a regular file", no + 1, info.count)),
+            ));
         }
         let identity = file_identity(&meta);
         if let Some(first) = identities.iter().position(|i| *i == identity) {
@@ -244,8 +248,7 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
             // One split set and nothing else opens as that set (from its
             // first shard: a missing one is reported by name).
             let names: Vec<Option<gguf::split::SplitName>> = many.iter().map(|p| gguf::split::SplitName::parse(p)).collect();
-            let sets: std::collections::BTreeSet<(String, u64)> =
-                names.iter().flatten().map(|n| (n.prefix.clone(), n.count)).collect();
+            let sets: std::collections::BTreeSet<(String, u64)> = names.iter().flatten().map(|n| (n.prefix.clone(), n.count)).collect();
             if names.iter().all(Option::is_some) && sets.len() == 1 {
                 let n = names[0].as_ref().expect("all parsed");
                 let first = n.path(dir, 0);
@@ -316,8 +319,7 @@ fn open_safetensors(
 /// of those shards is in the index (an unmapped one would be loaded by us and
 /// ignored by loaders that follow the index).
 fn check_index(index_path: &Path, map: &BTreeMap<String, String>, sources: &[SharedSource], tensors: &[TensorInfo]) -> Result<()> {
-    let file_names: Vec<Option<String>> =
-        sources.iter().map(|s| s.path().file_name().map(|n| n.to_string_lossy().into_owned())).collect();
+    let file_names: Vec<Option<String>> = sources.iter().map(|s| s.path().file_name().map(|n| n.to_string_lossy().into_owned())).collect();
     let found: HashMap<&str, usize> = tensors.iter().map(|t| (t.name.as_str(), t.file)).collect();
     for (name, shard) in map {
         let actual = found.get(name.as_str()).and_then(|&fi| file_names[fi].as_deref());

@@ -233,7 +233,8 @@ fn one_file_sets_and_files_without_split_keys_open_as_before() {
     let d = TempDir::new("single");
     // llama-gguf-split with nothing to split writes count 1.
     let mut one = split_set("solo", 1, 4);
-    let plain = Shard { name: "plain.gguf".into(), kv: vec![("general.architecture", Val::Str("llama"))], tensors: (0..4).map(tensor).collect() };
+    let plain =
+        Shard { name: "plain.gguf".into(), kv: vec![("general.architecture", Val::Str("llama"))], tensors: (0..4).map(tensor).collect() };
     one.push(plain);
     let paths = write(&d.0, &one);
     for p in &paths {
@@ -346,9 +347,19 @@ fn bad_split_keys_are_refused() {
         ("count-zero", Box::new(|s: &mut Vec<Shard>| set_key(&mut s[0], "split.count", Val::U16(0))), 0, "'split.count' is 0"),
         ("count-string", Box::new(|s: &mut Vec<Shard>| set_key(&mut s[0], "split.count", Val::Str("3"))), 0, "'split.count' is string"),
         ("no-missing", Box::new(|s: &mut Vec<Shard>| drop_key(&mut s[1], "split.no")), 1, "'split.no' is missing"),
-        ("no-too-big", Box::new(|s: &mut Vec<Shard>| set_key(&mut s[1], "split.no", Val::U16(3))), 1, "'split.no' is 3, but the set has 3 files"),
+        (
+            "no-too-big",
+            Box::new(|s: &mut Vec<Shard>| set_key(&mut s[1], "split.no", Val::U16(3))),
+            1,
+            "'split.no' is 3, but the set has 3 files",
+        ),
         ("total-missing", Box::new(|s: &mut Vec<Shard>| drop_key(&mut s[0], "split.tensors.count")), 0, "has no 'split.tensors.count'"),
-        ("total-negative", Box::new(|s: &mut Vec<Shard>| set_key(&mut s[0], "split.tensors.count", Val::I32(-1))), 0, "not a non-negative integer"),
+        (
+            "total-negative",
+            Box::new(|s: &mut Vec<Shard>| set_key(&mut s[0], "split.tensors.count", Val::I32(-1))),
+            0,
+            "not a non-negative integer",
+        ),
     ];
     for (what, break_it, bad, says) in cases {
         let d = TempDir::new(what);

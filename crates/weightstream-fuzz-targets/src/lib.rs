@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use weightstream_dequant::{dequantize, scales_to_f32, Isa, Kernel, ScaleGrid};
 use weightstream_format::{
-    block::BlockFormat,
-    gguf, safetensors, safetensors_catalog, ByteSource, Encoding, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource,
+    block::BlockFormat, gguf, safetensors, safetensors_catalog, ByteSource, Encoding, Fp8Format, MemorySource, ScaleKind, ScaleLayout,
+    SharedSource,
 };
 
 /// Every target, by name (the directory names under `regressions/`).
@@ -50,7 +50,16 @@ pub fn fp8_scale_rule(data: &[u8]) {
         2 => vec![rows, cols],
         _ => vec![2, rows, cols],
     };
-    let info = |name: &str, dtype, shape: Vec<u64>| TensorInfo { name: name.into(), dtype: Dtype::St(dtype), shape, file: 0, offset: 0, nbytes: 0, role: Role::Data, scale: None };
+    let info = |name: &str, dtype, shape: Vec<u64>| TensorInfo {
+        name: name.into(),
+        dtype: Dtype::St(dtype),
+        shape,
+        file: 0,
+        offset: 0,
+        nbytes: 0,
+        role: Role::Data,
+        scale: None,
+    };
     let mut ts = vec![info("x.weight", StDtype::F8_E4M3, wshape.clone()), info("x.weight_scale", StDtype::F32, sshape.clone())];
     let result = weightstream_format::fp8::pair_scales(&mut ts, block, |_| Path::new("fuzz"));
     let (wr, wc) = ts[0].matrix();
@@ -83,7 +92,8 @@ pub fn checkpoint_dir(data: &[u8]) {
     let (config, rest) = rest.split_at(nc.min(rest.len()));
     let (index, shard) = rest.split_at(ni.min(rest.len()));
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!("ws-fuzz-dir-{}-{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let dir =
+        std::env::temp_dir().join(format!("ws-fuzz-dir-{}-{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     for (name, bytes) in [("config.json", config), ("model.safetensors.index.json", index), ("s1.safetensors", shard)] {
@@ -97,7 +107,11 @@ pub fn checkpoint_dir(data: &[u8]) {
             assert!(t.offset + t.nbytes <= cat.files[t.file].source.len(), "tensor {} past its file", t.name);
         }
         if let Ok(text) = std::str::from_utf8(index) {
-            if let Some(map) = serde_json::from_str::<serde_json::Value>(text).ok().and_then(|j| j.get("weight_map").cloned()).and_then(|m| m.as_object().cloned()) {
+            if let Some(map) = serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|j| j.get("weight_map").cloned())
+                .and_then(|m| m.as_object().cloned())
+            {
                 assert!(!map.is_empty(), "an empty weight_map was accepted");
                 for t in &cat.tensors {
                     assert!(map.contains_key(&t.name), "tensor {} is not in the index", t.name);

@@ -76,18 +76,19 @@ impl SourceKind {
             SourceKind::Auto => {
                 let measured = File::open(path).and_then(|f| cached_fraction(&f));
                 match measured {
-                    Ok(f) if f >= WARM_FRACTION => Ok(Arc::new(FileSource::open(path)?.with_note(format!(
-                        "auto: {:.0}% of the file is in the page cache, reading through it",
-                        f * 100.0
-                    )))),
+                    Ok(f) if f >= WARM_FRACTION => Ok(Arc::new(
+                        FileSource::open(path)?
+                            .with_note(format!("auto: {:.0}% of the file is in the page cache, reading through it", f * 100.0)),
+                    )),
                     Ok(f) => direct_or_read(
                         path,
                         GdsUse::IfNative,
                         Some(format!("auto: {:.0}% of the file is in the page cache, reading around it (O_DIRECT)", f * 100.0)),
                     ),
-                    Err(e) => Ok(Arc::new(FileSource::open(path)?.with_note(format!(
-                        "auto: page-cache residency unknown ({e}), reading through the page cache"
-                    )))),
+                    Err(e) => Ok(Arc::new(
+                        FileSource::open(path)?
+                            .with_note(format!("auto: page-cache residency unknown ({e}), reading through the page cache")),
+                    )),
                 }
             }
         }
@@ -99,7 +100,9 @@ fn direct_or_read(path: &Path, gds: GdsUse, why: Option<String>) -> io::Result<S
         DirectOpen::Opened(d) => Ok(Arc::new(d.with_gds(gds).with_note(why))),
         DirectOpen::Refused(reason) => {
             let why = why.map(|w| format!("{w}; ")).unwrap_or_default();
-            Ok(Arc::new(FileSource::open(path)?.as_fallback(format!("{why}direct I/O refused: {reason}; reading through the page cache instead"))))
+            Ok(Arc::new(
+                FileSource::open(path)?.as_fallback(format!("{why}direct I/O refused: {reason}; reading through the page cache instead")),
+            ))
         }
     }
 }

@@ -233,7 +233,11 @@ mod tests {
             SHAPE,
             &|i, _| {
                 filled.fetch_add(1, Ordering::SeqCst);
-                if i == 10 { Err(format!("bad {i}")) } else { Ok(i) }
+                if i == 10 {
+                    Err(format!("bad {i}"))
+                } else {
+                    Ok(i)
+                }
             },
             |_, _, _| {
                 consumed += 1;
@@ -249,7 +253,11 @@ mod tests {
     fn a_consumer_error_stops_the_ring() {
         let filled = AtomicUsize::new(0);
         let r = run(1000, SHAPE, &|_, _| Ok::<usize, String>(filled.fetch_add(1, Ordering::SeqCst)), |i, _, _| {
-            if i == 5 { Err("consumer".to_string()) } else { Ok(()) }
+            if i == 5 {
+                Err("consumer".to_string())
+            } else {
+                Ok(())
+            }
         });
         assert_eq!(r.unwrap_err(), "consumer");
         assert!(filled.load(Ordering::SeqCst) <= 5 + SHAPE.slots + 1);

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use weightstream_io::testing::{random_bytes, DirectDir};
 
-use weightstream_io::{cached_fraction, evict, AlignedBuf, ByteSource, DirectOpen, DirectSource, GdsUse, MmapSource, SourceKind, DIRECT_ALIGN};
+use weightstream_io::{
+    cached_fraction, evict, AlignedBuf, ByteSource, DirectOpen, DirectSource, GdsUse, MmapSource, SourceKind, DIRECT_ALIGN,
+};
 
 fn dir(test: &str) -> DirectDir {
     DirectDir::new(Path::new(env!("CARGO_TARGET_TMPDIR")), test)

@@ -37,9 +37,18 @@ extern "C" {
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum HostGridError {
-    SourceTooShort { needed: usize, got: usize },
-    DestinationTooShort { needed: usize, got: usize },
-    ScalesTooShort { needed: usize, got: usize },
+    SourceTooShort {
+        needed: usize,
+        got: usize,
+    },
+    DestinationTooShort {
+        needed: usize,
+        got: usize,
+    },
+    ScalesTooShort {
+        needed: usize,
+        got: usize,
+    },
     Unaligned,
     /// The host build has no kernel for this block format.
     NoKernel(&'static str),
@@ -61,7 +70,15 @@ fn src_bytes(launch: &Launch, n: usize) -> usize {
 /// `scales` holds the scale grid (`Fp8Args::scales` is ignored here: the
 /// host address comes from the slice). Checks every length first: the
 /// kernels index exactly what a correct launch covers.
-pub fn run(launch: &Launch, src: &[u8], dst: &mut [u16], n: u64, scales: Option<&[f32]>, grid: u32, block: u32) -> Result<(), HostGridError> {
+pub fn run(
+    launch: &Launch,
+    src: &[u8],
+    dst: &mut [u16],
+    n: u64,
+    scales: Option<&[f32]>,
+    grid: u32,
+    block: u32,
+) -> Result<(), HostGridError> {
     let n_us = n as usize;
     if let Launch::Block(f) = launch {
         if n_us % f.layout().elems != 0 {
@@ -104,20 +121,7 @@ pub fn run(launch: &Launch, src: &[u8], dst: &mut [u16], n: u64, scales: Option<
                         v.as_ptr()
                     }
                 };
-                ws_host_fp8(
-                    a.e4m3 as i32,
-                    s,
-                    d,
-                    n,
-                    scale_ptr,
-                    a.first,
-                    a.cols,
-                    a.block_rows,
-                    a.block_cols,
-                    a.grid_cols,
-                    grid,
-                    block,
-                )
+                ws_host_fp8(a.e4m3 as i32, s, d, n, scale_ptr, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols, grid, block)
             }
         }
     }
@@ -145,9 +149,7 @@ pub fn cuda_layouts() -> Vec<CudaLayout> {
         // SAFETY: every out-pointer is valid for the writes the C++ side
         // makes (one value each, at most 8 fields); it returns pointers to
         // static NUL-terminated string literals.
-        let nf = unsafe {
-            ws_host_block_layout(i, &mut name, &mut id, &mut elems, &mut bytes, names.as_mut_ptr(), offsets.as_mut_ptr())
-        };
+        let nf = unsafe { ws_host_block_layout(i, &mut name, &mut id, &mut elems, &mut bytes, names.as_mut_ptr(), offsets.as_mut_ptr()) };
         if nf < 0 {
             break;
         }

@@ -15,9 +15,10 @@ const GUARD: usize = 37;
 struct Rng(u64);
 impl Rng {
     fn new(test: &str) -> Rng {
-        let seed = std::env::var("WEIGHTSTREAM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        });
+        let seed = std::env::var("WEIGHTSTREAM_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
         eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
         Rng(seed)
     }
@@ -92,10 +93,24 @@ fn every_block_format() {
 #[test]
 fn f32_and_f16_with_tails() {
     let mut rng = Rng::new("f32_and_f16_with_tails");
-    let edges: Vec<u8> = [0u32, 0x8000_0000, 1, 0x007F_FFFF, 0x0080_0000, 0x7F7F_FFFF, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0xFFC0_0001, 0x7F80_0001, 0x3F80_8000, 0x3F81_8000]
-        .iter()
-        .flat_map(|b| b.to_le_bytes())
-        .collect();
+    let edges: Vec<u8> = [
+        0u32,
+        0x8000_0000,
+        1,
+        0x007F_FFFF,
+        0x0080_0000,
+        0x7F7F_FFFF,
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7FC0_0000,
+        0xFFC0_0001,
+        0x7F80_0001,
+        0x3F80_8000,
+        0x3F81_8000,
+    ]
+    .iter()
+    .flat_map(|b| b.to_le_bytes())
+    .collect();
     for n in [0usize, 1, 7, 8, 9, 13, 64, 1001] {
         let mut src = edges.clone();
         src.extend(rng.bytes(n * 4));
@@ -121,14 +136,19 @@ fn fp8_every_layout_chunk_and_code() {
         let layouts = [
             ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows, block_cols: cols, grid_rows: 1, grid_cols: 1 },
             ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols, grid_rows: rows, grid_cols: 1 },
-            ScaleLayout { kind: ScaleKind::Block, block_rows: 128, block_cols: 128, grid_rows: rows.div_ceil(128), grid_cols: cols.div_ceil(128) },
+            ScaleLayout {
+                kind: ScaleKind::Block,
+                block_rows: 128,
+                block_cols: 128,
+                grid_rows: rows.div_ceil(128),
+                grid_cols: cols.div_ceil(128),
+            },
             ScaleLayout { kind: ScaleKind::Block, block_rows: 3, block_cols: 5, grid_rows: rows.div_ceil(3), grid_cols: cols.div_ceil(5) },
         ];
         for layout in layouts {
             let nscales = (layout.grid_rows * layout.grid_cols) as usize;
-            let values: Vec<f32> = (0..nscales)
-                .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| 0.25 + (rng.next() % 1000) as f32 / 256.0))
-                .collect();
+            let values: Vec<f32> =
+                (0..nscales).map(|i| scale_edges.get(i).copied().unwrap_or_else(|| 0.25 + (rng.next() % 1000) as f32 / 256.0)).collect();
             let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
             for (format, e4m3) in [(Fp8Format::E4M3, true), (Fp8Format::E5M2, false)] {
                 for scaled in [true, false] {
@@ -214,7 +234,15 @@ fn scale_bytes_at_their_edges() {
 #[test]
 fn grid_formats_over_every_index() {
     let mut rng = Rng::new("grid_formats_over_every_index");
-    for f in [BlockFormat::IQ2_XXS, BlockFormat::IQ2_XS, BlockFormat::IQ2_S, BlockFormat::IQ3_XXS, BlockFormat::IQ3_S, BlockFormat::IQ1_S, BlockFormat::IQ1_M] {
+    for f in [
+        BlockFormat::IQ2_XXS,
+        BlockFormat::IQ2_XS,
+        BlockFormat::IQ2_S,
+        BlockFormat::IQ3_XXS,
+        BlockFormat::IQ3_S,
+        BlockFormat::IQ1_S,
+        BlockFormat::IQ1_M,
+    ] {
         let l = f.layout();
         let src = rng.bytes(1500 * l.bytes);
         let n = 1500 * l.elems;

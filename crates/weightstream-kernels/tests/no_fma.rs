@@ -29,12 +29,8 @@ fn no_kernel_ptx_has_a_fused_multiply_add() {
             continue;
         }
         let ptx = out.join(p.file_stem().unwrap()).with_extension("ptx");
-        let r = Command::new(&nvcc)
-            .args(["-ptx", "-std=c++17", "-O3", "-arch=compute_90", "-o"])
-            .arg(&ptx)
-            .arg(&p)
-            .output()
-            .expect("run nvcc");
+        let r =
+            Command::new(&nvcc).args(["-ptx", "-std=c++17", "-O3", "-arch=compute_90", "-o"]).arg(&ptx).arg(&p).output().expect("run nvcc");
         assert!(r.status.success(), "nvcc -ptx {}: {}", p.display(), String::from_utf8_lossy(&r.stderr));
         let text = std::fs::read_to_string(&ptx).unwrap();
         let contractible = |l: &&str| {

@@ -19,10 +19,7 @@ pub fn bytes<'c>(cat: &'c Catalog, file: usize, range: Range<u64>, tensor: &str)
         return Ok(Cow::Borrowed(s));
     }
     let len = range.end - range.start;
-    let mut buf = usize::try_from(len)
-        .ok()
-        .and_then(zeroed)
-        .ok_or_else(|| Error::HostMemory { tensor: tensor.to_string(), bytes: len })?;
+    let mut buf = usize::try_from(len).ok().and_then(zeroed).ok_or_else(|| Error::HostMemory { tensor: tensor.to_string(), bytes: len })?;
     read_into(cat, file, range.start, &mut buf, tensor)?;
     Ok(Cow::Owned(buf))
 }

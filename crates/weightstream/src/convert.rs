@@ -17,12 +17,12 @@ use weightstream_format::{Catalog, Format, Metadata};
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
 use crate::cpu::{alloc_output, CpuExecutor};
-use crate::loader::Staging;
 use crate::error::{Error, Result};
-use crate::plan::{Job, Plan, PlanOptions, Skipped};
+use crate::loader::Staging;
 use crate::overlapped_write::{overlapped, Failure};
-use weightstream_format::safetensors::writer::{header, Entry};
+use crate::plan::{Job, Plan, PlanOptions, Skipped};
 use crate::tensor::LoadStats;
+use weightstream_format::safetensors::writer::{header, Entry};
 
 /// Hugging Face's default shard size.
 pub const DEFAULT_MAX_SHARD: u64 = 5_000_000_000;
@@ -183,7 +183,12 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
         output: output.to_path_buf(),
         files,
         skipped: plan.skipped.clone(),
-        stats: LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() },
+        stats: LoadStats {
+            tensors: plan.jobs.len() as u64,
+            src_bytes: plan.src_bytes(),
+            out_bytes: plan.out_bytes(),
+            seconds: t0.elapsed().as_secs_f64(),
+        },
     })
 }
 
@@ -251,7 +256,14 @@ fn start_writeback(f: &File) {
     let _ = f;
 }
 
-fn write_shard(cat: &Catalog, cpu: &CpuExecutor, jobs: &[&Job], path: &Path, metadata: &Map<String, Json>, tracker: &Tracker) -> Result<()> {
+fn write_shard(
+    cat: &Catalog,
+    cpu: &CpuExecutor,
+    jobs: &[&Job],
+    path: &Path,
+    metadata: &Map<String, Json>,
+    tracker: &Tracker,
+) -> Result<()> {
     let entries: Vec<Entry> = jobs.iter().map(|j| Entry { name: &j.name, shape: &j.shape, nbytes: j.out_bytes() }).collect();
     let file = File::create(path).map_err(io_err(path))?;
     let mut w = BufWriter::with_capacity(4 << 20, file);
@@ -266,17 +278,24 @@ fn write_shard(cat: &Catalog, cpu: &CpuExecutor, jobs: &[&Job], path: &Path, met
         let starts = (0..j.n_elems.max(1)).step_by(group as usize);
         starts.map(move |at| (i, j.first + at, group.min(j.n_elems - at.min(j.n_elems)), at + group >= j.n_elems))
     });
-    let (w, _) = overlapped(w, pieces, |p| p.2 as usize, bufs, |&(i, first, _, last), out| {
-        cpu.fill_elems(cat, &kernels[i], first, out, Some(tracker))?;
-        if last {
-            tracker.tensor_done();
-        }
-        Ok(())
-    }, |w| {
-        w.flush()?;
-        start_writeback(w.get_ref());
-        Ok(())
-    })
+    let (w, _) = overlapped(
+        w,
+        pieces,
+        |p| p.2 as usize,
+        bufs,
+        |&(i, first, _, last), out| {
+            cpu.fill_elems(cat, &kernels[i], first, out, Some(tracker))?;
+            if last {
+                tracker.tensor_done();
+            }
+            Ok(())
+        },
+        |w| {
+            w.flush()?;
+            start_writeback(w.get_ref());
+            Ok(())
+        },
+    )
     .map_err(|f| match f {
         Failure::Fill(e) => e,
         Failure::Write(source) => Error::Io { path: path.to_path_buf(), source },

@@ -59,10 +59,7 @@ pub struct CpuOptions {
 /// A zeroed output buffer, or an error when the host cannot provide it (a
 /// plain `vec!` would abort the process).
 pub(crate) fn alloc_output(tensor: &str, n: u64) -> Result<Vec<u16>> {
-    usize::try_from(n)
-        .ok()
-        .and_then(zeroed)
-        .ok_or_else(|| Error::HostMemory { tensor: tensor.to_string(), bytes: n.saturating_mul(2) })
+    usize::try_from(n).ok().and_then(zeroed).ok_or_else(|| Error::HostMemory { tensor: tensor.to_string(), bytes: n.saturating_mul(2) })
 }
 
 /// Elements `[first, first + n)` of job `job` (an index into the request),
@@ -128,7 +125,9 @@ impl CpuExecutor {
     pub fn new(opts: &CpuOptions) -> Result<Self> {
         // Thousands of threads only fail slowly (each needs a stack): refuse
         // at once and say why.
-        for (what, v, max) in [("threads", opts.threads, MAX_THREADS), ("readers", opts.readers, MAX_READERS), ("read-ahead slots", opts.slots, MAX_SLOTS)] {
+        for (what, v, max) in
+            [("threads", opts.threads, MAX_THREADS), ("readers", opts.readers, MAX_READERS), ("read-ahead slots", opts.slots, MAX_SLOTS)]
+        {
             if v.is_some_and(|v| v > max) {
                 return Err(Error::InvalidArgument(format!("{what}: {} is above the limit of {max}", v.unwrap_or(0))));
             }
@@ -273,7 +272,9 @@ impl CpuExecutor {
             GroupBytes::Fetch { source, offset } => {
                 let fetch = |r: Range<u64>, buf: &mut [u8]| source.read_at(offset + r.start, buf).map_err(|e| (offset + r.start, e));
                 self.pool.install(|| dequantize_par_fetch(&kernel, first, out, self.isa, DEFAULT_PIECE, &fetch)).map_err(|e| match e {
-                    FetchError::Fetch((at, source)) => Error::Read { file: file_path(cat, job.file), tensor: job.name.clone(), offset: at, source },
+                    FetchError::Fetch((at, source)) => {
+                        Error::Read { file: file_path(cat, job.file), tensor: job.name.clone(), offset: at, source }
+                    }
                     FetchError::Dequant(d) => dequant_error(d),
                 })
             }
@@ -293,7 +294,11 @@ impl CpuExecutor {
         let job = jk.job();
         let n = dst.len() as u64;
         if job.window.is_some() || first < job.first || first + n > job.first + job.n_elems {
-            return Err(Error::InvalidArgument(format!("elements {first}..{} are not a part of tensor '{}''s output", first + n, job.name)));
+            return Err(Error::InvalidArgument(format!(
+                "elements {first}..{} are not a part of tensor '{}''s output",
+                first + n,
+                job.name
+            )));
         }
         let part = Job { first, n_elems: n, src: job.byte_range(first, n), ..job.clone() };
         self.fill_part(cat, jk, &part, dst, tracker)
@@ -302,7 +307,12 @@ impl CpuExecutor {
     /// `part` (the job of `jk`, or a contiguous piece of it) into `dst`.
     fn fill_part(&self, cat: &Catalog, jk: &JobKernel, part: &Job, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         if dst.len() as u64 != part.n_elems {
-            return Err(Error::InvalidArgument(format!("tensor '{}' needs {} values, its destination holds {}", part.name, part.n_elems, dst.len())));
+            return Err(Error::InvalidArgument(format!(
+                "tensor '{}' needs {} values, its destination holds {}",
+                part.name,
+                part.n_elems,
+                dst.len()
+            )));
         }
         self.each_group(cat, &[part], tracker, |g, src| {
             let at = part.out_index(g.first) as usize;
@@ -360,7 +370,12 @@ impl CpuExecutor {
         }
         for (job, d) in plan.jobs.iter().zip(dsts.iter()) {
             if d.len() as u64 != job.n_elems {
-                return Err(Error::InvalidArgument(format!("tensor '{}' needs {} values, its destination holds {}", job.name, job.n_elems, d.len())));
+                return Err(Error::InvalidArgument(format!(
+                    "tensor '{}' needs {} values, its destination holds {}",
+                    job.name,
+                    job.n_elems,
+                    d.len()
+                )));
             }
         }
         let t0 = Instant::now();
@@ -381,7 +396,13 @@ impl CpuExecutor {
 
     /// Produce every job's tensor in plan order, handing each to `sink` as it
     /// completes (one tensor's output is held at a time).
-    pub fn stream(&self, cat: &Catalog, plan: &Plan, control: Control, mut sink: impl FnMut(HostTensor) -> Result<()>) -> Result<LoadStats> {
+    pub fn stream(
+        &self,
+        cat: &Catalog,
+        plan: &Plan,
+        control: Control,
+        mut sink: impl FnMut(HostTensor) -> Result<()>,
+    ) -> Result<LoadStats> {
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         tracker.check()?;
@@ -452,5 +473,10 @@ impl CpuExecutor {
 }
 
 fn stats(plan: &Plan, t0: Instant) -> LoadStats {
-    LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() }
+    LoadStats {
+        tensors: plan.jobs.len() as u64,
+        src_bytes: plan.src_bytes(),
+        out_bytes: plan.out_bytes(),
+        seconds: t0.elapsed().as_secs_f64(),
+    }
 }

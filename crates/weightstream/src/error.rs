@@ -64,9 +64,9 @@ impl Error {
     pub fn location(&self) -> (Option<&std::path::Path>, Option<&str>, Option<u64>) {
         match self {
             Error::Format(f) => (Some(&f.file), f.tensor.as_deref(), f.offset),
-            Error::Unsupported { file, tensor, offset, .. } | Error::Read { file, tensor, offset, .. } | Error::ReservedName { file, tensor, offset, .. } => {
-                (Some(file), Some(tensor), Some(*offset))
-            }
+            Error::Unsupported { file, tensor, offset, .. }
+            | Error::Read { file, tensor, offset, .. }
+            | Error::ReservedName { file, tensor, offset, .. } => (Some(file), Some(tensor), Some(*offset)),
             Error::Dequant { tensor, .. } | Error::HostMemory { tensor, .. } | Error::BadSlice { tensor, .. } => (None, Some(tensor), None),
             Error::NoSuchTensor(tensor) => (None, Some(tensor), None),
             Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } | Error::OutputBusy { path, .. } => {

@@ -124,9 +124,12 @@ impl GpuExecutor {
                 }
             };
             if want == GdsUse::IfNative && !gds.native() {
-                self.note("auto: no nvidia-fs, so cuFile would only run in compatibility mode (direct I/O plus a copy): \
+                self.note(
+                    "auto: no nvidia-fs, so cuFile would only run in compatibility mode (direct I/O plus a copy): \
                            cold files go through pinned staging"
-                    .into(), false);
+                        .into(),
+                    false,
+                );
                 continue;
             }
             match gds.register(file) {
@@ -146,7 +149,13 @@ impl GpuExecutor {
     /// Allocate every tensor first (so running out of memory stops the load
     /// before any transfer), then load, handing each tensor to `sink` as it
     /// completes on the device.
-    pub fn stream(&self, cat: &Catalog, plan: &Plan, control: Control, mut sink: impl FnMut(DeviceTensor) -> Result<()>) -> Result<LoadStats> {
+    pub fn stream(
+        &self,
+        cat: &Catalog,
+        plan: &Plan,
+        control: Control,
+        mut sink: impl FnMut(DeviceTensor) -> Result<()>,
+    ) -> Result<LoadStats> {
         // Allocation is part of loading (baselines like safetensors pay it too).
         let t0 = Instant::now();
         let mut buffers = Vec::with_capacity(plan.jobs.len());
@@ -258,10 +267,17 @@ impl GpuExecutor {
             return Err(e);
         }
         result.map_err(|e| match e {
-            CudaError::Read { file, offset, tensor, source } => Error::Read { file, tensor: plan.jobs[tensor].name.clone(), offset, source },
+            CudaError::Read { file, offset, tensor, source } => {
+                Error::Read { file, tensor: plan.jobs[tensor].name.clone(), offset, source }
+            }
             e => device_error(e),
         })?;
-        Ok(LoadStats { tensors: plan.jobs.len() as u64, src_bytes: plan.src_bytes(), out_bytes: plan.out_bytes(), seconds: t0.elapsed().as_secs_f64() })
+        Ok(LoadStats {
+            tensors: plan.jobs.len() as u64,
+            src_bytes: plan.src_bytes(),
+            out_bytes: plan.out_bytes(),
+            seconds: t0.elapsed().as_secs_f64(),
+        })
     }
 }
 

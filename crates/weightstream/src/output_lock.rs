@@ -81,7 +81,10 @@ pub fn claim(output: &Path) -> Result<(OutputLock, Vec<PathBuf>)> {
             Err(source) => return Err(Error::Io { path: lock, source }),
         }
     }
-    Err(Error::OutputBusy { path: output.to_path_buf(), reason: format!("could not claim {} (another process keeps re-creating it)", lock.display()) })
+    Err(Error::OutputBusy {
+        path: output.to_path_buf(),
+        reason: format!("could not claim {} (another process keeps re-creating it)", lock.display()),
+    })
 }
 
 /// Remove `<prefix><pid>` entries of `parent` whose process is gone.

@@ -117,12 +117,19 @@ mod tests {
     fn writes_every_value_in_order() {
         for (total, per) in [(0u64, 3usize), (1, 3), (7, 3), (9, 3), (1000, 64)] {
             let w = Limited { out: vec![], limit: usize::MAX };
-            let (w, back) = overlapped::<_, _, ()>(w, pieces(total, per), |p| p.1, bufs(per), |p, b| {
-                for (i, v) in b.iter_mut().enumerate() {
-                    *v = (p.0 + i as u64) as u16;
-                }
-                Ok(())
-            }, |_| Ok(()))
+            let (w, back) = overlapped::<_, _, ()>(
+                w,
+                pieces(total, per),
+                |p| p.1,
+                bufs(per),
+                |p, b| {
+                    for (i, v) in b.iter_mut().enumerate() {
+                        *v = (p.0 + i as u64) as u16;
+                    }
+                    Ok(())
+                },
+                |_| Ok(()),
+            )
             .unwrap_or_else(|_| panic!("{total}/{per}"));
             assert_eq!([back[0].len(), back[1].len()], [per, per]);
             let got: Vec<u16> = w.out.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
@@ -133,10 +140,21 @@ mod tests {
     #[test]
     fn a_fill_error_stops_and_is_returned() {
         let mut calls = 0;
-        let r = overlapped(Limited { out: vec![], limit: usize::MAX }, pieces(100, 10), |p| p.1, bufs(10), |p, _| {
-            calls += 1;
-            if p.0 == 30 { Err("bad block") } else { Ok(()) }
-        }, |_| Ok(()));
+        let r = overlapped(
+            Limited { out: vec![], limit: usize::MAX },
+            pieces(100, 10),
+            |p| p.1,
+            bufs(10),
+            |p, _| {
+                calls += 1;
+                if p.0 == 30 {
+                    Err("bad block")
+                } else {
+                    Ok(())
+                }
+            },
+            |_| Ok(()),
+        );
         assert!(matches!(r, Err(Failure::Fill("bad block"))));
         assert_eq!(calls, 4);
     }
@@ -144,10 +162,17 @@ mod tests {
     #[test]
     fn a_write_error_stops_the_filling_and_is_returned() {
         let mut calls = 0;
-        let r = overlapped::<_, _, ()>(Limited { out: vec![], limit: 50 }, pieces(1000, 10), |p| p.1, bufs(10), |_, _| {
-            calls += 1;
-            Ok(())
-        }, |_| Ok(()));
+        let r = overlapped::<_, _, ()>(
+            Limited { out: vec![], limit: 50 },
+            pieces(1000, 10),
+            |p| p.1,
+            bufs(10),
+            |_, _| {
+                calls += 1;
+                Ok(())
+            },
+            |_| Ok(()),
+        );
         match r {
             Err(Failure::Write(e)) => assert_eq!(e.to_string(), "disk full"),
             _ => panic!("expected the write error"),

@@ -73,7 +73,12 @@ impl Job {
 
     /// File bytes this job reads (a column slice: its rows' segments only).
     pub fn src_bytes(&self) -> u64 {
-        self.segments().map(|(first, n)| { let r = self.byte_range(first, n); r.end - r.start }).sum()
+        self.segments()
+            .map(|(first, n)| {
+                let r = self.byte_range(first, n);
+                r.end - r.start
+            })
+            .sum()
     }
 
     /// Bytes that hold elements `[first, first + n)` of the tensor
@@ -146,13 +151,8 @@ impl Job {
     pub fn slice(&self, rows: Range<u64>, cols: Range<u64>) -> Result<Job> {
         let (nrows, ncols) = self.matrix;
         let block = self.encoding.block().0;
-        let bad = |why: String| Error::BadSlice {
-            tensor: self.name.clone(),
-            rows: rows.clone(),
-            cols: cols.clone(),
-            shape: (nrows, ncols),
-            why,
-        };
+        let bad =
+            |why: String| Error::BadSlice { tensor: self.name.clone(), rows: rows.clone(), cols: cols.clone(), shape: (nrows, ncols), why };
         if self.first != 0 || self.n_elems != nrows * ncols || self.window.is_some() {
             return Err(bad("only a whole tensor can be sliced".into()));
         }
@@ -225,12 +225,7 @@ impl Plan {
                     continue;
                 }
                 Err(reason) => {
-                    return Err(Error::Unsupported {
-                        file: file_path(cat, t.file),
-                        tensor: t.name.clone(),
-                        offset: t.offset,
-                        reason,
-                    })
+                    return Err(Error::Unsupported { file: file_path(cat, t.file), tensor: t.name.clone(), offset: t.offset, reason })
                 }
             };
             let scale = t.scale.map(|s| {

@@ -19,10 +19,13 @@ fn gpu_loads_through_every_source_match_the_cpu() {
         let cat = weightstream::open_with_source(&path, SourceKind::Mmap).unwrap();
         let plan = Plan::new(&cat, &PlanOptions::default()).unwrap();
         let mut v = vec![];
-        CpuExecutor::new(&Default::default()).unwrap().stream(&cat, &plan, Control::default(), |t| {
-            v.push(t);
-            Ok(())
-        }).unwrap();
+        CpuExecutor::new(&Default::default())
+            .unwrap()
+            .stream(&cat, &plan, Control::default(), |t| {
+                v.push(t);
+                Ok(())
+            })
+            .unwrap();
         v
     };
     for kind in [SourceKind::Mmap, SourceKind::Read, SourceKind::Direct, SourceKind::Gds] {
@@ -34,7 +37,8 @@ fn gpu_loads_through_every_source_match_the_cpu() {
             gpu.stream(&cat, &plan, Control::default(), |t| {
                 got.push(t);
                 Ok(())
-            }).unwrap();
+            })
+            .unwrap();
             let notes = gpu.notes();
             eprintln!("{kind:?} {staging:?}: source {}, notes {notes:?}", cat.files[0].source.name());
             assert_eq!(got.len(), reference.len());
@@ -43,7 +47,10 @@ fn gpu_loads_through_every_source_match_the_cpu() {
             }
             if kind == SourceKind::Gds {
                 let used = notes.iter().any(|n| n.text.contains("read with cuFile") && !n.fallback);
-                assert!(used || notes.iter().any(|n| n.fallback && n.text.contains("instead")), "gds neither used nor explained: {notes:?}");
+                assert!(
+                    used || notes.iter().any(|n| n.fallback && n.text.contains("instead")),
+                    "gds neither used nor explained: {notes:?}"
+                );
                 if std::env::var_os("WEIGHTSTREAM_REQUIRE_GDS").is_some() {
                     assert!(used, "cuFile was required: {notes:?}");
                 }
@@ -70,7 +77,9 @@ fn gpu_slices_match_the_cpu() {
                 let (rows, cols) = job.matrix;
                 let block = job.encoding.block().0;
                 let nb = cols / block;
-                for (r, c) in [(1..rows, 0..cols), (0..rows, block..nb * block), (rows / 3..rows - rows / 3, (nb / 2) * block..(nb / 2 + 1) * block)] {
+                for (r, c) in
+                    [(1..rows, 0..cols), (0..rows, block..nb * block), (rows / 3..rows - rows / 3, (nb / 2) * block..(nb / 2 + 1) * block)]
+                {
                     jobs.push(job.slice(r, c).unwrap());
                 }
             }
@@ -79,13 +88,16 @@ fn gpu_slices_match_the_cpu() {
             cpu.stream(&cat, &plan, Control::default(), |t| {
                 want.push(t);
                 Ok(())
-            }).unwrap();
-            let gpu = GpuExecutor::new(&GpuOptions { device: 0, staging: StagingConfig { slots: 3, slot_bytes: 4096 + 18, readers: 2 } }).unwrap();
+            })
+            .unwrap();
+            let gpu = GpuExecutor::new(&GpuOptions { device: 0, staging: StagingConfig { slots: 3, slot_bytes: 4096 + 18, readers: 2 } })
+                .unwrap();
             let mut got = vec![];
             gpu.stream(&cat, &plan, Control::default(), |t| {
                 got.push(t);
                 Ok(())
-            }).unwrap();
+            })
+            .unwrap();
             for (g, w) in got.iter().zip(&want) {
                 assert!(g.to_host().unwrap() == w.data, "{kind:?}: slice of '{}' differs from the CPU", w.name);
             }

@@ -117,7 +117,8 @@ fn an_injected_read_error_names_file_tensor_and_offset() {
     let out = d.join("out.safetensors");
     let e = convert_catalog(&cat, &out, &ConvertOptions::default(), Control::default()).unwrap_err();
     assert!(matches!(e, Error::Read { .. }), "{e}");
-    let leftovers: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
+    let leftovers: Vec<_> =
+        std::fs::read_dir(&d).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
     assert!(leftovers.is_empty() && !out.exists());
 }
 

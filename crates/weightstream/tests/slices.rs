@@ -14,11 +14,13 @@ use weightstream::{Catalog, Control, CpuExecutor, CpuOptions, Error, HostTensor,
 fn whole(cat: &Catalog) -> Vec<HostTensor> {
     let plan = Plan::new(cat, &PlanOptions::default()).unwrap();
     let mut out = vec![];
-    CpuExecutor::new(&Default::default()).unwrap().stream(cat, &plan, Control::default(), |t| {
-        out.push(t);
-        Ok(())
-    })
-    .unwrap();
+    CpuExecutor::new(&Default::default())
+        .unwrap()
+        .stream(cat, &plan, Control::default(), |t| {
+            out.push(t);
+            Ok(())
+        })
+        .unwrap();
     out
 }
 
@@ -86,7 +88,11 @@ fn slices_of_every_format_through_every_source_match_the_sliced_whole() {
             // (O_DIRECT reads a whole 4 KiB block per 100-byte chunk).
             let tiny = matches!(kind, SourceKind::Mmap | SourceKind::Read);
             for (readers, chunk) in [(1, 4096 + 18), (3, 1 << 20), (2, if tiny { 100 } else { 8192 + 36 })] {
-                check(&cat, CpuOptions { readers: Some(readers), chunk_bytes: Some(chunk), ..Default::default() }, &format!("{kind:?} chunk {chunk}"));
+                check(
+                    &cat,
+                    CpuOptions { readers: Some(readers), chunk_bytes: Some(chunk), ..Default::default() },
+                    &format!("{kind:?} chunk {chunk}"),
+                );
             }
         }
     }

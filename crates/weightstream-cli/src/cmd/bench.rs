@@ -64,7 +64,11 @@ struct Input {
 enum InputKind {
     Plain(Kernel<'static>),
     /// FP8 kernels borrow their scales: built where `scales` lives.
-    Fp8 { format: Fp8Format, layout: ScaleLayout, scales: Vec<f32> },
+    Fp8 {
+        format: Fp8Format,
+        layout: ScaleLayout,
+        scales: Vec<f32>,
+    },
 }
 
 /// Deterministic pseudo-random bytes (xorshift), fast enough for 100 MB.

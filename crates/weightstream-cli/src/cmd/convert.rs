@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use weightstream::{convert, ConvertOptions, Control, Staging};
+use weightstream::{convert, Control, ConvertOptions, Staging};
 
 use crate::human;
 use crate::progress::Bar;

@@ -38,15 +38,28 @@ pub fn run(args: &Args) -> CmdResult {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({"supported": supported_encodings().split(", ").collect::<Vec<_>>(), "block_formats": blocks})).expect("JSON of owned values"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"supported": supported_encodings().split(", ").collect::<Vec<_>>(), "block_formats": blocks})
+            )
+            .expect("JSON of owned values")
+        );
         return Ok(());
     }
     println!("supported: {}\n", supported_encodings());
-    let mut t = Table::new(&["BLOCK FORMAT", "ELEMENTS", "BYTES", "BITS/WEIGHT", "FIELDS (byte offset)"], &[false, true, true, true, false]);
+    let mut t =
+        Table::new(&["BLOCK FORMAT", "ELEMENTS", "BYTES", "BITS/WEIGHT", "FIELDS (byte offset)"], &[false, true, true, true, false]);
     for f in BlockFormat::ALL {
         let l = f.layout();
         let fields = l.fields.iter().map(|x| format!("{} @{}", x.name.to_ascii_lowercase(), x.offset)).collect::<Vec<_>>().join(", ");
-        t.row(vec![l.name.into(), l.elems.to_string(), l.bytes.to_string(), format!("{:.4}", l.bytes as f64 * 8.0 / l.elems as f64), fields]);
+        t.row(vec![
+            l.name.into(),
+            l.elems.to_string(),
+            l.bytes.to_string(),
+            format!("{:.4}", l.bytes as f64 * 8.0 / l.elems as f64),
+            fields,
+        ]);
     }
     print!("{}", t.render());
     println!("\nThe value formulas are in docs/numerics.md; docs/formats.md lists every type.");

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use serde::ser::SerializeSeq;
 use serde::Serialize;
-use std::io::Write;
 use serde_json::{json, Value as Json};
+use std::io::Write;
 use weightstream::format::{Catalog, Format, Metadata, Role, TensorInfo};
 
 use crate::human::{self, Table};
@@ -174,10 +174,7 @@ fn key_gguf_metadata(cat: &Catalog, all: bool) -> Vec<(String, String)> {
         )
         .chain(["tokenizer.ggml.model".to_string(), "tokenizer.ggml.tokens".to_string()])
         .collect();
-    wanted
-        .into_iter()
-        .filter_map(|k| cat.metadata.gguf_value(&k).map(|v| (k, v.summary(60))))
-        .collect()
+    wanted.into_iter().filter_map(|k| cat.metadata.gguf_value(&k).map(|v| (k, v.summary(60)))).collect()
 }
 
 fn scale_column(cat: &Catalog, t: &TensorInfo) -> String {
@@ -202,7 +199,12 @@ pub fn to_text(cat: &Catalog, all_metadata: bool) -> String {
         Metadata::Gguf { version, alignment, .. } => format!("GGUF v{version}, alignment {alignment}"),
         Metadata::Safetensors(_) => format!("safetensors, {} file(s)", cat.files.len()),
     };
-    out += &format!("{}\n  {kind}, {} tensors, {}\n", human::printable(&cat.root.display().to_string()), cat.tensors.len(), human::bytes(cat.file_bytes()));
+    out += &format!(
+        "{}\n  {kind}, {} tensors, {}\n",
+        human::printable(&cat.root.display().to_string()),
+        cat.tensors.len(),
+        human::bytes(cat.file_bytes())
+    );
 
     let meta: Vec<(String, String)> = match (&cat.format, &cat.metadata) {
         (Format::Gguf, _) => key_gguf_metadata(cat, all_metadata),
@@ -253,13 +255,18 @@ pub fn to_text(cat: &Catalog, all_metadata: bool) -> String {
     }
     tot.row(vec!["total".into(), n.to_string(), human::count(e), human::bytes(b)]);
     out += &tot.render();
-    let unsupported: Vec<&TensorInfo> =
-        cat.tensors.iter().filter(|t| t.role == Role::Data && t.encoding().is_err()).collect();
+    let unsupported: Vec<&TensorInfo> = cat.tensors.iter().filter(|t| t.role == Role::Data && t.encoding().is_err()).collect();
     if !unsupported.is_empty() {
         out += &format!(
             "\n{} tensor(s) cannot be dequantized to BF16 ({}); loading them fails, convert --skip-unsupported leaves them out\n",
             unsupported.len(),
-            unsupported.iter().map(|t| t.dtype.name()).collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(", ")
+            unsupported
+                .iter()
+                .map(|t| t.dtype.name())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     out

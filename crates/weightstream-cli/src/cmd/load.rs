@@ -63,7 +63,10 @@ pub fn run(args: &Args) -> CmdResult {
     let choice: DeviceChoice = args.device.parse().or_fail(args.json)?;
     let device = choice.resolve().or_fail(args.json)?;
     if args.read_only && device != Device::Cpu {
-        return Err(Failure { error: weightstream::Error::InvalidArgument("--read-only measures the CPU read path: add --device cpu".into()), json: args.json });
+        return Err(Failure {
+            error: weightstream::Error::InvalidArgument("--read-only measures the CPU read path: add --device cpu".into()),
+            json: args.json,
+        });
     }
     crate::interrupt::install();
     let staging = Staging {
@@ -110,18 +113,23 @@ pub fn run(args: &Args) -> CmdResult {
             bar.finish();
             let stats = stats.or_fail(args.json)?;
             // Copied back only to verify (after the timed load).
-            let host = if args.verify { kept.iter().map(|t| t.to_host()).collect::<Result<Vec<_>, _>>().or_fail(args.json)? } else { vec![] };
-            let w = Where::Cuda { ordinal: n, name: gpu.info().name.clone(), staging: staging.gpu(), notes: gpu.notes().into_iter().map(|n| n.text).collect() };
+            let host =
+                if args.verify { kept.iter().map(|t| t.to_host()).collect::<Result<Vec<_>, _>>().or_fail(args.json)? } else { vec![] };
+            let w = Where::Cuda {
+                ordinal: n,
+                name: gpu.info().name.clone(),
+                staging: staging.gpu(),
+                notes: gpu.notes().into_iter().map(|n| n.text).collect(),
+            };
             (stats, host, w)
         }
     };
     let verified = if args.verify { Some(verify(cat, &plan, &produced).or_fail(args.json)?) } else { None };
     report(args, cat, &stats, &where_, &plan, verified.as_ref());
     match verified {
-        Some(v) if !v.mismatches.is_empty() => Err(Failure {
-            error: weightstream::Error::VerifyMismatch { tensors: v.mismatches.len() },
-            json: args.json,
-        }),
+        Some(v) if !v.mismatches.is_empty() => {
+            Err(Failure { error: weightstream::Error::VerifyMismatch { tensors: v.mismatches.len() }, json: args.json })
+        }
         _ => Ok(()),
     }
 }

@@ -157,7 +157,7 @@ unsafe fn fp8_to_f16(format: Fp8Format, v: __m128i) -> __m256i {
             // at bit 15, the magnitude lands at bits 7..13, and bit 14 (a copy
             // of the sign) is cleared.
             let h = _mm256_and_si256(_mm256_srai_epi16::<1>(_mm256_slli_epi16::<8>(w)), _mm256_set1_epi16(-16385)); // 0xBFFF
-            // NaN codes (magnitude 0x7F) get an all-ones exponent.
+                                                                                                                    // NaN codes (magnitude 0x7F) get an all-ones exponent.
             let exp = _mm256_set1_epi16(0x3F80);
             let nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, exp), exp);
             _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7C00)))

@@ -23,7 +23,9 @@ use super::avx2::store16;
 use super::blocks::{bits, emit16, emit32, load32, NONE};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
-use weightstream_format::block_tables::{E2M1_DOUBLED, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, IQ4NL_VALUES, KSIGNS};
+use weightstream_format::block_tables::{
+    E2M1_DOUBLED, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, IQ4NL_VALUES, KSIGNS,
+};
 
 /// The blocks of `src` with their outputs: (block bytes, output pointer).
 #[inline(always)]
@@ -215,7 +217,12 @@ pub unsafe fn iq2_xs(src: &[u8], dst: &mut [u16]) {
         for k in 0..16 {
             let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
             let (a, c) = (q(2 * k), q(2 * k + 1));
-            let v = signed16(IQ2XS_GRID[(a & 511) as usize], KSIGNS[(a >> 9) as usize], IQ2XS_GRID[(c & 511) as usize], KSIGNS[(c >> 9) as usize]);
+            let v = signed16(
+                IQ2XS_GRID[(a & 511) as usize],
+                KSIGNS[(a >> 9) as usize],
+                IQ2XS_GRID[(c & 511) as usize],
+                KSIGNS[(c >> 9) as usize],
+            );
             // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
             emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
         }

@@ -295,16 +295,12 @@ fn read_array(c: &mut Cursor, depth: u32) -> Result<MetadataArray> {
     let count_at = c.pos();
     let count = c.u64()?;
     if depth > MAX_ARRAY_DEPTH {
-        return Err(c.err(
-            type_at,
-            ErrorKind::LimitExceeded { what: "array nesting depth", value: depth as u64, limit: MAX_ARRAY_DEPTH as u64 },
-        ));
+        return Err(
+            c.err(type_at, ErrorKind::LimitExceeded { what: "array nesting depth", value: depth as u64, limit: MAX_ARRAY_DEPTH as u64 })
+        );
     }
     if count > MAX_ARRAY_LEN {
-        return Err(c.err(
-            count_at,
-            ErrorKind::LimitExceeded { what: "metadata array length", value: count, limit: MAX_ARRAY_LEN },
-        ));
+        return Err(c.err(count_at, ErrorKind::LimitExceeded { what: "metadata array length", value: count, limit: MAX_ARRAY_LEN }));
     }
     // Every element takes at least this many bytes: a count the file cannot
     // hold is truncation, found before anything is allocated.

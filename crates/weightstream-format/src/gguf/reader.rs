@@ -51,10 +51,7 @@ impl GgufHeader {
 pub(crate) fn first_duplicate<T>(items: &[T], name: impl Fn(&T) -> &str) -> Option<(usize, usize)> {
     let mut idx: Vec<u32> = (0..items.len() as u32).collect();
     idx.sort_unstable_by(|&a, &b| name(&items[a as usize]).cmp(name(&items[b as usize])).then(a.cmp(&b)));
-    idx.windows(2)
-        .filter(|w| name(&items[w[0] as usize]) == name(&items[w[1] as usize]))
-        .map(|w| (w[1] as usize, w[0] as usize))
-        .min()
+    idx.windows(2).filter(|w| name(&items[w[0] as usize]) == name(&items[w[1] as usize])).map(|w| (w[1] as usize, w[0] as usize)).min()
 }
 
 /// Bound a count read from the header by the bytes left to hold it and by a
@@ -109,10 +106,7 @@ pub fn read_header(src: &dyn ByteSource) -> Result<GgufHeader> {
                 MetadataValue::U32(a) if a != 0 && a.is_power_of_two() => a as u64,
                 MetadataValue::U32(a) => return Err(c.err(type_at + 4, ErrorKind::BadAlignment(a as u64))),
                 ref other => {
-                    return Err(c.err(
-                        type_at,
-                        ErrorKind::BadMetadata(format!("{ALIGNMENT_KEY} must be u32, found {}", other.type_name())),
-                    ))
+                    return Err(c.err(type_at, ErrorKind::BadMetadata(format!("{ALIGNMENT_KEY} must be u32, found {}", other.type_name()))))
                 }
             };
         }
@@ -180,12 +174,7 @@ fn read_tensor_info(c: &mut Cursor, alignment: u64) -> Result<GgufTensorInfo> {
 }
 
 /// Every tensor's bytes lie inside the file and no two overlap.
-fn check_data_ranges(
-    path: &std::path::Path,
-    file_len: u64,
-    data_offset: u64,
-    tensors: &[GgufTensorInfo],
-) -> Result<()> {
+fn check_data_ranges(path: &std::path::Path, file_len: u64, data_offset: u64, tensors: &[GgufTensorInfo]) -> Result<()> {
     let mut ranges = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter().enumerate() {
         let start = data_offset.checked_add(t.offset);
@@ -193,8 +182,12 @@ fn check_data_ranges(
         match (start, end) {
             (Some(s), Some(e)) if e <= file_len => ranges.push((s, e, i)),
             (Some(s), Some(e)) => {
-                return Err(FormatError::at(path, s.min(file_len), ErrorKind::OutOfBounds { start: s, end: e, limit: file_len, region: "file" })
-                    .with_tensor(&t.name));
+                return Err(FormatError::at(
+                    path,
+                    s.min(file_len),
+                    ErrorKind::OutOfBounds { start: s, end: e, limit: file_len, region: "file" },
+                )
+                .with_tensor(&t.name));
             }
             // Past 2^64: say so, rather than print a saturated 18446744073709551615.
             _ => {
@@ -225,8 +218,7 @@ pub(crate) fn check_no_overlap<'a>(
         }
         if let Some((pe, pi)) = prev {
             if s < pe {
-                return Err(FormatError::at(path, s, ErrorKind::Overlap { other: name(pi).to_string() })
-                    .with_tensor(name(i)));
+                return Err(FormatError::at(path, s, ErrorKind::Overlap { other: name(pi).to_string() }).with_tensor(name(i)));
             }
         }
         prev = Some((e, i));

@@ -65,7 +65,11 @@ pub fn info(path: &Path, h: &GgufHeader) -> Result<Option<SplitInfo>> {
         match h.get(k) {
             None => Ok(None),
             Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-                FormatError::new(path, None, ErrorKind::BadSplit(format!("'{k}' is {} {}, not a non-negative integer", v.type_name(), v.summary(40))))
+                FormatError::new(
+                    path,
+                    None,
+                    ErrorKind::BadSplit(format!("'{k}' is {} {}, not a non-negative integer", v.type_name(), v.summary(40))),
+                )
             }),
         }
     };
@@ -210,7 +214,15 @@ mod tests {
         let n = SplitName::parse(Path::new("/m/Llama-3-Q4_K_M-00002-of-00004.gguf")).unwrap();
         assert_eq!(n, SplitName { prefix: "Llama-3-Q4_K_M".into(), no: 1, count: 4 });
         assert_eq!(n.path(Path::new("/m"), 0), Path::new("/m/Llama-3-Q4_K_M-00001-of-00004.gguf"));
-        for bad in ["m-0001-of-00004.gguf", "m-00005-of-00004.gguf", "m-00000-of-00004.gguf", "-00001-of-00002.gguf", "m-00001-of-00002.bin", "m.gguf", "m-0000a-of-00002.gguf"] {
+        for bad in [
+            "m-0001-of-00004.gguf",
+            "m-00005-of-00004.gguf",
+            "m-00000-of-00004.gguf",
+            "-00001-of-00002.gguf",
+            "m-00001-of-00002.bin",
+            "m.gguf",
+            "m-0000a-of-00002.gguf",
+        ] {
             assert_eq!(SplitName::parse(Path::new(bad)), None, "{bad}");
         }
     }

@@ -59,9 +59,9 @@ pub fn read_header(src: &dyn ByteSource) -> Result<StHeader> {
     let (metadata, mut tensors) = match parsed {
         Ok(v) => v,
         Err(e) => {
-            return Err(failure.into_inner().unwrap_or_else(|| {
-                c.err(8 + json_error_offset(&text, e.line(), e.column()), ErrorKind::BadJson(e.to_string()))
-            }))
+            return Err(failure
+                .into_inner()
+                .unwrap_or_else(|| c.err(8 + json_error_offset(&text, e.line(), e.column()), ErrorKind::BadJson(e.to_string()))))
         }
     };
     // serde_json hands repeated keys over one by one: a repeated tensor name
@@ -193,10 +193,7 @@ fn parse_entry(ctx: &Ctx, name: String, entry: &Json) -> Result<StTensorInfo> {
         )
         .with_tensor(&name));
     }
-    let n_elems = shape
-        .iter()
-        .try_fold(1u64, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| fail(ErrorKind::ShapeOverflow(shape.clone())))?;
+    let n_elems = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(|| fail(ErrorKind::ShapeOverflow(shape.clone())))?;
     let expected = dtype.nbytes(n_elems).ok_or_else(|| fail(ErrorKind::ShapeOverflow(shape.clone())))?;
     if expected != end - begin {
         return Err(fail(ErrorKind::SizeMismatch { expected, actual: end - begin }));

@@ -17,10 +17,7 @@ pub type WeightMap = BTreeMap<String, String>;
 pub fn read_index(path: &Path) -> Result<WeightMap> {
     let json = read_json_file(path, MAX_INDEX_LEN, |m| ErrorKind::BadIndex(m))?;
     let bad = |m: String| FormatError::new(path, None, ErrorKind::BadIndex(m));
-    let map = json
-        .get("weight_map")
-        .and_then(Json::as_object)
-        .ok_or_else(|| bad("no 'weight_map' object".into()))?;
+    let map = json.get("weight_map").and_then(Json::as_object).ok_or_else(|| bad("no 'weight_map' object".into()))?;
     let mut out = WeightMap::new();
     for (name, file) in map {
         let file = file.as_str().ok_or_else(|| bad(format!("shard of '{name}' is not a string")))?;
@@ -36,21 +33,14 @@ pub fn read_index(path: &Path) -> Result<WeightMap> {
 /// absolute. An index from the internet must not point elsewhere.
 fn is_plain_file_name(name: &str) -> bool {
     let p = Path::new(name);
-    !name.is_empty()
-        && !name.contains('\\')
-        && p.components().count() == 1
-        && matches!(p.components().next(), Some(Component::Normal(_)))
+    !name.is_empty() && !name.contains('\\') && p.components().count() == 1 && matches!(p.components().next(), Some(Component::Normal(_)))
 }
 
 /// Read a JSON file of at most `cap` bytes.
 pub fn read_json_file(path: &Path, cap: u64, kind: impl Fn(String) -> ErrorKind) -> Result<Json> {
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io(path, None, &e))?;
     if meta.len() > cap {
-        return Err(FormatError::at(
-            path,
-            0,
-            ErrorKind::LimitExceeded { what: "JSON file size", value: meta.len(), limit: cap },
-        ));
+        return Err(FormatError::at(path, 0, ErrorKind::LimitExceeded { what: "JSON file size", value: meta.len(), limit: cap }));
     }
     let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, None, &e))?;
     serde_json::from_slice(&bytes).map_err(|e| FormatError::new(path, None, kind(e.to_string())))
