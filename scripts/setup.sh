@@ -14,6 +14,13 @@ source scripts/env.sh
 need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' is not installed: $2" >&2; exit 1; }; }
 need python3 "install Python 3.9 or newer"
 need cargo "install Rust with rustup: https://rustup.rs"
+# The test command checks formatting and lints: rustfmt and clippy, which
+# rustup's minimal profile leaves out.
+if ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
+  need rustup "install rustfmt and clippy for your Rust toolchain"
+  echo "setup: adding the rustfmt and clippy components"
+  rustup component add rustfmt clippy
+fi
 
 if [ ! -x "$WS_VENV/bin/python" ]; then
   echo "setup: creating $WS_VENV"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up, then run every test: Rust unit and integration tests (kernel
+# Set up, then run every test: formatting and clippy (warnings are errors),
+# Rust unit and integration tests (kernel
 # host-grid parity included) and the Python suite against the real gguf-py
 # and safetensors packages. Extra arguments go to pytest.
 set -euo pipefail
@@ -9,6 +10,9 @@ scripts/setup.sh
 source scripts/env.sh
 # CI must build the GPU kernels even without a GPU: fail if nvcc was not used.
 export WEIGHTSTREAM_REQUIRE_GPU_KERNELS=1
+echo "== cargo fmt --check and clippy -D warnings (lints: Cargo.toml [workspace.lints])"
+cargo fmt --all -- --check
+cargo clippy --release --locked --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --release --locked --workspace
 echo "== pytest"

@@ -105,8 +105,8 @@ pub unsafe extern "C" fn ws_open_with(path: *const c_char, options: *const WsOpt
             }
         }
         let source = match opts.map(|o| o.source).filter(|s| !s.is_null()) {
-            // SAFETY: a non-null C string per the contract.
             Some(s) => {
+                // SAFETY: a non-null C string per the contract.
                 let name = unsafe { c_str(s, "options.source") }?;
                 SourceKind::parse(name).ok_or_else(|| invalid(&format!("source '{name}': use {}", SourceKind::NAMES.join(", "))))?
             }

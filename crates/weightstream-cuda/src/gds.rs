@@ -102,7 +102,8 @@ impl Gds {
     /// `[ptr, ptr + len)` must be device memory that outlives the returned
     /// registration.
     pub unsafe fn register_buffer(&'static self, ptr: u64, len: usize) -> Result<GdsBuffer, String> {
-        let e = guarded("cuFileBufRegister", || sys::cuFileBufRegister(ptr as *const std::ffi::c_void, len, 0))?;
+        // SAFETY: the caller guarantees device memory that outlives the registration.
+        let e = guarded("cuFileBufRegister", || unsafe { sys::cuFileBufRegister(ptr as *const std::ffi::c_void, len, 0) })?;
         status("cuFileBufRegister", e)?;
         Ok(GdsBuffer { ptr })
     }
@@ -115,10 +116,11 @@ impl Gds {
 fn configure() {
     use sys::CUFileBoolConfigParameter_t::CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE;
     use sys::CUFileStringConfigParameter_t::{CUFILE_PARAM_LOGGING_LEVEL, CUFILE_PARAM_LOG_DIR};
-    // SAFETY: plain setters taking a value or a NUL-terminated string that
-    // outlives the call.
+    // SAFETY: a plain setter taking a value.
     let _ = guarded("cuFileSetParameterBool", || unsafe { sys::cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, true) });
+    // SAFETY: a setter taking a NUL-terminated static string.
     let _ = guarded("cuFileSetParameterString", || unsafe { sys::cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, c"ERROR".as_ptr()) });
+    // SAFETY: as above.
     let _ = guarded("cuFileSetParameterString", || unsafe { sys::cuFileSetParameterString(CUFILE_PARAM_LOG_DIR, c"/tmp".as_ptr()) });
 }
 
@@ -141,6 +143,7 @@ pub struct GdsFile {
 // SAFETY: cuFile handles are thread-safe (reads from several threads on one
 // handle are the documented way to keep several I/Os in flight).
 unsafe impl Send for GdsFile {}
+// SAFETY: as for Send: concurrent reads on one handle are supported.
 unsafe impl Sync for GdsFile {}
 
 impl GdsFile {
@@ -155,7 +158,8 @@ impl GdsFile {
         let (Ok(off), Ok(boff)) = (sys::off_t::try_from(file_offset), sys::off_t::try_from(base_offset)) else {
             return Err(format!("offset {file_offset} is out of range for cuFileRead"));
         };
-        let n = guarded("cuFileRead", || sys::cuFileRead(self.handle, base as *mut std::ffi::c_void, len, off, boff))?;
+        // SAFETY: a registered handle; the caller guarantees the device range.
+        let n = guarded("cuFileRead", || unsafe { sys::cuFileRead(self.handle, base as *mut std::ffi::c_void, len, off, boff) })?;
         match n {
             n if n >= 0 => Ok(n as usize),
             -1 => Err(format!("cuFileRead: {}", std::io::Error::last_os_error())),

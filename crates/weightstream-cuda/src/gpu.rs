@@ -112,7 +112,8 @@ impl Gpu {
     /// `stream` must be 0 (the legacy default stream) or a live stream of
     /// this device's primary context that outlives the returned value.
     pub unsafe fn borrow_stream(&self, stream: u64) -> Arc<CudaStream> {
-        self.ctx.wrap_borrowed_stream(stream as sys::CUstream)
+        // SAFETY: the caller guarantees a live stream of this context (or 0).
+        unsafe { self.ctx.wrap_borrowed_stream(stream as sys::CUstream) }
     }
 
     /// Copy host bytes to a device address (synchronous).
@@ -121,7 +122,8 @@ impl Gpu {
     /// `dst` must be device memory of this context with room for `src.len()` bytes.
     pub unsafe fn copy_to_device(&self, dst: u64, src: &[u8]) -> Result<()> {
         self.bind()?;
-        result::memcpy_htod_sync(dst, src).map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
+        // SAFETY: the caller guarantees device memory of this context with room for src.
+        unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
     }
 
     /// (free, total) device memory in bytes.
@@ -154,7 +156,7 @@ impl Gpu {
         self.bind()?;
         // SAFETY: the function came from our fatbin and takes exactly these
         // u64 arguments (kernels/*.cu); the caller vouches for the pointers.
-        result::launch_kernel(f.cu_function(), (grid, 1, 1), (block, 1, 1), 0, stream.cu_stream(), &mut ptrs)
+        unsafe { result::launch_kernel(f.cu_function(), (grid, 1, 1), (block, 1, 1), 0, stream.cu_stream(), &mut ptrs) }
             .map_err(|e| CudaError::driver("cuLaunchKernel", e))
     }
 }

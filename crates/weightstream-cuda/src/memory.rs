@@ -85,6 +85,7 @@ pub struct PinnedBuffer {
 // SAFETY: the buffer is plain memory owned by this value; the pipeline
 // hands each slot to one thread at a time.
 unsafe impl Send for PinnedBuffer {}
+// SAFETY: as for Send: shared access only reads the pointer and length.
 unsafe impl Sync for PinnedBuffer {}
 
 impl PinnedBuffer {
@@ -112,7 +113,8 @@ impl PinnedBuffer {
     /// (no DMA from it in flight).
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slice_mut(&self, len: usize) -> &mut [u8] {
-        std::slice::from_raw_parts_mut(self.ptr, len.min(self.bytes))
+        // SAFETY: at most `bytes` bytes of this allocation; the caller is its only user.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len.min(self.bytes)) }
     }
 }
 

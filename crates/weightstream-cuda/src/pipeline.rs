@@ -221,6 +221,8 @@ pub fn run(
                 // SAFETY: the reader finished writing r in slot s; the slot is
                 // not refilled before slot_free[s] (recorded below) completes.
                 let host = unsafe { std::slice::from_raw_parts(ring.pinned_slot(s).add(r.start), r.len()) };
+                // SAFETY: scratch[s] holds a slot's bytes; the copy is ordered on `copy`
+                // and the slot is not reused before slot_free[s].
                 unsafe { result::memcpy_htod_async(scratch, host, copy.cu_stream()) }
                     .map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))?;
                 ring.copy_done[s].record(copy).map_err(|e| CudaError::driver("cuEventRecord", e))?;
@@ -234,6 +236,7 @@ pub fn run(
             // SAFETY: src holds the chunk's bytes; the caller guarantees dst
             // has room for n BF16 values and valid scales.
             ChunkOp::Kernel(l) => unsafe { gpu.launch(&l, src, w.dst, w.n, compute)? },
+            // SAFETY: as above; a BF16 chunk's bytes are its output.
             ChunkOp::Copy => unsafe { result::memcpy_dtod_async(w.dst, src, w.len, compute.cu_stream()) }
                 .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))?,
         }

@@ -68,6 +68,7 @@ fn check_launch(g: &Gpu, name: &str, launch: Launch, src: &[u8], n: usize, scale
         l => l,
     };
     let stream = g.new_stream().unwrap();
+    // SAFETY: s holds the input, dst room for n values and the guard, sc the scales.
     unsafe { g.launch(&launch, s.ptr(), dst.ptr(), n as u64, &stream).unwrap() };
     stream.synchronize().unwrap();
     let mut out = vec![0u8; n * 2 + GUARD];

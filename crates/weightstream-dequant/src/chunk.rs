@@ -33,16 +33,17 @@ enum Avx2Kernel {
 
 type KernelFn = fn(&[u8], &mut [u16]);
 
-fn avx2_fn(k: Avx2Kernel) -> Option<KernelFn> {
+/// An AVX2 kernel: callable only where AVX2 and F16C are present.
+type Avx2Fn = unsafe fn(&[u8], &mut [u16]);
+
+fn avx2_fn(k: Avx2Kernel) -> Option<Avx2Fn> {
     #[cfg(target_arch = "x86_64")]
     {
         use crate::x86::avx2;
-        // SAFETY (each): only called through `run`, after `Isa::Avx2.supported()`
-        // confirmed AVX2 and F16C; slice lengths checked by Kernel::check.
         Some(match k {
             Avx2Kernel::Block(f) => return avx2::block_kernel(f),
-            Avx2Kernel::F32 => |s, d| unsafe { avx2::f32(s, d) },
-            Avx2Kernel::F16 => |s, d| unsafe { avx2::f16(s, d) },
+            Avx2Kernel::F32 => avx2::f32,
+            Avx2Kernel::F16 => avx2::f16,
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -52,9 +53,12 @@ fn avx2_fn(k: Avx2Kernel) -> Option<KernelFn> {
     }
 }
 
-fn run(isa: Isa, src: &[u8], dst: &mut [u16], portable: KernelFn, avx2: Option<KernelFn>) {
+fn run(isa: Isa, src: &[u8], dst: &mut [u16], portable: KernelFn, avx2: Option<Avx2Fn>) {
     match (isa, avx2) {
-        (Isa::Avx2, Some(f)) => f(src, dst),
+        // SAFETY: `isa` is Avx2 only when `Isa::Avx2.supported()` confirmed
+        // AVX2 and F16C (`dequantize` falls back to scalar otherwise); the
+        // slice lengths were checked by Kernel::check.
+        (Isa::Avx2, Some(f)) => unsafe { f(src, dst) },
         _ => portable(src, dst),
     }
 }

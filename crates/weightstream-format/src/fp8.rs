@@ -7,6 +7,7 @@
 //!   per-channel `(out, 1)` or block-shaped; dtype F32, BF16 or F16.
 //! - `X.input_scale`, `X.k_scale`, `X.v_scale`, `X.q_scale`: activation
 //!   scales, not needed to dequantize weights: recognised and left out.
+//!
 //! Scales may also be E8M0 (powers of two).
 
 use std::collections::HashMap;

@@ -17,7 +17,8 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 // SAFETY: forwards to the system allocator, only counting sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
+        // SAFETY: the caller's layout, forwarded unchanged.
+        let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             let now = CURRENT.fetch_add(l.size(), Ordering::Relaxed) + l.size();
             PEAK.fetch_max(now, Ordering::Relaxed);
@@ -26,7 +27,8 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         CURRENT.fetch_sub(l.size(), Ordering::Relaxed);
-        System.dealloc(p, l)
+        // SAFETY: p came from System.alloc with this layout.
+        unsafe { System.dealloc(p, l) }
     }
 }
 

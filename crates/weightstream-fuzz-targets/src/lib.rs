@@ -44,7 +44,7 @@ pub fn fp8_scale_rule(data: &[u8]) {
         1 => vec![rows, 1],
         _ => sshape,
     };
-    let block = (data[9] % 3 == 0).then(|| (1 + data[6] as u64 % 130, 1 + data[7] as u64 % 130));
+    let block = data[9].is_multiple_of(3).then(|| (1 + data[6] as u64 % 130, 1 + data[7] as u64 % 130));
     let wshape: Vec<u64> = match wdims {
         1 => vec![cols],
         2 => vec![rows, cols],

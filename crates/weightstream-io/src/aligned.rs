@@ -69,7 +69,9 @@ impl AlignedBuf {
     /// returned slice is.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slot_mut(&self) -> &mut [u8] {
-        std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len)
+        // SAFETY: `len` bytes allocated at `ptr` live as long as `self`; the
+        // caller guarantees no other reference to them is alive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 

@@ -134,7 +134,7 @@ pub const RESERVED_NAME: &str = "__metadata__";
 
 pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
     let t0 = Instant::now();
-    let plan = Plan::new(&cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported })?;
+    let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported })?;
     // safetensors reserves the header key `__metadata__`: a tensor of that
     // name (possible in a GGUF) would make an output no reader can open.
     if let Some(job) = plan.jobs.iter().find(|j| j.name == RESERVED_NAME) {

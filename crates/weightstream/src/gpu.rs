@@ -195,7 +195,8 @@ impl GpuExecutor {
         if dsts.len() != plan.jobs.len() {
             return Err(Error::InvalidArgument(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
         }
-        let borrowed = self.gpu.borrow_stream(stream);
+        // SAFETY: the caller guarantees a live stream of this context (or 0).
+        let borrowed = unsafe { self.gpu.borrow_stream(stream) };
         self.run(cat, plan, dsts, Some(&borrowed), control, &mut on_done)
     }
 
@@ -208,7 +209,8 @@ impl GpuExecutor {
     pub unsafe fn copy_raw(&self, cat: &Catalog, tensor: usize, dst: u64) -> Result<()> {
         let t = &cat.tensors[tensor];
         let bytes = crate::access::bytes(cat, t.file, t.offset..t.offset + t.nbytes, &t.name)?;
-        self.gpu.copy_to_device(dst, &bytes).map_err(device_error)
+        // SAFETY: the caller guarantees device memory with room for nbytes.
+        unsafe { self.gpu.copy_to_device(dst, &bytes) }.map_err(device_error)
     }
 
     fn run(

@@ -97,8 +97,8 @@ impl Job {
             None => (0..u64::from(self.n_elems > 0), self.n_elems),
             Some(w) => {
                 let width = w.end - w.start;
-                let r0 = if cols == 0 { 0 } else { self.first / cols };
-                (r0..r0 + if width == 0 { 0 } else { self.n_elems / width }, width)
+                let r0 = self.first.checked_div(cols).unwrap_or(0);
+                (r0..r0 + self.n_elems.checked_div(width).unwrap_or(0), width)
             }
         };
         rows.map(move |r| match &self.window {

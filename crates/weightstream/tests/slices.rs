@@ -101,7 +101,7 @@ fn slices_of_every_format_through_every_source_match_the_sliced_whole() {
 #[test]
 fn slices_off_the_blocks_or_outside_are_errors() {
     let d = dir("bad-slices");
-    let cat = weightstream::open_with_source(&write_block_gguf(&d), SourceKind::Mmap).unwrap();
+    let cat = weightstream::open_with_source(write_block_gguf(&d), SourceKind::Mmap).unwrap();
     let plan = Plan::new(&cat, &PlanOptions::default()).unwrap();
     let job: &Job = plan.job("q4_k.m").unwrap();
     let bad = |r: Range<u64>, c: Range<u64>| match job.slice(r.clone(), c.clone()) {

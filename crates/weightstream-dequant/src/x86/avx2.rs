@@ -37,8 +37,12 @@ unsafe fn pack(a: __m256i, b: __m256i) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn store16(dst: *mut u16, a: __m256, b: __m256) {
-    // SAFETY: the caller guarantees 16 writable u16 at dst.
-    _mm256_storeu_si256(dst as *mut __m256i, pack(round_bf16(a), round_bf16(b)));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        // SAFETY: the caller guarantees 16 writable u16 at dst.
+        _mm256_storeu_si256(dst as *mut __m256i, pack(round_bf16(a), round_bf16(b)));
+    }
 }
 
 /// 8 signed 32-bit integers scaled by d.
@@ -49,93 +53,107 @@ unsafe fn scaled(q: __m256i, d: __m256) -> __m256 {
 }
 
 /// The AVX2 kernel of a block format (x86/blocks.rs for all but Q4_0 and Q8_0).
-pub fn block_kernel(f: BlockFormat) -> Option<fn(&[u8], &mut [u16])> {
-    // SAFETY (each): only called through chunk::run, after
-    // `Isa::Avx2.supported()` confirmed AVX2 and F16C; slice lengths
-    // checked by Kernel::check.
+pub fn block_kernel(f: BlockFormat) -> Option<unsafe fn(&[u8], &mut [u16])> {
+    // Callable only after `Isa::Avx2.supported()` (chunk::run checks).
     Some(match f {
-        BlockFormat::Q4_0 => |s, d| unsafe { q4_0(s, d) },
-        BlockFormat::Q8_0 => |s, d| unsafe { q8_0(s, d) },
-        BlockFormat::Q4_1 => |s, d| unsafe { blocks::q4_1(s, d) },
-        BlockFormat::Q5_0 => |s, d| unsafe { blocks::q5_0(s, d) },
-        BlockFormat::Q5_1 => |s, d| unsafe { blocks::q5_1(s, d) },
-        BlockFormat::Q2_K => |s, d| unsafe { blocks::q2_k(s, d) },
-        BlockFormat::Q3_K => |s, d| unsafe { blocks::q3_k(s, d) },
-        BlockFormat::Q4_K => |s, d| unsafe { blocks::q4_k(s, d) },
-        BlockFormat::Q5_K => |s, d| unsafe { blocks::q5_k(s, d) },
-        BlockFormat::Q6_K => |s, d| unsafe { blocks::q6_k(s, d) },
-        BlockFormat::IQ4_NL => |s, d| unsafe { lookup::iq4_nl(s, d) },
-        BlockFormat::IQ4_XS => |s, d| unsafe { lookup::iq4_xs(s, d) },
-        BlockFormat::MXFP4 => |s, d| unsafe { lookup::mxfp4(s, d) },
-        BlockFormat::NVFP4 => |s, d| unsafe { lookup::nvfp4(s, d) },
-        BlockFormat::IQ2_XXS => |s, d| unsafe { lookup::iq2_xxs(s, d) },
-        BlockFormat::IQ2_XS => |s, d| unsafe { lookup::iq2_xs(s, d) },
-        BlockFormat::IQ2_S => |s, d| unsafe { lookup::iq2_s(s, d) },
-        BlockFormat::IQ3_XXS => |s, d| unsafe { lookup::iq3_xxs(s, d) },
-        BlockFormat::IQ3_S => |s, d| unsafe { lookup::iq3_s(s, d) },
-        BlockFormat::IQ1_S => |s, d| unsafe { lookup::iq1_s(s, d) },
-        BlockFormat::IQ1_M => |s, d| unsafe { lookup::iq1_m(s, d) },
-        BlockFormat::TQ1_0 => |s, d| unsafe { lookup::tq1_0(s, d) },
-        BlockFormat::TQ2_0 => |s, d| unsafe { lookup::tq2_0(s, d) },
+        BlockFormat::Q4_0 => q4_0,
+        BlockFormat::Q8_0 => q8_0,
+        BlockFormat::Q4_1 => blocks::q4_1,
+        BlockFormat::Q5_0 => blocks::q5_0,
+        BlockFormat::Q5_1 => blocks::q5_1,
+        BlockFormat::Q2_K => blocks::q2_k,
+        BlockFormat::Q3_K => blocks::q3_k,
+        BlockFormat::Q4_K => blocks::q4_k,
+        BlockFormat::Q5_K => blocks::q5_k,
+        BlockFormat::Q6_K => blocks::q6_k,
+        BlockFormat::IQ4_NL => lookup::iq4_nl,
+        BlockFormat::IQ4_XS => lookup::iq4_xs,
+        BlockFormat::MXFP4 => lookup::mxfp4,
+        BlockFormat::NVFP4 => lookup::nvfp4,
+        BlockFormat::IQ2_XXS => lookup::iq2_xxs,
+        BlockFormat::IQ2_XS => lookup::iq2_xs,
+        BlockFormat::IQ2_S => lookup::iq2_s,
+        BlockFormat::IQ3_XXS => lookup::iq3_xxs,
+        BlockFormat::IQ3_S => lookup::iq3_s,
+        BlockFormat::IQ1_S => lookup::iq1_s,
+        BlockFormat::IQ1_M => lookup::iq1_m,
+        BlockFormat::TQ1_0 => lookup::tq1_0,
+        BlockFormat::TQ2_0 => lookup::tq2_0,
     })
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q4_0(src: &[u8], dst: &mut [u16]) {
-    let n = src.len() / 18;
-    let mask = _mm_set1_epi8(0x0F);
-    let eight = _mm_set1_epi8(8);
-    for k in 0..n {
-        // SAFETY: block k lies inside src (k < src.len() / 18), its 32 outputs inside dst
-        // (checked by Kernel::check: dst.len() == 32 * n).
-        let p = src.as_ptr().add(k * 18);
-        let o = dst.as_mut_ptr().add(k * 32);
-        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([*p, *p.add(1)])));
-        let qs = _mm_loadu_si128(p.add(2) as *const __m128i);
-        let lo = _mm_sub_epi8(_mm_and_si128(qs, mask), eight);
-        let hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16::<4>(qs), mask), eight);
-        store16(o, scaled(_mm256_cvtepi8_epi32(lo), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(lo)), d));
-        store16(o.add(16), scaled(_mm256_cvtepi8_epi32(hi), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(hi)), d));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let n = src.len() / 18;
+        let mask = _mm_set1_epi8(0x0F);
+        let eight = _mm_set1_epi8(8);
+        for k in 0..n {
+            // SAFETY: block k lies inside src (k < src.len() / 18), its 32 outputs inside dst
+            // (checked by Kernel::check: dst.len() == 32 * n).
+            let p = src.as_ptr().add(k * 18);
+            let o = dst.as_mut_ptr().add(k * 32);
+            let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([*p, *p.add(1)])));
+            let qs = _mm_loadu_si128(p.add(2) as *const __m128i);
+            let lo = _mm_sub_epi8(_mm_and_si128(qs, mask), eight);
+            let hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16::<4>(qs), mask), eight);
+            store16(o, scaled(_mm256_cvtepi8_epi32(lo), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(lo)), d));
+            store16(o.add(16), scaled(_mm256_cvtepi8_epi32(hi), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(hi)), d));
+        }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q8_0(src: &[u8], dst: &mut [u16]) {
-    let n = src.len() / 34;
-    for k in 0..n {
-        // SAFETY: as in q4_0, with 34-byte blocks.
-        let p = src.as_ptr().add(k * 34);
-        let o = dst.as_mut_ptr().add(k * 32);
-        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([*p, *p.add(1)])));
-        let a = _mm_loadu_si128(p.add(2) as *const __m128i);
-        let b = _mm_loadu_si128(p.add(18) as *const __m128i);
-        store16(o, scaled(_mm256_cvtepi8_epi32(a), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(a)), d));
-        store16(o.add(16), scaled(_mm256_cvtepi8_epi32(b), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(b)), d));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let n = src.len() / 34;
+        for k in 0..n {
+            // SAFETY: as in q4_0, with 34-byte blocks.
+            let p = src.as_ptr().add(k * 34);
+            let o = dst.as_mut_ptr().add(k * 32);
+            let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([*p, *p.add(1)])));
+            let a = _mm_loadu_si128(p.add(2) as *const __m128i);
+            let b = _mm_loadu_si128(p.add(18) as *const __m128i);
+            store16(o, scaled(_mm256_cvtepi8_epi32(a), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(a)), d));
+            store16(o.add(16), scaled(_mm256_cvtepi8_epi32(b), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(b)), d));
+        }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn f32(src: &[u8], dst: &mut [u16]) {
-    let n = dst.len() / 16 * 16;
-    for i in (0..n).step_by(16) {
-        // SAFETY: i + 16 <= n <= dst.len(), and src holds 4 bytes per element.
-        let p = src.as_ptr().add(i * 4) as *const f32;
-        store16(dst.as_mut_ptr().add(i), _mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let n = dst.len() / 16 * 16;
+        for i in (0..n).step_by(16) {
+            // SAFETY: i + 16 <= n <= dst.len(), and src holds 4 bytes per element.
+            let p = src.as_ptr().add(i * 4) as *const f32;
+            store16(dst.as_mut_ptr().add(i), _mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+        }
+        scalar::f32(&src[n * 4..], &mut dst[n..]);
     }
-    scalar::f32(&src[n * 4..], &mut dst[n..]);
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn f16(src: &[u8], dst: &mut [u16]) {
-    let n = dst.len() / 16 * 16;
-    for i in (0..n).step_by(16) {
-        // SAFETY: as in f32, 2 bytes per element. vcvtph2ps is exact.
-        let p = src.as_ptr().add(i * 2);
-        let a = _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i));
-        let b = _mm256_cvtph_ps(_mm_loadu_si128(p.add(16) as *const __m128i));
-        store16(dst.as_mut_ptr().add(i), a, b);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let n = dst.len() / 16 * 16;
+        for i in (0..n).step_by(16) {
+            // SAFETY: as in f32, 2 bytes per element. vcvtph2ps is exact.
+            let p = src.as_ptr().add(i * 2);
+            let a = _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i));
+            let b = _mm256_cvtph_ps(_mm_loadu_si128(p.add(16) as *const __m128i));
+            store16(dst.as_mut_ptr().add(i), a, b);
+        }
+        scalar::f16(&src[n * 2..], &mut dst[n..]);
     }
-    scalar::f16(&src[n * 2..], &mut dst[n..]);
 }
 
 /// 16 FP8 codes -> 16 binary16 values whose exact f32 conversions, times
@@ -187,37 +205,45 @@ pub unsafe fn fp8(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, firs
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
 unsafe fn fp8_run(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u16]) {
-    // x = (h * rebias) * scale, with h * rebias exact. Folding rebias into
-    // the scale gives the same single rounding as long as rebias * scale is
-    // itself exact and finite (it is a power-of-two product); otherwise keep
-    // two multiplies.
-    let r = rebias(format);
-    let folded = r * scale;
-    let n = dst.len() / 16 * 16;
-    if folded.is_finite() || !scale.is_finite() {
-        fp8_loop(format, src, dst, n, _mm256_set1_ps(folded), None);
-    } else {
-        fp8_loop(format, src, dst, n, _mm256_set1_ps(r), Some(_mm256_set1_ps(scale)));
-    }
-    if n < dst.len() {
-        scalar::fp8_run(format, scale, &src[n..], &mut dst[n..]);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        // x = (h * rebias) * scale, with h * rebias exact. Folding rebias into
+        // the scale gives the same single rounding as long as rebias * scale is
+        // itself exact and finite (it is a power-of-two product); otherwise keep
+        // two multiplies.
+        let r = rebias(format);
+        let folded = r * scale;
+        let n = dst.len() / 16 * 16;
+        if folded.is_finite() || !scale.is_finite() {
+            fp8_loop(format, src, dst, n, _mm256_set1_ps(folded), None);
+        } else {
+            fp8_loop(format, src, dst, n, _mm256_set1_ps(r), Some(_mm256_set1_ps(scale)));
+        }
+        if n < dst.len() {
+            scalar::fp8_run(format, scale, &src[n..], &mut dst[n..]);
+        }
     }
 }
 
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
 unsafe fn fp8_loop(format: Fp8Format, src: &[u8], dst: &mut [u16], n: usize, m1: __m256, m2: Option<__m256>) {
-    let mut i = 0;
-    while i < n {
-        // SAFETY: i + 16 <= n <= dst.len() == src.len().
-        let h = fp8_to_f16(format, _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i));
-        let mut a = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), m1);
-        let mut b = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256::<1>(h)), m1);
-        if let Some(m2) = m2 {
-            a = _mm256_mul_ps(a, m2);
-            b = _mm256_mul_ps(b, m2);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let mut i = 0;
+        while i < n {
+            // SAFETY: i + 16 <= n <= dst.len() == src.len().
+            let h = fp8_to_f16(format, _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i));
+            let mut a = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), m1);
+            let mut b = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256::<1>(h)), m1);
+            if let Some(m2) = m2 {
+                a = _mm256_mul_ps(a, m2);
+                b = _mm256_mul_ps(b, m2);
+            }
+            store16(dst.as_mut_ptr().add(i), a, b);
+            i += 16;
         }
-        store16(dst.as_mut_ptr().add(i), a, b);
-        i += 16;
     }
 }

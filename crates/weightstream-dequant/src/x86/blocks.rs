@@ -26,35 +26,45 @@ const SUB: u8 = 2;
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
-    let (a, b) = if SIGNED {
-        (_mm256_cvtepi8_epi32(q), _mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)))
-    } else {
-        (_mm256_cvtepu8_epi32(q), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(q)))
-    };
-    let d = _mm256_set1_ps(dl);
-    let mut x = _mm256_mul_ps(_mm256_cvtepi32_ps(a), d);
-    let mut y = _mm256_mul_ps(_mm256_cvtepi32_ps(b), d);
-    if OP != NONE {
-        let mm = _mm256_set1_ps(m);
-        (x, y) = if OP == ADD { (_mm256_add_ps(x, mm), _mm256_add_ps(y, mm)) } else { (_mm256_sub_ps(x, mm), _mm256_sub_ps(y, mm)) };
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let (a, b) = if SIGNED {
+            (_mm256_cvtepi8_epi32(q), _mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)))
+        } else {
+            (_mm256_cvtepu8_epi32(q), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(q)))
+        };
+        let d = _mm256_set1_ps(dl);
+        let mut x = _mm256_mul_ps(_mm256_cvtepi32_ps(a), d);
+        let mut y = _mm256_mul_ps(_mm256_cvtepi32_ps(b), d);
+        if OP != NONE {
+            let mm = _mm256_set1_ps(m);
+            (x, y) = if OP == ADD { (_mm256_add_ps(x, mm), _mm256_add_ps(y, mm)) } else { (_mm256_sub_ps(x, mm), _mm256_sub_ps(y, mm)) };
+        }
+        // SAFETY: the caller guarantees 16 writable u16 at out.
+        store16(out, x, y);
     }
-    // SAFETY: the caller guarantees 16 writable u16 at out.
-    store16(out, x, y);
 }
 
 /// 32 quants: the first 16 with (`d0`, `m0`), the next 16 with (`d1`, `m1`).
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, out: *mut u16) {
-    emit16::<SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
-    emit16::<SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        emit16::<SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
+        emit16::<SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
+    }
 }
 
 /// 32 bytes from `p` (any alignment).
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn load32(p: *const u8) -> __m256i {
-    _mm256_loadu_si256(p as *const __m256i)
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe { _mm256_loadu_si256(p as *const __m256i) }
 }
 
 /// Bytes `(v >> shift) & mask` (the shift crosses no byte boundary that
@@ -78,9 +88,13 @@ unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn nibbles32(qs: *const u8) -> __m256i {
-    let v = _mm_loadu_si128(qs as *const __m128i);
-    let f = _mm_set1_epi8(0x0F);
-    _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), f), _mm_and_si128(v, f))
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let v = _mm_loadu_si128(qs as *const __m128i);
+        let f = _mm_set1_epi8(0x0F);
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), f), _mm_and_si128(v, f))
+    }
 }
 
 /// Bit j of `qh` as byte j (0 or 0x10): the fifth bit of Q5_0/Q5_1 quants.
@@ -106,49 +120,65 @@ fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> 
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q4_1(src: &[u8], dst: &mut [u16]) {
-    use block::q4_1::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let (d, m) = (f16_at(b, D), f16_at(b, M));
-        // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-        emit32::<false, ADD>(nibbles32(b.as_ptr().add(QS)), d, m, d, m, o);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::q4_1::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let (d, m) = (f16_at(b, D), f16_at(b, M));
+            // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
+            emit32::<false, ADD>(nibbles32(b.as_ptr().add(QS)), d, m, d, m, o);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q5_0(src: &[u8], dst: &mut [u16]) {
-    use block::q5_0::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        // SAFETY: as in q4_1.
-        let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
-        emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), d, 0.0, d, 0.0, o);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::q5_0::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            // SAFETY: as in q4_1.
+            let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
+            emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), d, 0.0, d, 0.0, o);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q5_1(src: &[u8], dst: &mut [u16]) {
-    use block::q5_1::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let (d, m) = (f16_at(b, D), f16_at(b, M));
-        // SAFETY: as in q4_1.
-        let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
-        emit32::<false, ADD>(q, d, m, d, m, o);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::q5_1::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let (d, m) = (f16_at(b, D), f16_at(b, M));
+            // SAFETY: as in q4_1.
+            let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
+            emit32::<false, ADD>(q, d, m, d, m, o);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
-    use block::q2_k::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
-        let scale = |k: usize| (d * (b[SCALES + k] & 0x0F) as f32, dmin * (b[SCALES + k] >> 4) as f32);
-        for h in 0..2 {
-            // SAFETY: 32 of qs's 64 bytes; outputs h*128 + s*32 .. +32 inside the block's 256.
-            let v = load32(b.as_ptr().add(QS + 32 * h));
-            for s in 0..4 {
-                let k = 8 * h + 2 * s;
-                let ((d0, m0), (d1, m1)) = (scale(k), scale(k + 1));
-                emit32::<false, SUB>(bits(v, 2 * s as u32, 3), d0, m0, d1, m1, o.add(128 * h + 32 * s));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::q2_k::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
+            let scale = |k: usize| (d * (b[SCALES + k] & 0x0F) as f32, dmin * (b[SCALES + k] >> 4) as f32);
+            for h in 0..2 {
+                // SAFETY: 32 of qs's 64 bytes; outputs h*128 + s*32 .. +32 inside the block's 256.
+                let v = load32(b.as_ptr().add(QS + 32 * h));
+                for s in 0..4 {
+                    let k = 8 * h + 2 * s;
+                    let ((d0, m0), (d1, m1)) = (scale(k), scale(k + 1));
+                    emit32::<false, SUB>(bits(v, 2 * s as u32, 3), d0, m0, d1, m1, o.add(128 * h + 32 * s));
+                }
             }
         }
     }
@@ -156,20 +186,24 @@ pub unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
-    use block::q3_k::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        let scale = |k: usize| d * q3_k_scale(&b[SCALES..], k) as f32;
-        // SAFETY: the 32 hmask bytes, 32 of the 64 qs bytes; outputs inside the block.
-        let hmask = load32(b.as_ptr().add(HMASK));
-        for h in 0..2 {
-            let v = load32(b.as_ptr().add(QS + 32 * h));
-            for s in 0..4 {
-                // q = 2 bits, minus 4 where bit 4h + s of hmask[l] is clear.
-                let minus = _mm256_andnot_si256(where_bit(hmask, (4 * h + s) as u32, -1), _mm256_set1_epi8(4));
-                let q = _mm256_sub_epi8(bits(v, 2 * s as u32, 3), minus);
-                let k = 8 * h + 2 * s;
-                emit32::<true, NONE>(q, scale(k), 0.0, scale(k + 1), 0.0, o.add(128 * h + 32 * s));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::q3_k::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            let scale = |k: usize| d * q3_k_scale(&b[SCALES..], k) as f32;
+            // SAFETY: the 32 hmask bytes, 32 of the 64 qs bytes; outputs inside the block.
+            let hmask = load32(b.as_ptr().add(HMASK));
+            for h in 0..2 {
+                let v = load32(b.as_ptr().add(QS + 32 * h));
+                for s in 0..4 {
+                    // q = 2 bits, minus 4 where bit 4h + s of hmask[l] is clear.
+                    let minus = _mm256_andnot_si256(where_bit(hmask, (4 * h + s) as u32, -1), _mm256_set1_epi8(4));
+                    let q = _mm256_sub_epi8(bits(v, 2 * s as u32, 3), minus);
+                    let k = 8 * h + 2 * s;
+                    emit32::<true, NONE>(q, scale(k), 0.0, scale(k + 1), 0.0, o.add(128 * h + 32 * s));
+                }
             }
         }
     }
@@ -180,23 +214,27 @@ pub unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
 unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &block::BlockLayout, fifth: Option<usize>) {
-    let field = |n| layout.field(n).expect("K-quant field").0;
-    let (d_at, dmin_at, sc_at, qs_at) = (field("D"), field("DMIN"), field("SCALES"), field("QS"));
-    for (b, o) in blocks(src, dst, layout.bytes, layout.elems) {
-        let (d, dmin) = (f16_at(b, d_at), f16_at(b, dmin_at));
-        // SAFETY: 32-byte loads at qs + 32c (c < 4) and qh lie inside the block.
-        let qh = fifth.map(|at| load32(b.as_ptr().add(at)));
-        for c in 0..4 {
-            let v = load32(b.as_ptr().add(qs_at + 32 * c));
-            for half in 0..2 {
-                let k = 2 * c + half;
-                let (sc, m) = k4_scale_min(&b[sc_at..], k);
-                let (dl, ml) = (d * sc as f32, dmin * m as f32);
-                let mut q = bits(v, 4 * half as u32, 0x0F);
-                if let Some(h) = qh {
-                    q = _mm256_or_si256(q, where_bit(h, k as u32, 0x10));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let field = |n| layout.field(n).expect("K-quant field").0;
+        let (d_at, dmin_at, sc_at, qs_at) = (field("D"), field("DMIN"), field("SCALES"), field("QS"));
+        for (b, o) in blocks(src, dst, layout.bytes, layout.elems) {
+            let (d, dmin) = (f16_at(b, d_at), f16_at(b, dmin_at));
+            // SAFETY: 32-byte loads at qs + 32c (c < 4) and qh lie inside the block.
+            let qh = fifth.map(|at| load32(b.as_ptr().add(at)));
+            for c in 0..4 {
+                let v = load32(b.as_ptr().add(qs_at + 32 * c));
+                for half in 0..2 {
+                    let k = 2 * c + half;
+                    let (sc, m) = k4_scale_min(&b[sc_at..], k);
+                    let (dl, ml) = (d * sc as f32, dmin * m as f32);
+                    let mut q = bits(v, 4 * half as u32, 0x0F);
+                    if let Some(h) = qh {
+                        q = _mm256_or_si256(q, where_bit(h, k as u32, 0x10));
+                    }
+                    emit32::<false, SUB>(q, dl, ml, dl, ml, o.add(32 * k));
                 }
-                emit32::<false, SUB>(q, dl, ml, dl, ml, o.add(32 * k));
             }
         }
     }
@@ -204,31 +242,50 @@ unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &block::BlockLayout, fi
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q4_k(src: &[u8], dst: &mut [u16]) {
-    k4_family(src, dst, &block::q4_k::LAYOUT, None);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        k4_family(src, dst, &block::q4_k::LAYOUT, None);
+    }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q5_k(src: &[u8], dst: &mut [u16]) {
-    k4_family(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        k4_family(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH));
+    }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn q6_k(src: &[u8], dst: &mut [u16]) {
-    use block::q6_k::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        let scale = |k: usize| d * (b[SCALES + k] as i8) as f32;
-        for h in 0..2 {
-            // SAFETY: ql[64h .. 64h + 64] and qh[32h .. 32h + 32] inside the block.
-            let (l0, l1) = (load32(b.as_ptr().add(QL + 64 * h)), load32(b.as_ptr().add(QL + 64 * h + 32)));
-            let hi = load32(b.as_ptr().add(QH + 32 * h));
-            for t in 0..4 {
-                // Elements 32t .. 32t + 32 of the half: low nibbles of ql
-                // for t < 2, high nibbles after; two high bits at shift 2t.
-                let low = bits(if t % 2 == 0 { l0 } else { l1 }, 4 * (t / 2) as u32, 0x0F);
-                let q = _mm256_or_si256(low, _mm256_slli_epi16::<4>(bits(hi, 2 * t as u32, 3)));
-                let k = 8 * h + 2 * t;
-                emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(32)), scale(k), 0.0, scale(k + 1), 0.0, o.add(128 * h + 32 * t));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::q6_k::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            let scale = |k: usize| d * (b[SCALES + k] as i8) as f32;
+            for h in 0..2 {
+                // SAFETY: ql[64h .. 64h + 64] and qh[32h .. 32h + 32] inside the block.
+                let (l0, l1) = (load32(b.as_ptr().add(QL + 64 * h)), load32(b.as_ptr().add(QL + 64 * h + 32)));
+                let hi = load32(b.as_ptr().add(QH + 32 * h));
+                for t in 0..4 {
+                    // Elements 32t .. 32t + 32 of the half: low nibbles of ql
+                    // for t < 2, high nibbles after; two high bits at shift 2t.
+                    let low = bits(if t % 2 == 0 { l0 } else { l1 }, 4 * (t / 2) as u32, 0x0F);
+                    let q = _mm256_or_si256(low, _mm256_slli_epi16::<4>(bits(hi, 2 * t as u32, 3)));
+                    let k = 8 * h + 2 * t;
+                    emit32::<true, NONE>(
+                        _mm256_sub_epi8(q, _mm256_set1_epi8(32)),
+                        scale(k),
+                        0.0,
+                        scale(k + 1),
+                        0.0,
+                        o.add(128 * h + 32 * t),
+                    );
+                }
             }
         }
     }

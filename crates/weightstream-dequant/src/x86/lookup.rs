@@ -37,8 +37,12 @@ fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> 
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn table(t: &[i8; 16]) -> __m128i {
-    // SAFETY: 16 readable bytes.
-    _mm_loadu_si128(t.as_ptr() as *const __m128i)
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        // SAFETY: 16 readable bytes.
+        _mm_loadu_si128(t.as_ptr() as *const __m128i)
+    }
 }
 
 /// 8 i8 lanes (the low 8 bytes of `q`) times `d`, as f32.
@@ -52,8 +56,12 @@ unsafe fn scaled8(q: __m128i, d: __m256) -> __m256 {
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn store_levels16(q: __m128i, d: __m256, out: *mut u16) {
-    // SAFETY: the caller guarantees 16 writable u16 at out.
-    store16(out, scaled8(q, d), scaled8(_mm_srli_si128::<8>(q), d));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        // SAFETY: the caller guarantees 16 writable u16 at out.
+        store16(out, scaled8(q, d), scaled8(_mm_srli_si128::<8>(q), d));
+    }
 }
 
 /// The 32 values of 16 bytes of nibbles (low nibbles, then high), looked
@@ -61,74 +69,98 @@ unsafe fn store_levels16(q: __m128i, d: __m256, out: *mut u16) {
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn lut32(qs: *const u8, levels: __m128i, d: f32, out: *mut u16) {
-    let mask = _mm_set1_epi8(0x0F);
-    // SAFETY: the caller guarantees 16 readable bytes at qs and 32 writable u16 at out.
-    let v = _mm_loadu_si128(qs as *const __m128i);
-    let dv = _mm256_set1_ps(d);
-    store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(v, mask)), dv, out);
-    store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16::<4>(v), mask)), dv, out.add(16));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let mask = _mm_set1_epi8(0x0F);
+        // SAFETY: the caller guarantees 16 readable bytes at qs and 32 writable u16 at out.
+        let v = _mm_loadu_si128(qs as *const __m128i);
+        let dv = _mm256_set1_ps(d);
+        store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(v, mask)), dv, out);
+        store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16::<4>(v), mask)), dv, out.add(16));
+    }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq4_nl(src: &[u8], dst: &mut [u16]) {
-    use block::iq4_nl::*;
-    let levels = table(&IQ4NL_VALUES);
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-        lut32(b.as_ptr().add(QS), levels, f16_at(b, D), o);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq4_nl::*;
+        let levels = table(&IQ4NL_VALUES);
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
+            lut32(b.as_ptr().add(QS), levels, f16_at(b, D), o);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq4_xs(src: &[u8], dst: &mut [u16]) {
-    use block::iq4_xs::*;
-    let levels = table(&IQ4NL_VALUES);
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        for k in 0..8 {
-            let dl = d * iq4_xs_scale(b, k) as f32;
-            // SAFETY: qs[16k .. 16k + 16] inside the block; outputs 32k .. 32k + 32 of its 256.
-            lut32(b.as_ptr().add(QS + 16 * k), levels, dl, o.add(32 * k));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq4_xs::*;
+        let levels = table(&IQ4NL_VALUES);
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            for k in 0..8 {
+                let dl = d * iq4_xs_scale(b, k) as f32;
+                // SAFETY: qs[16k .. 16k + 16] inside the block; outputs 32k .. 32k + 32 of its 256.
+                lut32(b.as_ptr().add(QS + 16 * k), levels, dl, o.add(32 * k));
+            }
         }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
-    use block::mxfp4::*;
-    let levels = table(&E2M1_DOUBLED);
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-        lut32(b.as_ptr().add(QS), levels, e8m0_half(b[E]), o);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::mxfp4::*;
+        let levels = table(&E2M1_DOUBLED);
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
+            lut32(b.as_ptr().add(QS), levels, e8m0_half(b[E]), o);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn nvfp4(src: &[u8], dst: &mut [u16]) {
-    use block::nvfp4::*;
-    let levels = table(&E2M1_DOUBLED);
-    let f = _mm_set1_epi8(0x0F);
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        for k in 0..4 {
-            // SAFETY: qs[8k .. 8k + 8] inside the block; outputs 16k .. 16k + 16 of its 64.
-            let v = _mm_loadl_epi64(b.as_ptr().add(QS + 8 * k) as *const __m128i);
-            let q = _mm_unpacklo_epi64(_mm_and_si128(v, f), _mm_and_si128(_mm_srli_epi16::<4>(v), f));
-            store_levels16(_mm_shuffle_epi8(levels, q), _mm256_set1_ps(ue4m3_half(b[D + k])), o.add(16 * k));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::nvfp4::*;
+        let levels = table(&E2M1_DOUBLED);
+        let f = _mm_set1_epi8(0x0F);
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            for k in 0..4 {
+                // SAFETY: qs[8k .. 8k + 8] inside the block; outputs 16k .. 16k + 16 of its 64.
+                let v = _mm_loadl_epi64(b.as_ptr().add(QS + 8 * k) as *const __m128i);
+                let q = _mm_unpacklo_epi64(_mm_and_si128(v, f), _mm_and_si128(_mm_srli_epi16::<4>(v), f));
+                store_levels16(_mm_shuffle_epi8(levels, q), _mm256_set1_ps(ue4m3_half(b[D + k])), o.add(16 * k));
+            }
         }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
-    use block::tq2_0::*;
-    let one = _mm256_set1_epi8(1);
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        for h in 0..2 {
-            // SAFETY: 32 of qs's 64 bytes; outputs 128h + 32s .. + 32 inside the block's 256.
-            let v = load32(b.as_ptr().add(QS + 32 * h));
-            for s in 0..4 {
-                emit32::<true, NONE>(_mm256_sub_epi8(bits(v, 2 * s as u32, 3), one), d, 0.0, d, 0.0, o.add(128 * h + 32 * s));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::tq2_0::*;
+        let one = _mm256_set1_epi8(1);
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            for h in 0..2 {
+                // SAFETY: 32 of qs's 64 bytes; outputs 128h + 32s .. + 32 inside the block's 256.
+                let v = load32(b.as_ptr().add(QS + 32 * h));
+                for s in 0..4 {
+                    emit32::<true, NONE>(_mm256_sub_epi8(bits(v, 2 * s as u32, 3), one), d, 0.0, d, 0.0, o.add(128 * h + 32 * s));
+                }
             }
         }
     }
@@ -147,26 +179,30 @@ unsafe fn trits16(bytes: __m128i, pow3: __m256i) -> __m128i {
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
-    use block::tq1_0::*;
-    const POW3: [i16; 5] = [1, 3, 9, 27, 81];
-    // Elements 240..256: digit e/4 of qh[e % 4], so bytes qh[0..4] four times
-    // with the powers 1, 3, 9, 27 in steps of four.
-    let tail_pow = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        let p = b.as_ptr();
-        // SAFETY (each load): qs[0..48] and qh[0..4] lie inside the block;
-        // outputs 0..256 inside its elements.
-        let (q0, q1) = (_mm_loadu_si128(p.add(QS) as *const __m128i), _mm_loadu_si128(p.add(QS + 16) as *const __m128i));
-        let q2 = _mm_loadu_si128(p.add(QS + 32) as *const __m128i);
-        for (k, &pw) in POW3.iter().enumerate() {
-            let pow = _mm256_set1_epi16(pw);
-            emit16::<true, NONE>(trits16(q0, pow), d, 0.0, o.add(32 * k));
-            emit16::<true, NONE>(trits16(q1, pow), d, 0.0, o.add(32 * k + 16));
-            emit16::<true, NONE>(trits16(q2, pow), d, 0.0, o.add(160 + 16 * k));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::tq1_0::*;
+        const POW3: [i16; 5] = [1, 3, 9, 27, 81];
+        // Elements 240..256: digit e/4 of qh[e % 4], so bytes qh[0..4] four times
+        // with the powers 1, 3, 9, 27 in steps of four.
+        let tail_pow = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            let p = b.as_ptr();
+            // SAFETY (each load): qs[0..48] and qh[0..4] lie inside the block;
+            // outputs 0..256 inside its elements.
+            let (q0, q1) = (_mm_loadu_si128(p.add(QS) as *const __m128i), _mm_loadu_si128(p.add(QS + 16) as *const __m128i));
+            let q2 = _mm_loadu_si128(p.add(QS + 32) as *const __m128i);
+            for (k, &pw) in POW3.iter().enumerate() {
+                let pow = _mm256_set1_epi16(pw);
+                emit16::<true, NONE>(trits16(q0, pow), d, 0.0, o.add(32 * k));
+                emit16::<true, NONE>(trits16(q1, pow), d, 0.0, o.add(32 * k + 16));
+                emit16::<true, NONE>(trits16(q2, pow), d, 0.0, o.add(160 + 16 * k));
+            }
+            let qh = _mm_set1_epi32(i32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]));
+            emit16::<true, NONE>(trits16(qh, tail_pow), d, 0.0, o.add(240));
         }
-        let qh = _mm_set1_epi32(i32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]));
-        emit16::<true, NONE>(trits16(qh, tail_pow), d, 0.0, o.add(240));
     }
 }
 
@@ -190,19 +226,23 @@ fn pair(lo: u32, hi: u32) -> u64 {
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
-    use block::iq2_xxs::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        for ib in 0..8 {
-            let at = QS + 8 * ib;
-            let aux = u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]);
-            let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
-            let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
-            let entry = |l: usize| IQ2XXS_GRID[b[at + l] as usize];
-            for h in 0..2 {
-                let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
-                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq2_xxs::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            for ib in 0..8 {
+                let at = QS + 8 * ib;
+                let aux = u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]);
+                let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
+                let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
+                let entry = |l: usize| IQ2XXS_GRID[b[at + l] as usize];
+                for h in 0..2 {
+                    let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                    // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                }
             }
         }
     }
@@ -210,58 +250,70 @@ pub unsafe fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq2_xs(src: &[u8], dst: &mut [u16]) {
-    use block::iq2_xs::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        let q = |i: usize| u16::from_le_bytes([b[QS + 2 * i], b[QS + 2 * i + 1]]);
-        for k in 0..16 {
-            let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
-            let (a, c) = (q(2 * k), q(2 * k + 1));
-            let v = signed16(
-                IQ2XS_GRID[(a & 511) as usize],
-                KSIGNS[(a >> 9) as usize],
-                IQ2XS_GRID[(c & 511) as usize],
-                KSIGNS[(c >> 9) as usize],
-            );
-            // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-            emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq2_xs::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            let q = |i: usize| u16::from_le_bytes([b[QS + 2 * i], b[QS + 2 * i + 1]]);
+            for k in 0..16 {
+                let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
+                let (a, c) = (q(2 * k), q(2 * k + 1));
+                let v = signed16(
+                    IQ2XS_GRID[(a & 511) as usize],
+                    KSIGNS[(a >> 9) as usize],
+                    IQ2XS_GRID[(c & 511) as usize],
+                    KSIGNS[(c >> 9) as usize],
+                );
+                // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
+                emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+            }
         }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq2_s(src: &[u8], dst: &mut [u16]) {
-    use block::iq2_s::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        let entry = |i: usize| IQ2S_GRID[b[QS + i] as usize | ((((b[QH + i / 4] >> (2 * (i % 4))) & 3) as usize) << 8)];
-        for k in 0..16 {
-            let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
-            let v = signed16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
-            // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-            emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq2_s::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            let entry = |i: usize| IQ2S_GRID[b[QS + i] as usize | ((((b[QH + i / 4] >> (2 * (i % 4))) & 3) as usize) << 8)];
+            for k in 0..16 {
+                let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
+                let v = signed16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
+                // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
+                emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+            }
         }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
-    use block::iq3_xxs::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        for ib in 0..8 {
-            let at = SCALES + 4 * ib;
-            let aux = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-            let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
-            let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
-            let entry = |l: usize| {
-                let i = QS + 8 * ib + 2 * l;
-                pair(IQ3XXS_GRID[b[i] as usize], IQ3XXS_GRID[b[i + 1] as usize])
-            };
-            for h in 0..2 {
-                let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
-                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq3_xxs::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            for ib in 0..8 {
+                let at = SCALES + 4 * ib;
+                let aux = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+                let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
+                let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
+                let entry = |l: usize| {
+                    let i = QS + 8 * ib + 2 * l;
+                    pair(IQ3XXS_GRID[b[i] as usize], IQ3XXS_GRID[b[i + 1] as usize])
+                };
+                for h in 0..2 {
+                    let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                    // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                }
             }
         }
     }
@@ -269,19 +321,23 @@ pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
-    use block::iq3_s::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
-        let entry = |i: usize| pair(IQ3S_GRID[index(i)], IQ3S_GRID[index(i + 1)]);
-        for ib in 0..8 {
-            let s = (b[SCALES + ib / 2] >> (4 * (ib % 2))) & 0x0F;
-            let db = d * (1 + 2 * s) as f32;
-            for h in 0..2 {
-                let (l0, l1) = (2 * h, 2 * h + 1);
-                let q = signed16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
-                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq3_s::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
+            let entry = |i: usize| pair(IQ3S_GRID[index(i)], IQ3S_GRID[index(i + 1)]);
+            for ib in 0..8 {
+                let s = (b[SCALES + ib / 2] >> (4 * (ib % 2))) & 0x0F;
+                let db = d * (1 + 2 * s) as f32;
+                for h in 0..2 {
+                    let (l0, l1) = (2 * h, 2 * h + 1);
+                    let q = signed16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
+                    // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                }
             }
         }
     }
@@ -292,27 +348,35 @@ pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn emit16_iq1(e0: u64, e1: u64, delta0: f32, delta1: f32, dl: f32, out: *mut u16) {
-    let g = _mm_set_epi64x(e1 as i64, e0 as i64);
-    let lv = _mm256_set1_ps(dl);
-    let x = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(g)), _mm256_set1_ps(delta0)), lv);
-    let y = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(g))), _mm256_set1_ps(delta1)), lv);
-    // SAFETY: the caller guarantees 16 writable u16 at out.
-    store16(out, x, y);
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let g = _mm_set_epi64x(e1 as i64, e0 as i64);
+        let lv = _mm256_set1_ps(dl);
+        let x = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(g)), _mm256_set1_ps(delta0)), lv);
+        let y = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(g))), _mm256_set1_ps(delta1)), lv);
+        // SAFETY: the caller guarantees 16 writable u16 at out.
+        store16(out, x, y);
+    }
 }
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
-    use block::iq1_s::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = f16_at(b, D);
-        for ib in 0..8 {
-            let qh = u16::from_le_bytes([b[QH + 2 * ib], b[QH + 2 * ib + 1]]);
-            let dl = d * (2 * ((qh >> 12) & 7) + 1) as f32;
-            let delta = f32::from_bits(0x3E00_0000 | (((qh & 0x8000) as u32) << 16)); // ±0.125 by bit 15
-            let entry = |l: usize| IQ1S_GRID[b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8)];
-            for h in 0..2 {
-                // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                emit16_iq1(entry(2 * h), entry(2 * h + 1), delta, delta, dl, o.add(32 * ib + 16 * h));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq1_s::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = f16_at(b, D);
+            for ib in 0..8 {
+                let qh = u16::from_le_bytes([b[QH + 2 * ib], b[QH + 2 * ib + 1]]);
+                let dl = d * (2 * ((qh >> 12) & 7) + 1) as f32;
+                let delta = f32::from_bits(0x3E00_0000 | (((qh & 0x8000) as u32) << 16)); // ±0.125 by bit 15
+                let entry = |l: usize| IQ1S_GRID[b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8)];
+                for h in 0..2 {
+                    // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
+                    emit16_iq1(entry(2 * h), entry(2 * h + 1), delta, delta, dl, o.add(32 * ib + 16 * h));
+                }
             }
         }
     }
@@ -320,21 +384,25 @@ pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
 
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
-    use block::iq1_m::*;
-    for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        let d = iq1_m_d(b);
-        let sc: [u16; 4] = std::array::from_fn(|w| u16::from_le_bytes([b[SCALES + 2 * w], b[SCALES + 2 * w + 1]]));
-        for k in 0..16 {
-            let s = (sc[k / 4] >> (3 * (k % 4))) & 7;
-            let dl = d * (2 * s + 1) as f32;
-            // Groups 2k and 2k + 1 share byte k of qh: a nibble each.
-            let (h0, h1) = (b[QH + k] & 0x0F, b[QH + k] >> 4);
-            let entry = |i: usize, h: u8| IQ1S_GRID[b[QS + i] as usize | (((h & 7) as usize) << 8)];
-            let (e0, e1) = (entry(2 * k, h0), entry(2 * k + 1, h1));
-            // ±0.125 by bit 3 of the nibble, without a branch (random bits mispredict).
-            let delta = |h: u8| f32::from_bits(0x3E00_0000 | (((h & 8) as u32) << 28));
-            // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-            emit16_iq1(e0, e1, delta(h0), delta(h1), dl, o.add(16 * k));
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        use block::iq1_m::*;
+        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
+            let d = iq1_m_d(b);
+            let sc: [u16; 4] = std::array::from_fn(|w| u16::from_le_bytes([b[SCALES + 2 * w], b[SCALES + 2 * w + 1]]));
+            for k in 0..16 {
+                let s = (sc[k / 4] >> (3 * (k % 4))) & 7;
+                let dl = d * (2 * s + 1) as f32;
+                // Groups 2k and 2k + 1 share byte k of qh: a nibble each.
+                let (h0, h1) = (b[QH + k] & 0x0F, b[QH + k] >> 4);
+                let entry = |i: usize, h: u8| IQ1S_GRID[b[QS + i] as usize | (((h & 7) as usize) << 8)];
+                let (e0, e1) = (entry(2 * k, h0), entry(2 * k + 1, h1));
+                // ±0.125 by bit 3 of the nibble, without a branch (random bits mispredict).
+                let delta = |h: u8| f32::from_bits(0x3E00_0000 | (((h & 8) as u32) << 28));
+                // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
+                emit16_iq1(e0, e1, delta(h0), delta(h1), dl, o.add(16 * k));
+            }
         }
     }
 }

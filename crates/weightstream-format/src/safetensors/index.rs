@@ -15,7 +15,7 @@ pub const MAX_INDEX_LEN: u64 = 100_000_000;
 pub type WeightMap = BTreeMap<String, String>;
 
 pub fn read_index(path: &Path) -> Result<WeightMap> {
-    let json = read_json_file(path, MAX_INDEX_LEN, |m| ErrorKind::BadIndex(m))?;
+    let json = read_json_file(path, MAX_INDEX_LEN, ErrorKind::BadIndex)?;
     let bad = |m: String| FormatError::new(path, None, ErrorKind::BadIndex(m));
     let map = json.get("weight_map").and_then(Json::as_object).ok_or_else(|| bad("no 'weight_map' object".into()))?;
     let mut out = WeightMap::new();
