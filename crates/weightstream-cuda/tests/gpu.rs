@@ -6,15 +6,12 @@
 //! guard region; the pipeline end to end, including its failure paths (read
 //! error, cancel, out of memory), with device memory checked for leaks.
 
-use std::io;
-use std::ops::Range;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use weightstream_cuda::{run, ChunkOp, ChunkWork, CudaError, Gpu, StagingConfig, StagingRing};
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
-use weightstream_format::{BlockFormat, ByteSource, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource};
+use weightstream_format::{BlockFormat, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource};
 use weightstream_kernels::{Fp8Args, Launch};
 
 const POISON: u8 = 0xA5;
@@ -24,27 +21,7 @@ fn gpu() -> Gpu {
     Gpu::open(0).expect("a usable GPU (these tests are for the GPU round)")
 }
 
-struct Rng(u64);
-impl Rng {
-    fn new(test: &str) -> Rng {
-        let seed = std::env::var("WEIGHTSTREAM_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
-        eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use weightstream_io::testing::SeededRng as Rng;
 
 fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
     let mut out = vec![0u16; n];
@@ -84,7 +61,7 @@ fn check_launch(g: &Gpu, name: &str, launch: Launch, src: &[u8], n: usize, scale
 #[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
 fn kernels_match_cpu_bitwise() {
     let g = gpu();
-    let mut rng = Rng::new("kernels_match_cpu_bitwise");
+    let mut rng = Rng::from_env("kernels_match_cpu_bitwise");
     let f16_edges: [u16; 13] = [0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x3C00, 0x2E66];
     for &f in BlockFormat::ALL {
         let (launch, kernel, l) = (Launch::Block(f), Kernel::Block(f), f.layout());
@@ -94,7 +71,7 @@ fn kernels_match_cpu_bitwise() {
             let mut src = rng.bytes(blocks * l.bytes);
             for (b, d) in src.chunks_exact_mut(l.bytes).zip(f16_edges.iter().cycle()) {
                 for &o in &f16_fields {
-                    if rng.next() % 2 == 0 {
+                    if rng.next_u64() % 2 == 0 {
                         b[o..o + 2].copy_from_slice(&d.to_le_bytes());
                     }
                 }
@@ -128,7 +105,7 @@ fn kernels_match_cpu_bitwise() {
             },
         ] {
             let values: Vec<f32> = (0..(layout.grid_rows * layout.grid_cols) as usize)
-                .map(|i| scale_edges.get(i).copied().unwrap_or(0.5 + (rng.next() % 100) as f32 / 64.0))
+                .map(|i| scale_edges.get(i).copied().unwrap_or(0.5 + (rng.next_u64() % 100) as f32 / 64.0))
                 .collect();
             let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
             for (format, e4m3) in [(Fp8Format::E4M3, true), (Fp8Format::E5M2, false)] {
@@ -159,26 +136,7 @@ fn kernels_match_cpu_bitwise() {
     }
 }
 
-/// A source that fails every read touching `bad`.
-struct FailingSource {
-    inner: MemorySource,
-    bad: Range<u64>,
-}
-
-impl ByteSource for FailingSource {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        if offset < self.bad.end && offset + buf.len() as u64 > self.bad.start {
-            return Err(io::Error::other("injected read failure"));
-        }
-        self.inner.read_at(offset, buf)
-    }
-}
+use weightstream_io::testing::FailingSource;
 
 /// Q4_0 work: `blocks` blocks split into chunks of `chunk_blocks`, one tensor.
 fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> Vec<ChunkWork> {
@@ -211,7 +169,7 @@ fn free_mem(g: &Gpu) -> usize {
 #[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
 fn pipeline_matches_cpu_and_frees_everything() {
     let g = gpu();
-    let mut rng = Rng::new("pipeline_matches_cpu_and_frees_everything");
+    let mut rng = Rng::from_env("pipeline_matches_cpu_and_frees_everything");
     let blocks = 50_001;
     let mut bytes = rng.bytes(blocks * 18);
     for b in bytes.chunks_exact_mut(18) {

@@ -103,7 +103,7 @@ fn layouts(rows: u64, cols: u64) -> Vec<(ScaleLayout, &'static str)> {
 /// Scale values worth testing: ordinary, zero, negative, subnormal, huge, inf, NaN.
 fn scale_values(rng: &mut Rng, n: usize) -> Vec<f32> {
     let edges = [1.0f32, 0.0, -0.5, 1e-40, 3e38, f32::INFINITY, f32::NAN, 2f32.powi(-127), 448.0];
-    (0..n).map(|i| if i < edges.len() { edges[i] } else { f32::from_bits(0x3A00_0000 + (rng.next() as u32 & 0x00FF_FFFF)) }).collect()
+    (0..n).map(|i| if i < edges.len() { edges[i] } else { f32::from_bits(0x3A00_0000 + (rng.next_u64() as u32 & 0x00FF_FFFF)) }).collect()
 }
 
 #[test]

@@ -56,3 +56,58 @@ pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// A seeded generator for test data (splitmix64): a fresh seed per run
+/// unless `WEIGHTSTREAM_SEED` is set, printed so a failure can be replayed.
+/// The one copy every crate's tests use.
+pub struct SeededRng(u64);
+
+impl SeededRng {
+    pub fn from_env(test: &str) -> SeededRng {
+        let seed = std::env::var("WEIGHTSTREAM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
+        });
+        eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
+        SeededRng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n` (0 for n = 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
+}
+
+/// A source that fails every read touching bytes `bad` of `inner`: for
+/// tests of read-error paths (names, cleanup, no panic).
+pub struct FailingSource<S> {
+    pub inner: S,
+    pub bad: std::ops::Range<u64>,
+}
+
+impl<S: crate::ByteSource> crate::ByteSource for FailingSource<S> {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        if offset < self.bad.end && offset + buf.len() as u64 > self.bad.start {
+            return Err(std::io::Error::other("injected read failure"));
+        }
+        self.inner.read_at(offset, buf)
+    }
+}

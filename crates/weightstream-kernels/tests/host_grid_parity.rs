@@ -12,27 +12,7 @@ use weightstream_kernels::{geometry, host_grid, Fp8Args, Launch, BLOCK_DIM};
 const POISON: u16 = 0xBEEF;
 const GUARD: usize = 37;
 
-struct Rng(u64);
-impl Rng {
-    fn new(test: &str) -> Rng {
-        let seed = std::env::var("WEIGHTSTREAM_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
-        eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use weightstream_io::testing::SeededRng as Rng;
 
 /// Geometries: the executor's own, and small grids that make threads stride.
 fn geometries(groups: u64) -> Vec<(u32, u32)> {
@@ -69,7 +49,7 @@ fn block_source(rng: &mut Rng, f: BlockFormat, random_blocks: usize) -> Vec<u8> 
 
 #[test]
 fn every_block_format() {
-    let mut rng = Rng::new("every_block_format");
+    let mut rng = Rng::from_env("every_block_format");
     for &f in BlockFormat::ALL {
         let l = f.layout();
         let (launch, kernel) = (Launch::Block(f), Kernel::Block(f));
@@ -92,7 +72,7 @@ fn every_block_format() {
 
 #[test]
 fn f32_and_f16_with_tails() {
-    let mut rng = Rng::new("f32_and_f16_with_tails");
+    let mut rng = Rng::from_env("f32_and_f16_with_tails");
     let edges: Vec<u8> = [
         0u32,
         0x8000_0000,
@@ -127,7 +107,7 @@ fn f32_and_f16_with_tails() {
 
 #[test]
 fn fp8_every_layout_chunk_and_code() {
-    let mut rng = Rng::new("fp8_every_layout_chunk_and_code");
+    let mut rng = Rng::from_env("fp8_every_layout_chunk_and_code");
     let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 2f32.powi(-127), 3e38, f32::INFINITY, f32::NAN, 448.0];
     for (rows, cols) in [(1u64, 1u64), (3, 17), (130, 260), (257, 129), (128, 256)] {
         let total = (rows * cols) as usize;
@@ -147,8 +127,9 @@ fn fp8_every_layout_chunk_and_code() {
         ];
         for layout in layouts {
             let nscales = (layout.grid_rows * layout.grid_cols) as usize;
-            let values: Vec<f32> =
-                (0..nscales).map(|i| scale_edges.get(i).copied().unwrap_or_else(|| 0.25 + (rng.next() % 1000) as f32 / 256.0)).collect();
+            let values: Vec<f32> = (0..nscales)
+                .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| 0.25 + (rng.next_u64() % 1000) as f32 / 256.0))
+                .collect();
             let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
             for (format, e4m3) in [(Fp8Format::E4M3, true), (Fp8Format::E5M2, false)] {
                 for scaled in [true, false] {
@@ -156,8 +137,8 @@ fn fp8_every_layout_chunk_and_code() {
                     // The whole matrix, then chunks starting anywhere.
                     let mut ranges = vec![(0usize, total)];
                     for _ in 0..6 {
-                        let a = (rng.next() % (total as u64 + 1)) as usize;
-                        let b = a + (rng.next() % ((total - a) as u64 + 1)) as usize;
+                        let a = (rng.next_u64() % (total as u64 + 1)) as usize;
+                        let b = a + (rng.next_u64() % ((total - a) as u64 + 1)) as usize;
                         ranges.push((a, b));
                     }
                     for (a, b) in ranges {
@@ -197,7 +178,7 @@ fn lengths_are_checked_before_running() {
 /// infinities, subnormals); each in blocks of otherwise random bytes.
 #[test]
 fn scale_bytes_at_their_edges() {
-    let mut rng = Rng::new("scale_bytes_at_their_edges");
+    let mut rng = Rng::from_env("scale_bytes_at_their_edges");
     let e8m0 = [0x00u8, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF];
     let ue4m3 = [0x00u8, 0x7F, 0x80, 0xFF, 0x01, 0x07, 0x08, 0x7E, 0xFE, 0x38];
     let cases: [(BlockFormat, Box<dyn Fn(&mut [u8], usize)>); 3] = [
@@ -233,7 +214,7 @@ fn scale_bytes_at_their_edges() {
 /// block draws 32: 1500 blocks miss one with probability about 1e-6).
 #[test]
 fn grid_formats_over_every_index() {
-    let mut rng = Rng::new("grid_formats_over_every_index");
+    let mut rng = Rng::from_env("grid_formats_over_every_index");
     for f in [
         BlockFormat::IQ2_XXS,
         BlockFormat::IQ2_XS,

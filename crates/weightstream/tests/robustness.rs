@@ -4,13 +4,13 @@
 //! results equal serial ones bit for bit.
 
 use std::io;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use weightstream::format::{open_with, ByteSource, FileSource, SharedSource};
+use weightstream::format::{open_with, FileSource, SharedSource};
 use weightstream::{convert_catalog, Control, ConvertOptions, CpuExecutor, CpuOptions, Error, HostTensor, Plan, PlanOptions};
+use weightstream_io::testing::FailingSource;
 
 /// A safetensors file of F32 and F16 tensors with known contents.
 fn write_checkpoint(dir: &Path, name: &str, tensors: usize, elems: usize) -> PathBuf {
@@ -73,27 +73,6 @@ fn a_file_that_shrinks_during_a_load_is_a_read_error() {
             assert!(offset < len, "{offset}");
         }
         other => panic!("expected a read error, got {:?}", other.map(|v| v.len())),
-    }
-}
-
-/// Fails every read that touches `bad`.
-struct FailingSource {
-    inner: FileSource,
-    bad: Range<u64>,
-}
-
-impl ByteSource for FailingSource {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        if offset < self.bad.end && offset + buf.len() as u64 > self.bad.start {
-            return Err(io::Error::other("injected I/O error"));
-        }
-        self.inner.read_at(offset, buf)
     }
 }
 

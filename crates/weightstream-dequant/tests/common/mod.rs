@@ -3,37 +3,7 @@
 
 #![allow(dead_code)]
 
-pub struct Rng(u64);
-
-impl Rng {
-    /// A fresh seed per run unless WEIGHTSTREAM_SEED is set; printed so a
-    /// failure can be replayed.
-    pub fn from_env(test: &str) -> Rng {
-        let seed = std::env::var("WEIGHTSTREAM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-            t.as_nanos() as u64 ^ (std::process::id() as u64) << 32
-        });
-        eprintln!("{test}: WEIGHTSTREAM_SEED={seed}");
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+pub use weightstream_io::testing::SeededRng as Rng;
 
 /// f16 scale bit patterns worth testing: zero, both signs, subnormals, the
 /// largest finite, infinity, NaN, ordinary values.
