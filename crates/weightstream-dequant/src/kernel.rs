@@ -146,3 +146,45 @@ impl<'a> Kernel<'a> {
         Ok(())
     }
 }
+
+/// Split elements `[first, first + n)` of a `[rows, cols]` matrix into runs
+/// that share one scale (a block's width of one row, a whole row for
+/// per-channel scales, everything for one scale) and call `run(scale,
+/// offset, len)` for each. Row by row, the block boundary advanced by
+/// addition: no division per run.
+#[inline(always)]
+pub(crate) fn fp8_runs(cols: u64, scales: Option<&ScaleGrid>, first: u64, n: usize, mut run: impl FnMut(f32, usize, usize)) {
+    if n == 0 {
+        // Also the only case where cols may be 0 (an empty matrix): nothing
+        // to split, and nothing to divide by (found by the dequant fuzzer).
+        return;
+    }
+    let g = match scales {
+        None => return run(1.0, 0, n),
+        Some(g) => match g.uniform() {
+            Some(scale) => return run(scale, 0, n),
+            None => g,
+        },
+    };
+    let bc = g.block_cols() as usize;
+    let cols = cols as usize;
+    let mut i = 0usize;
+    let mut row = first / cols as u64;
+    let mut c = (first % cols as u64) as usize;
+    while i < n {
+        let row_scales = g.row(row);
+        let row_end = i + (cols - c).min(n - i);
+        let mut block = c / bc;
+        let mut boundary = (block + 1) * bc;
+        while i < row_end {
+            let len = (boundary.min(cols) - c).min(row_end - i);
+            run(row_scales[block], i, len);
+            i += len;
+            c += len;
+            block += 1;
+            boundary += bc;
+        }
+        row += 1;
+        c = 0;
+    }
+}

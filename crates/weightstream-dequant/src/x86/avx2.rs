@@ -9,8 +9,7 @@
 use std::arch::x86_64::*;
 
 use super::{blocks, lookup};
-use crate::chunk::fp8_runs;
-use crate::kernel::ScaleGrid;
+use crate::kernel::{fp8_runs, ScaleGrid};
 use crate::numerics::f16_to_f32;
 use crate::scalar;
 use weightstream_format::{BlockFormat, Fp8Format};
@@ -191,7 +190,7 @@ const fn rebias(format: Fp8Format) -> f32 {
     }
 }
 
-/// A whole FP8 chunk: runs of one scale (see `chunk::fp8_runs`), each
+/// A whole FP8 chunk: runs of one scale (see `kernel::fp8_runs`), each
 /// through the vector loop, all inside this one target-feature function.
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn fp8(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
