@@ -1,4 +1,4 @@
-//! Builds kernels/*.cu twice:
+//! Builds cuda/*.cu (this crate's CUDA sources) twice:
 //! - for the host with the system C++ compiler (feature `host-grid`, which
 //!   the crate's own tests enable): the host-grid library the CI parity
 //!   tests run;
@@ -15,7 +15,7 @@ const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let kernels = manifest.join("../../kernels").canonicalize().expect("kernels/ beside crates/");
+    let kernels = manifest.join("cuda");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     for entry in std::fs::read_dir(&kernels).expect("read kernels/").flatten() {
         println!("cargo:rerun-if-changed={}", entry.path().display());
@@ -38,7 +38,7 @@ fn main() {
 
     let mut entries = Vec::new();
     let mut version = String::new();
-    match find_nvcc(&manifest) {
+    match find_nvcc() {
         Some(nvcc) => {
             version = nvcc_version(&nvcc);
             for k in kernel_sources(&kernels) {
@@ -53,7 +53,7 @@ fn main() {
     println!("cargo:rustc-env=WS_NVCC_VERSION={version}");
 }
 
-/// Kernel sources, one per format family: every `kernels/*.cu` (a new
+/// Kernel sources, one per format family: every `cuda/*.cu` (a new
 /// format's kernel is picked up by adding its file), sorted for stable output.
 fn kernel_sources(dir: &Path) -> Vec<String> {
     let mut stems: Vec<String> = std::fs::read_dir(dir)
@@ -68,19 +68,11 @@ fn kernel_sources(dir: &Path) -> Vec<String> {
     stems
 }
 
-fn find_nvcc(manifest: &Path) -> Option<PathBuf> {
+/// nvcc: `WEIGHTSTREAM_NVCC` (scripts/env.sh points it at the pinned PyPI
+/// toolchain that scripts/setup.sh installs), else a CUDA installation.
+fn find_nvcc() -> Option<PathBuf> {
     if let Some(p) = env::var_os("WEIGHTSTREAM_NVCC") {
         return Some(PathBuf::from(p));
-    }
-    // The pinned PyPI toolchain that scripts/setup.sh installs.
-    let venv = manifest.join("../../.venv/lib");
-    if let Ok(rd) = std::fs::read_dir(&venv) {
-        for py in rd.flatten() {
-            let n = py.path().join("site-packages/nvidia/cu13/bin/nvcc");
-            if n.is_file() {
-                return Some(n);
-            }
-        }
     }
     for var in ["CUDA_HOME", "CUDA_PATH"] {
         if let Some(h) = env::var_os(var) {

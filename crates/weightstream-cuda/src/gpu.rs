@@ -8,16 +8,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream};
 use cudarc::nvrtc::Ptx;
-use weightstream_kernels::{fatbin, geometry, BlockFormat, Launch};
+use weightstream_kernels::{fatbin, geometry, Launch};
 
 use crate::error::{CudaError, Result};
 use crate::memory::{DeviceBuffer, PinnedBuffer};
 use crate::probe::{device_count, guarded};
-
-/// Every kernel the executor launches: (module, function).
-/// Kernels beyond the block formats (whose module and function names come
-/// from their one definition, `BlockFormat::layout()`).
-const OTHER_FUNCTIONS: &[(&str, &str)] = &[("float", "ws_f32"), ("float", "ws_f16"), ("fp8", "ws_fp8_e4m3"), ("fp8", "ws_fp8_e5m2")];
 
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
@@ -56,8 +51,8 @@ impl Gpu {
         unsafe { ctx.disable_event_tracking() };
         let mut modules = HashMap::new();
         let mut functions = HashMap::new();
-        let blocks = BlockFormat::ALL.iter().map(|f| (f.layout().module, f.layout().cuda_function));
-        for (module, name) in blocks.chain(OTHER_FUNCTIONS.iter().copied()) {
+        // Every kernel the executor launches, from the one list (Launch::every).
+        for (module, name) in Launch::every().map(|l| l.function()) {
             if !modules.contains_key(module) {
                 let image =
                     fatbin(module).ok_or_else(|| CudaError::Unavailable(format!("kernel module {module} missing from this build")))?;
@@ -155,7 +150,7 @@ impl Gpu {
         let (grid, block) = geometry(launch.groups(n), self.info.sm_count * 32);
         self.bind()?;
         // SAFETY: the function came from our fatbin and takes exactly these
-        // u64 arguments (kernels/*.cu); the caller vouches for the pointers.
+        // u64 arguments (crates/weightstream-kernels/cuda/*.cu); the caller vouches for the pointers.
         unsafe { result::launch_kernel(f.cu_function(), (grid, 1, 1), (block, 1, 1), 0, stream.cu_stream(), &mut ptrs) }
             .map_err(|e| CudaError::driver("cuLaunchKernel", e))
     }

@@ -4,7 +4,7 @@
 //! fixed offsets. Everything that needs a block's geometry or byte layout
 //! reads it from here: the GGUF reader's size checks (through the ggml type
 //! table), the planner's chunk boundaries, the CPU kernels' field offsets.
-//! The CUDA sources mirror this table in `kernels/formats.cuh`, and a test
+//! The CUDA sources mirror this table in `crates/weightstream-kernels/cuda/formats.cuh`, and a test
 //! (crates/weightstream-kernels/tests/formats.rs) checks the compiled
 //! mirror against it field by field.
 //!
@@ -28,7 +28,7 @@ pub struct Field {
 pub struct BlockLayout {
     /// The format's name as ggml and gguf-py spell it.
     pub name: &'static str,
-    /// Lower-case name: the CUDA source `kernels/<module>.cu` and the CPU
+    /// Lower-case name: the CUDA source `crates/weightstream-kernels/cuda/<module>.cu` and the CPU
     /// kernel `scalar::<module>`.
     pub module: &'static str,
     /// The CUDA kernel's function name: `ws_<module>`.

@@ -6,7 +6,7 @@ use weightstream_format::BlockFormat;
 pub const BLOCK_DIM: u32 = 256;
 
 /// FP8 arguments beyond source, destination and count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fp8Args {
     pub e4m3: bool,
     /// Device (or, for the host grid, host) address of f32 scales; 0 = none.
@@ -22,7 +22,7 @@ pub struct Fp8Args {
 /// One kernel launch over `n` elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {
-    /// A block format's kernel: `kernels/<module>.cu`, `ws_<module>` (the
+    /// A block format's kernel: `cuda/<module>.cu`, `ws_<module>` (the
     /// format's `BlockLayout`).
     Block(BlockFormat),
     F32,
@@ -31,7 +31,14 @@ pub enum Launch {
 }
 
 impl Launch {
-    /// (module = kernels/<module>.cu, function name).
+    /// Every kind of launch, once: the one list of kernels (the GPU loads
+    /// the functions of exactly these; `function` names them).
+    pub fn every() -> impl Iterator<Item = Launch> {
+        let fp8 = |e4m3| Launch::Fp8(Fp8Args { e4m3, ..Default::default() });
+        BlockFormat::ALL.iter().map(|&f| Launch::Block(f)).chain([Launch::F32, Launch::F16, fp8(true), fp8(false)])
+    }
+
+    /// (module = cuda/<module>.cu, function name).
     pub fn function(&self) -> (&'static str, &'static str) {
         match self {
             Launch::Block(f) => (f.layout().module, f.layout().cuda_function),
@@ -65,5 +72,23 @@ mod tests {
         assert_eq!(geometry(256, 100), (1, 256));
         assert_eq!(geometry(257, 100), (2, 256));
         assert_eq!(geometry(1 << 30, 1000), (1000, 256));
+    }
+
+    /// The one list names every kernel once, and each is compiled: a
+    /// `__global__` of that name in its `cuda/<module>.cu`.
+    #[test]
+    fn every_launch_names_a_kernel_in_its_source() {
+        let names: Vec<_> = Launch::every().map(|l| l.function()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert_eq!(names.len(), BlockFormat::ALL.len() + 4);
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
+        for (module, function) in names {
+            let text = std::fs::read_to_string(dir.join(format!("{module}.cu"))).unwrap();
+            let macro_made = function.strip_prefix("ws_").is_some_and(|m| text.contains(&format!("WS_BLOCK_KERNEL({m})")));
+            assert!(text.contains(&format!("void {function}(")) || macro_made || text.contains(function), "{module}.cu: {function}");
+        }
     }
 }

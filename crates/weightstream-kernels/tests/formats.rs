@@ -25,7 +25,7 @@ fn cuda_block_layouts_mirror_the_rust_table() {
 
 #[test]
 fn every_block_format_has_a_cuda_source() {
-    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
     for f in BlockFormat::ALL {
         let l = f.layout();
         let src = kernels.join(format!("{}.cu", l.module));

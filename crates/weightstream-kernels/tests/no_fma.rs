@@ -19,7 +19,7 @@ fn no_kernel_ptx_has_a_fused_multiply_add() {
         eprintln!("skipped: no WEIGHTSTREAM_NVCC");
         return;
     };
-    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no_fma");
     std::fs::create_dir_all(&out).unwrap();
     let mut checked = 0;
