@@ -2,13 +2,15 @@
 //!
 //! The data flows one way: [`open`] reads a checkpoint's headers into a
 //! [`Catalog`]; a [`Plan`] says which tensors to produce from which bytes;
-//! an executor ([`CpuExecutor`], or the CUDA one) produces them.
+//! an executor ([`CpuExecutor`], or the CUDA one) produces them. A
+//! [`Loader`] holds all three for a front (CLI, Python, C API): the
+//! catalog, one [`Staging`] and executors made once.
 //!
 //! ```no_run
-//! let cat = weightstream::open("model-q4_0.gguf")?;
-//! let plan = weightstream::Plan::new(&cat, &Default::default())?;
-//! let cpu = weightstream::CpuExecutor::new(&Default::default())?;
-//! cpu.stream(&cat, &plan, Default::default(), |t| {
+//! use weightstream::{Loader, SourceKind, Staging};
+//! let loader = Loader::open("model-q4_0.gguf", SourceKind::Auto, Staging::default())?;
+//! let plan = loader.plan(&Default::default())?;
+//! loader.cpu()?.stream(loader.catalog(), &plan, Default::default(), |t| {
 //!     println!("{} {:?}", t.name, t.shape);
 //!     Ok(())
 //! })?;
