@@ -2,7 +2,9 @@
 # Set up, then run every test: formatting and clippy (warnings are errors),
 # Rust unit and integration tests (kernel
 # host-grid parity included) and the Python suite against the real gguf-py
-# and safetensors packages. Extra arguments go to pytest.
+# and safetensors packages, the C API, vLLM, a leak check, both container
+# images (scripts/test_docker.sh, podman) and fuzzing. Extra arguments go to
+# pytest.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -24,5 +26,7 @@ scripts/setup_vllm.sh
 "${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/vllm -q -rs
 echo "== leak check (valgrind)"
 scripts/leak_check.sh
+echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"
+scripts/test_docker.sh
 echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-60} s per target"
 scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-60}"
