@@ -84,6 +84,11 @@ fi
 
 build_opts=(--isolation=chroot --layers
   --build-arg "BASE=$BASE_IMAGE" --build-arg "BUILDER=$BASE_IMAGE")
+# A cached test stage passed before on the same inputs; to run every step
+# again anyway (the cargo cache mounts still apply): WEIGHTSTREAM_DOCKER_NO_CACHE=1.
+if [ "${WEIGHTSTREAM_DOCKER_NO_CACHE:-0}" = 1 ]; then
+  build_opts+=(--no-cache)
+fi
 
 build() { # build DOCKERFILE TARGET TAG
   local log
