@@ -19,7 +19,7 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::store16;
+use super::avx2::{pack, round_bf16, store16};
 use super::blocks::{bits, emit16, emit32, load32, NONE};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
@@ -45,39 +45,78 @@ unsafe fn table(t: &[i8; 16]) -> __m128i {
     }
 }
 
-/// 8 i8 lanes (the low 8 bytes of `q`) times `d`, as f32.
+/// The 16 levels of a table as f32 (exact conversions): entries 0..8, 8..16.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn scaled8(q: __m128i, d: __m256) -> __m256 {
-    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d)
+unsafe fn levels_f32(t: &[i8; 16]) -> (__m256, __m256) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let q = table(t);
+        (_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q))))
+    }
 }
 
-/// 16 levels (i8) times `d`, rounded to BF16, to `out`.
+/// `pshufb` order that turns 8 u16 per lane into their 8 low bytes, then
+/// their 8 high bytes.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn store_levels16(q: __m128i, d: __m256, out: *mut u16) {
+unsafe fn split_bytes(t: __m256i) -> __m256i {
+    let order = _mm256_setr_epi8(
+        0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+    );
+    _mm256_shuffle_epi8(t, order)
+}
+
+/// Every output a 32-value group with one scale can have: BF16(d * level)
+/// for the 16 levels (the same `vmulps` and rounding as computing each
+/// output, once per level instead of once per value), as two `pshufb`
+/// tables, the low bytes and the high bytes, each in both lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn products16(levels: (__m256, __m256), d: f32) -> (__m256i, __m256i) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let dv = _mm256_set1_ps(d);
+        let t = pack(round_bf16(_mm256_mul_ps(levels.0, dv)), round_bf16(_mm256_mul_ps(levels.1, dv)));
+        // [low bytes of 0..8, of 8..16 | high bytes of 0..8, of 8..16]
+        let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(split_bytes(t));
+        (_mm256_permute2x128_si256::<0x00>(s, s), _mm256_permute2x128_si256::<0x11>(s, s))
+    }
+}
+
+/// Low and high bytes of 32 BF16 values (lane 0: values 0..16 of `out0`,
+/// lane 1: of `out1`), interleaved and stored.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn store_bytes(lo: __m256i, hi: __m256i, out0: *mut u16, out1: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
-        // SAFETY: the caller guarantees 16 writable u16 at out.
-        store16(out, scaled8(q, d), scaled8(_mm_srli_si128::<8>(q), d));
+        let a = _mm256_unpacklo_epi8(lo, hi); // values 0..8 of each lane
+        let b = _mm256_unpackhi_epi8(lo, hi); // values 8..16
+        // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
+        _mm256_storeu_si256(out0 as *mut __m256i, _mm256_permute2x128_si256::<0x20>(a, b));
+        _mm256_storeu_si256(out1 as *mut __m256i, _mm256_permute2x128_si256::<0x31>(a, b));
     }
 }
 
 /// The 32 values of 16 bytes of nibbles (low nibbles, then high), looked
-/// up in `levels` and scaled by `d`, to `out`: Q4_0's loop with a `pshufb`.
+/// up in `levels` and scaled by `d`, to `out`: the 16 possible outputs
+/// computed once (`products16`), then a `pshufb` per byte of them.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn lut32(qs: *const u8, levels: __m128i, d: f32, out: *mut u16) {
+unsafe fn lut32(qs: *const u8, levels: (__m256, __m256), d: f32, out: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         let mask = _mm_set1_epi8(0x0F);
         // SAFETY: the caller guarantees 16 readable bytes at qs and 32 writable u16 at out.
         let v = _mm_loadu_si128(qs as *const __m128i);
-        let dv = _mm256_set1_ps(d);
-        store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(v, mask)), dv, out);
-        store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16::<4>(v), mask)), dv, out.add(16));
+        let idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), mask), _mm_and_si128(v, mask));
+        let (lo, hi) = products16(levels, d);
+        store_bytes(_mm256_shuffle_epi8(lo, idx), _mm256_shuffle_epi8(hi, idx), out, out.add(16));
     }
 }
 
@@ -87,7 +126,7 @@ pub unsafe fn iq4_nl(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq4_nl::*;
-        let levels = table(&IQ4NL_VALUES);
+        let levels = levels_f32(&IQ4NL_VALUES);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
             lut32(b.as_ptr().add(QS), levels, f16_at(b, D), o);
@@ -101,7 +140,7 @@ pub unsafe fn iq4_xs(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq4_xs::*;
-        let levels = table(&IQ4NL_VALUES);
+        let levels = levels_f32(&IQ4NL_VALUES);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             for k in 0..8 {
@@ -119,7 +158,7 @@ pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::mxfp4::*;
-        let levels = table(&E2M1_DOUBLED);
+        let levels = levels_f32(&E2M1_DOUBLED);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
             lut32(b.as_ptr().add(QS), levels, e8m0_half(b[E]), o);
@@ -127,21 +166,61 @@ pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
     }
 }
 
+/// E2M1_DOUBLED is sign-symmetric: entry 8 + i is entry i negated (and 8 is 0).
+const _: () = {
+    let mut i = 0;
+    while i < 8 {
+        assert!(E2M1_DOUBLED[8 + i] == -E2M1_DOUBLED[i]);
+        i += 1;
+    }
+};
+
+/// 16 values of each lane's sub-block (nibbles `q`), from that lane's
+/// table of 8 magnitudes (`t`: low bytes, then high bytes): nibble q gives
+/// magnitude q & 7, negated for q > 8 by flipping the BF16 sign bit.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn signed_lookup(q: __m256i, t: __m256i, out0: *mut u16, out1: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let (seven, eight) = (_mm256_set1_epi8(7), _mm256_set1_epi8(8));
+        let m = _mm256_and_si256(q, seven);
+        let sign = _mm256_and_si256(_mm256_cmpgt_epi8(q, eight), _mm256_set1_epi8(-128));
+        let lo = _mm256_shuffle_epi8(t, m);
+        let hi = _mm256_xor_si256(_mm256_shuffle_epi8(t, _mm256_or_si256(m, eight)), sign);
+        // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
+        store_bytes(lo, hi, out0, out1);
+    }
+}
+
+/// NVFP4: per sub-block scale s, the 8 outputs BF16(s * |level|) are
+/// computed once (4 `vmulps` per 64 values), and a nibble's output is one
+/// of them, with the sign bit set for the negative levels (q > 8). The same
+/// bits as the scalar `s * level`: s (`ue4m3_half`) is finite and >= +0, so
+/// `s * -|l|` is exactly `-(s * |l|)` (no NaN can arise), and round to
+/// nearest even is symmetric, so its BF16 is the positive one's with the
+/// sign bit flipped, zero included (`s = 0`: -0, 0x8000, as in the scalar
+/// kernel). Level 0 at q = 8 is +0 (an i8 has no -0): not flipped.
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn nvfp4(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::nvfp4::*;
-        let levels = table(&E2M1_DOUBLED);
-        let f = _mm_set1_epi8(0x0F);
+        let mags = levels_f32(&E2M1_DOUBLED).0;
+        let f = _mm256_set1_epi8(0x0F);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            for k in 0..4 {
-                // SAFETY: qs[8k .. 8k + 8] inside the block; outputs 16k .. 16k + 16 of its 64.
-                let v = _mm_loadl_epi64(b.as_ptr().add(QS + 8 * k) as *const __m128i);
-                let q = _mm_unpacklo_epi64(_mm_and_si128(v, f), _mm_and_si128(_mm_srli_epi16::<4>(v), f));
-                store_levels16(_mm_shuffle_epi8(levels, q), _mm256_set1_ps(ue4m3_half(b[D + k])), o.add(16 * k));
-            }
+            let r = |k: usize| round_bf16(_mm256_mul_ps(mags, _mm256_set1_ps(ue4m3_half(b[D + k]))));
+            // Lane 0: sub-block 0 (1), lane 1: sub-block 2 (3).
+            let (t02, t13) = (split_bytes(pack(r(0), r(2))), split_bytes(pack(r(1), r(3))));
+            // SAFETY: qs[0..32] inside the block.
+            let v = load32(b.as_ptr().add(QS));
+            let (lo, hi) = (_mm256_and_si256(v, f), _mm256_and_si256(_mm256_srli_epi16::<4>(v), f));
+            // Sub-block k: the low nibbles of its 8 bytes, then the high ones.
+            // SAFETY: outputs 16k .. 16k + 16 inside the block's 64.
+            signed_lookup(_mm256_unpacklo_epi64(lo, hi), t02, o, o.add(32));
+            signed_lookup(_mm256_unpackhi_epi64(lo, hi), t13, o.add(16), o.add(48));
         }
     }
 }
