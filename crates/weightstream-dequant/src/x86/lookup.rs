@@ -1,10 +1,17 @@
 //! AVX2 kernels of the lookup formats: IQ4_NL, IQ4_XS, MXFP4, NVFP4 (a
-//! nibble picks one of 16 i8 levels: one `vpshufb`), the ternary TQ1_0 and
-//! TQ2_0, and the IQ grid formats (IQ2_*, IQ3_*, IQ1_*). Each reproduces its
-//! scalar kernel (scalar/lut4.rs, ternary.rs, grid.rs) bit for bit: the
-//! per-block scale products are the same scalar f32 operations in the same
-//! order; per element, the exact i8 -> f32 conversion, `vmulps` (and for
-//! IQ1 the `vaddps` of the delta first), the shared BF16 rounding.
+//! nibble picks one of 16 i8 levels), the ternary TQ1_0 and TQ2_0, and the
+//! IQ grid formats (IQ2_*, IQ3_*, IQ1_*). Each reproduces its scalar kernel
+//! (scalar/lut4.rs, ternary.rs, grid.rs) bit for bit: the per-block scale
+//! products are the same scalar f32 operations in the same order; per
+//! element, the exact i8 -> f32 conversion, `vmulps` (and for IQ1 the
+//! `vaddps` of the delta first), the shared BF16 rounding.
+//!
+//! The 4-bit formats compute that per possible output rather than per
+//! value: a scale and 16 levels give at most 16 BF16 results, computed
+//! once per scale with the same `vmulps` and rounding (`products16`), and
+//! each value's result is then looked up, its low and its high byte with a
+//! `vpshufb` each. NVFP4 (16 values per scale) computes only the 8
+//! magnitudes and sets the sign bit (see `nvfp4` for why that is exact).
 //!
 //! The IQ2/IQ3 formats multiply the grid value by the block scale and then
 //! by ±1 (gguf-py's order); here the sign is applied to the grid byte
