@@ -69,9 +69,8 @@ unsafe fn levels_f32(t: &[i8; 16]) -> (__m256, __m256) {
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn split_bytes(t: __m256i) -> __m256i {
-    let order = _mm256_setr_epi8(
-        0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
-    );
+    let order =
+        _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     _mm256_shuffle_epi8(t, order)
 }
 
@@ -101,8 +100,8 @@ unsafe fn store_bytes(lo: __m256i, hi: __m256i, out0: *mut u16, out1: *mut u16) 
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
-        let a = _mm256_unpacklo_epi8(lo, hi); // values 0..8 of each lane
-        let b = _mm256_unpackhi_epi8(lo, hi); // values 8..16
+        // Values 0..8 of each lane, then 8..16.
+        let (a, b) = (_mm256_unpacklo_epi8(lo, hi), _mm256_unpackhi_epi8(lo, hi));
         // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
         _mm256_storeu_si256(out0 as *mut __m256i, _mm256_permute2x128_si256::<0x20>(a, b));
         _mm256_storeu_si256(out1 as *mut __m256i, _mm256_permute2x128_si256::<0x31>(a, b));
@@ -292,16 +291,106 @@ pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
     }
 }
 
-/// Two grid entries (8 values each) with their sign bytes applied: value j
-/// negated where bit j of the sign byte is set, as 16 i8.
+/// Two grid entries (8 bytes each) and their sign bytes: the 16 grid
+/// bytes, and 0xFF where value j's sign bit (bit j of its sign byte) is set.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn signed16(e0: u64, s0: u8, e1: u64, s1: u8) -> __m128i {
+unsafe fn entries16(e0: u64, s0: u8, e1: u64, s1: u8) -> (__m128i, __m128i) {
     let g = _mm_set_epi64x(e1 as i64, e0 as i64);
     let bit = _mm_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
     let s = _mm_set_epi64x(i64::from_ne_bytes([s1; 8]), i64::from_ne_bytes([s0; 8]));
-    let neg = _mm_cmpeq_epi8(_mm_and_si128(s, bit), bit);
-    _mm_sub_epi8(_mm_xor_si128(g, neg), neg)
+    (g, _mm_cmpeq_epi8(_mm_and_si128(s, bit), bit))
+}
+
+/// The grids' byte values: IQ2's three at index `byte >> 4` (and again at
+/// 4 + that, for a second scale), IQ3_XXS's eight at `byte >> 3`, IQ3_S's
+/// eight at `byte >> 1` (checked below).
+const IQ2_MAGS: [u8; 8] = [0x08, 0x19, 0x2B, 0, 0x08, 0x19, 0x2B, 0];
+const IQ3XXS_MAGS: [u8; 8] = [0x04, 0x0C, 0x14, 0x1C, 0x24, 0x2C, 0x34, 0x3E];
+const IQ3S_MAGS: [u8; 8] = [1, 3, 5, 7, 9, 11, 13, 15];
+
+/// Whether every byte of every entry (`width` bytes) is `mags[byte >> shift]`.
+const fn grid_bytes_are(grid: &[u64], width: usize, mags: &[u8; 8], shift: u32) -> bool {
+    let mut i = 0;
+    while i < grid.len() {
+        let mut k = 0;
+        while k < width {
+            let b = (grid[i] >> (8 * k)) as u8;
+            if mags[(b >> shift) as usize & 7] != b {
+                return false;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn widen<const N: usize>(g: &[u32; N]) -> [u64; N] {
+    let mut w = [0u64; N];
+    let mut i = 0;
+    while i < g.len() {
+        w[i] = g[i] as u64;
+        i += 1;
+    }
+    w
+}
+
+const _: () = {
+    assert!(grid_bytes_are(&IQ2XXS_GRID, 8, &IQ2_MAGS, 4));
+    assert!(grid_bytes_are(&IQ2XS_GRID, 8, &IQ2_MAGS, 4));
+    assert!(grid_bytes_are(&IQ2S_GRID, 8, &IQ2_MAGS, 4));
+    assert!(grid_bytes_are(&widen(&IQ3XXS_GRID), 4, &IQ3XXS_MAGS, 3));
+    assert!(grid_bytes_are(&widen(&IQ3S_GRID), 4, &IQ3S_MAGS, 1));
+};
+
+/// A grid's magnitudes as f32 (exact).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn mags_f32(m: &[u8; 8]) -> __m256 {
+    // SAFETY: 8 readable bytes.
+    unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(m.as_ptr() as *const __m128i))) }
+}
+
+/// BF16(db * m) for the 8 magnitudes m as a `pshufb` table (low bytes,
+/// then high bytes), db0 for entries 0..4 and db1 for 4..8 (IQ2's three
+/// magnitudes fit twice: two 16-value groups' scales in one table), and
+/// the masks that flip a negative value's sign bit: 0x80, or 0 where db is
+/// NaN (see `grid16`).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn grid_table(mags: __m256, db0: f32, db1: f32) -> (__m128i, __m128i, __m128i) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let r = round_bf16(_mm256_mul_ps(mags, _mm256_set_m128(_mm_set1_ps(db1), _mm_set1_ps(db0))));
+        let t = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r));
+        let t = _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(t)));
+        let flip = |db: f32| _mm_set1_epi8(if db.is_nan() { 0 } else { -128 });
+        (t, flip(db0), flip(db1))
+    }
+}
+
+/// 16 grid values (bytes `g`, negative where `neg`) times db, from
+/// `grid_table`'s outputs: entry `BASE | byte >> SHIFT`, sign bit flipped
+/// (`flip`) for the negative ones. gguf-py computes `(db * g) * sign`;
+/// `db * g` is never NaN unless db is (g > 0), and otherwise `* -1` negates
+/// it exactly and round to nearest even is symmetric, so its BF16 is the
+/// positive one's with the sign bit flipped (zeros and infinities
+/// included). A NaN db gives the canonical NaN either way: its flip is 0.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn grid16<const SHIFT: i32, const BASE: i8>((g, neg): (__m128i, __m128i), t: __m128i, flip: __m128i, out: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16::<SHIFT>(g), _mm_set1_epi8(7)), _mm_set1_epi8(BASE));
+        let lo = _mm_shuffle_epi8(t, m);
+        let hi = _mm_xor_si128(_mm_shuffle_epi8(t, _mm_or_si128(m, _mm_set1_epi8(8))), _mm_and_si128(neg, flip));
+        // SAFETY: the caller guarantees 16 writable u16 at out.
+        _mm_storeu_si128(out as *mut __m128i, _mm_unpacklo_epi8(lo, hi));
+        _mm_storeu_si128(out.add(8) as *mut __m128i, _mm_unpackhi_epi8(lo, hi));
+    }
 }
 
 /// Two grid entries of 4 values each as one of 8 (IQ3).
@@ -310,24 +399,37 @@ fn pair(lo: u32, hi: u32) -> u64 {
     lo as u64 | ((hi as u64) << 32)
 }
 
+/// IQ2_XS/IQ2_S: the table of two 16-value groups whose scales are the
+/// nibbles of `scales`, each d * (0.5 + nibble) * 0.25.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_table(mags: __m256, d: f32, scales: u8) -> (__m128i, __m128i, __m128i) {
+    let db = |s: u8| d * (0.5 + s as f32) * 0.25;
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe { grid_table(mags, db(scales & 0x0F), db(scales >> 4)) }
+}
+
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq2_xxs::*;
+        let mags = mags_f32(&IQ2_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             for ib in 0..8 {
                 let at = QS + 8 * ib;
                 let aux = u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]);
                 let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
+                let (t, flip, _) = grid_table(mags, db, db);
                 let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
                 let entry = |l: usize| IQ2XXS_GRID[b[at + l] as usize];
                 for h in 0..2 {
-                    let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                    let q = entries16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                    grid16::<4, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
@@ -340,20 +442,20 @@ pub unsafe fn iq2_xs(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq2_xs::*;
+        let mags = mags_f32(&IQ2_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
-            let q = |i: usize| u16::from_le_bytes([b[QS + 2 * i], b[QS + 2 * i + 1]]);
-            for k in 0..16 {
-                let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
-                let (a, c) = (q(2 * k), q(2 * k + 1));
-                let v = signed16(
-                    IQ2XS_GRID[(a & 511) as usize],
-                    KSIGNS[(a >> 9) as usize],
-                    IQ2XS_GRID[(c & 511) as usize],
-                    KSIGNS[(c >> 9) as usize],
-                );
-                // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-                emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+            // Two groups of 16 values: four u16, each a 9-bit grid index and a 7-bit sign index.
+            let qs: [u64; 8] = std::array::from_fn(|j| u64::from_le_bytes(b[QS + 8 * j..QS + 8 * j + 8].try_into().unwrap()));
+            let group = |w: u64| {
+                let (a, c) = (w as usize & 0xFFFF, (w >> 16) as usize & 0xFFFF);
+                entries16(IQ2XS_GRID[a & 511], KSIGNS[a >> 9], IQ2XS_GRID[c & 511], KSIGNS[c >> 9])
+            };
+            for (j, &w) in qs.iter().enumerate() {
+                let (t, flip0, flip1) = iq2_table(mags, d, b[SCALES + j]);
+                // SAFETY: outputs 32j .. 32j + 32 inside the block's 256.
+                grid16::<4, 0>(group(w), t, flip0, o.add(32 * j));
+                grid16::<4, 4>(group(w >> 32), t, flip1, o.add(32 * j + 16));
             }
         }
     }
@@ -365,14 +467,17 @@ pub unsafe fn iq2_s(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq2_s::*;
+        let mags = mags_f32(&IQ2_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             let entry = |i: usize| IQ2S_GRID[b[QS + i] as usize | ((((b[QH + i / 4] >> (2 * (i % 4))) & 3) as usize) << 8)];
-            for k in 0..16 {
-                let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
-                let v = signed16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
-                // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-                emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+            let group = |k: usize| entries16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
+            for j in 0..8 {
+                let k = 2 * j;
+                let (t, flip0, flip1) = iq2_table(mags, d, b[SCALES + j]);
+                // SAFETY: outputs 16k .. 16k + 32 inside the block's 256.
+                grid16::<4, 0>(group(k), t, flip0, o.add(16 * k));
+                grid16::<4, 4>(group(k + 1), t, flip1, o.add(16 * k + 16));
             }
         }
     }
@@ -384,21 +489,23 @@ pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq3_xxs::*;
+        let mags = mags_f32(&IQ3XXS_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             for ib in 0..8 {
                 let at = SCALES + 4 * ib;
                 let aux = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
                 let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
+                let (t, flip, _) = grid_table(mags, db, db);
                 let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
                 let entry = |l: usize| {
                     let i = QS + 8 * ib + 2 * l;
                     pair(IQ3XXS_GRID[b[i] as usize], IQ3XXS_GRID[b[i + 1] as usize])
                 };
                 for h in 0..2 {
-                    let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                    let q = entries16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                    grid16::<3, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
@@ -411,6 +518,7 @@ pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq3_s::*;
+        let mags = mags_f32(&IQ3S_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
@@ -418,11 +526,12 @@ pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
             for ib in 0..8 {
                 let s = (b[SCALES + ib / 2] >> (4 * (ib % 2))) & 0x0F;
                 let db = d * (1 + 2 * s) as f32;
+                let (t, flip, _) = grid_table(mags, db, db);
                 for h in 0..2 {
                     let (l0, l1) = (2 * h, 2 * h + 1);
-                    let q = signed16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
+                    let q = entries16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                    grid16::<1, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
