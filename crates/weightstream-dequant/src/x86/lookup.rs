@@ -26,8 +26,8 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::{pack, round_bf16, store16};
-use super::blocks::{bits, emit16, emit32, load32, NONE};
+use super::avx2::{pack, round_bf16};
+use super::blocks::{bits, load32};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
 use weightstream_format::block_tables::{
@@ -105,6 +105,50 @@ unsafe fn store_bytes(lo: __m256i, hi: __m256i, out0: *mut u16, out1: *mut u16) 
         // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
         _mm256_storeu_si256(out0 as *mut __m256i, _mm256_permute2x128_si256::<0x20>(a, b));
         _mm256_storeu_si256(out1 as *mut __m256i, _mm256_permute2x128_si256::<0x31>(a, b));
+    }
+}
+
+/// 8 f32 values rounded to BF16 as a `pshufb` table: the low bytes of the
+/// 8, then their high bytes.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn bf16_table8(x: __m256) -> __m128i {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let r = round_bf16(x);
+        let t = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r));
+        _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(t)))
+    }
+}
+
+/// 16 outputs: entry `idx[j]` (0..8) of a `bf16_table8` table, the high
+/// byte XORed with `flip[j]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lookup16(idx: __m128i, t: __m128i, flip: __m128i, out: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let lo = _mm_shuffle_epi8(t, idx);
+        let hi = _mm_xor_si128(_mm_shuffle_epi8(t, _mm_or_si128(idx, _mm_set1_epi8(8))), flip);
+        // SAFETY: the caller guarantees 16 writable u16 at out.
+        _mm_storeu_si128(out as *mut __m128i, _mm_unpacklo_epi8(lo, hi));
+        _mm_storeu_si128(out.add(8) as *mut __m128i, _mm_unpackhi_epi8(lo, hi));
+    }
+}
+
+/// The same for 32 outputs (lane 0 to `out0`, lane 1 to `out1`), from a
+/// table per lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lookup32(idx: __m256i, t: __m256i, flip: __m256i, out0: *mut u16, out1: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let hi = _mm256_xor_si256(_mm256_shuffle_epi8(t, _mm256_or_si256(idx, _mm256_set1_epi8(8))), flip);
+        // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
+        store_bytes(_mm256_shuffle_epi8(t, idx), hi, out0, out1);
     }
 }
 
@@ -190,13 +234,9 @@ unsafe fn signed_lookup(q: __m256i, t: __m256i, out0: *mut u16, out1: *mut u16) 
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
-        let (seven, eight) = (_mm256_set1_epi8(7), _mm256_set1_epi8(8));
-        let m = _mm256_and_si256(q, seven);
-        let sign = _mm256_and_si256(_mm256_cmpgt_epi8(q, eight), _mm256_set1_epi8(-128));
-        let lo = _mm256_shuffle_epi8(t, m);
-        let hi = _mm256_xor_si256(_mm256_shuffle_epi8(t, _mm256_or_si256(m, eight)), sign);
+        let sign = _mm256_and_si256(_mm256_cmpgt_epi8(q, _mm256_set1_epi8(8)), _mm256_set1_epi8(-128));
         // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
-        store_bytes(lo, hi, out0, out1);
+        lookup32(_mm256_and_si256(q, _mm256_set1_epi8(7)), t, sign, out0, out1);
     }
 }
 
@@ -237,28 +277,31 @@ pub unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::tq2_0::*;
-        let one = _mm256_set1_epi8(1);
+        // Crumb q is the value q - 1: entry q of d * (-1, 0, 1, 2).
+        let values = _mm256_setr_ps(-1.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let d = f16_at(b, D);
+            let t = bf16_table8(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
+            let t = _mm256_broadcastsi128_si256(t);
             for h in 0..2 {
                 // SAFETY: 32 of qs's 64 bytes; outputs 128h + 32s .. + 32 inside the block's 256.
                 let v = load32(b.as_ptr().add(QS + 32 * h));
                 for s in 0..4 {
-                    emit32::<true, NONE>(_mm256_sub_epi8(bits(v, 2 * s as u32, 3), one), d, 0.0, d, 0.0, o.add(128 * h + 32 * s));
+                    let out = o.add(128 * h + 32 * s);
+                    lookup32(bits(v, 2 * s as u32, 3), t, _mm256_setzero_si256(), out, out.add(16));
                 }
             }
         }
     }
 }
 
-/// Base-3 digits of 16 bytes, minus one, as i8: digit k of byte b is
+/// Base-3 digits (0, 1, 2) of 16 bytes: digit k of byte b is
 /// ((b * 3^k mod 256) * 3) >> 8, with `pow3` holding each byte's 3^k.
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn trits16(bytes: __m128i, pow3: __m256i) -> __m128i {
     let lo8 = _mm256_set1_epi16(0xFF);
     let q = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), pow3), lo8);
-    let t = _mm256_sub_epi16(_mm256_srli_epi16::<8>(_mm256_mullo_epi16(q, _mm256_set1_epi16(3))), _mm256_set1_epi16(1));
+    let t = _mm256_srli_epi16::<8>(_mm256_mullo_epi16(q, _mm256_set1_epi16(3)));
     _mm_packs_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t))
 }
 
@@ -272,8 +315,11 @@ pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
         // Elements 240..256: digit e/4 of qh[e % 4], so bytes qh[0..4] four times
         // with the powers 1, 3, 9, 27 in steps of four.
         let tail_pow = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+        // Digit q is the value q - 1: entry q of d * (-1, 0, 1).
+        let values = _mm256_setr_ps(-1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let zero = _mm_setzero_si128();
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let d = f16_at(b, D);
+            let t = bf16_table8(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
             let p = b.as_ptr();
             // SAFETY (each load): qs[0..48] and qh[0..4] lie inside the block;
             // outputs 0..256 inside its elements.
@@ -281,12 +327,12 @@ pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
             let q2 = _mm_loadu_si128(p.add(QS + 32) as *const __m128i);
             for (k, &pw) in POW3.iter().enumerate() {
                 let pow = _mm256_set1_epi16(pw);
-                emit16::<true, NONE>(trits16(q0, pow), d, 0.0, o.add(32 * k));
-                emit16::<true, NONE>(trits16(q1, pow), d, 0.0, o.add(32 * k + 16));
-                emit16::<true, NONE>(trits16(q2, pow), d, 0.0, o.add(160 + 16 * k));
+                lookup16(trits16(q0, pow), t, zero, o.add(32 * k));
+                lookup16(trits16(q1, pow), t, zero, o.add(32 * k + 16));
+                lookup16(trits16(q2, pow), t, zero, o.add(160 + 16 * k));
             }
             let qh = _mm_set1_epi32(i32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]));
-            emit16::<true, NONE>(trits16(qh, tail_pow), d, 0.0, o.add(240));
+            lookup16(trits16(qh, tail_pow), t, zero, o.add(240));
         }
     }
 }
@@ -363,9 +409,7 @@ unsafe fn grid_table(mags: __m256, db0: f32, db1: f32) -> (__m128i, __m128i, __m
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables.
     unsafe {
-        let r = round_bf16(_mm256_mul_ps(mags, _mm256_set_m128(_mm_set1_ps(db1), _mm_set1_ps(db0))));
-        let t = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r));
-        let t = _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(t)));
+        let t = bf16_table8(_mm256_mul_ps(mags, _mm256_set_m128(_mm_set1_ps(db1), _mm_set1_ps(db0))));
         let flip = |db: f32| _mm_set1_epi8(if db.is_nan() { 0 } else { -128 });
         (t, flip(db0), flip(db1))
     }
@@ -385,11 +429,8 @@ unsafe fn grid16<const SHIFT: i32, const BASE: i8>((g, neg): (__m128i, __m128i),
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         let m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16::<SHIFT>(g), _mm_set1_epi8(7)), _mm_set1_epi8(BASE));
-        let lo = _mm_shuffle_epi8(t, m);
-        let hi = _mm_xor_si128(_mm_shuffle_epi8(t, _mm_or_si128(m, _mm_set1_epi8(8))), _mm_and_si128(neg, flip));
         // SAFETY: the caller guarantees 16 writable u16 at out.
-        _mm_storeu_si128(out as *mut __m128i, _mm_unpacklo_epi8(lo, hi));
-        _mm_storeu_si128(out.add(8) as *mut __m128i, _mm_unpackhi_epi8(lo, hi));
+        lookup16(m, t, _mm_and_si128(neg, flip), out);
     }
 }
 
@@ -538,20 +579,34 @@ pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
     }
 }
 
-/// 16 IQ1 outputs: dl * (g + delta) for the grid values g (i8: -1, 0, 1)
-/// of two entries, each with its delta; the add and the multiply each rounded.
+/// The IQ1 outputs dl * (g + delta) for g = -1, 0, 1: entries 0..3 with
+/// `delta0`, 4..7 with `delta1` (the add and the multiply each rounded, as
+/// in the scalar kernel), as a `bf16_table8` table.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn emit16_iq1(e0: u64, e1: u64, delta0: f32, delta1: f32, dl: f32, out: *mut u16) {
+unsafe fn iq1_table(dl: f32, delta0: f32, delta1: f32) -> __m128i {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let g = _mm256_setr_ps(-1.0, 0.0, 1.0, 0.0, -1.0, 0.0, 1.0, 0.0);
+        let delta = _mm256_set_m128(_mm_set1_ps(delta1), _mm_set1_ps(delta0));
+        bf16_table8(_mm256_mul_ps(_mm256_add_ps(g, delta), _mm256_set1_ps(dl)))
+    }
+}
+
+/// 16 IQ1 outputs: two grid entries (i8 values -1, 0, 1), the first with
+/// `iq1_table`'s `delta0`, the second with its `delta1`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn iq1_16(e0: u64, e1: u64, t: __m128i, out: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         let g = _mm_set_epi64x(e1 as i64, e0 as i64);
-        let lv = _mm256_set1_ps(dl);
-        let x = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(g)), _mm256_set1_ps(delta0)), lv);
-        let y = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(g))), _mm256_set1_ps(delta1)), lv);
+        let idx =
+            _mm_or_si128(_mm_and_si128(_mm_add_epi8(g, _mm_set1_epi8(1)), _mm_set1_epi8(3)), _mm_set_epi64x(0x0404_0404_0404_0404, 0));
         // SAFETY: the caller guarantees 16 writable u16 at out.
-        store16(out, x, y);
+        lookup16(idx, t, _mm_setzero_si128(), out);
     }
 }
 
@@ -568,9 +623,10 @@ pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
                 let dl = d * (2 * ((qh >> 12) & 7) + 1) as f32;
                 let delta = f32::from_bits(0x3E00_0000 | (((qh & 0x8000) as u32) << 16)); // ±0.125 by bit 15
                 let entry = |l: usize| IQ1S_GRID[b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8)];
+                let t = iq1_table(dl, delta, delta);
                 for h in 0..2 {
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16_iq1(entry(2 * h), entry(2 * h + 1), delta, delta, dl, o.add(32 * ib + 16 * h));
+                    iq1_16(entry(2 * h), entry(2 * h + 1), t, o.add(32 * ib + 16 * h));
                 }
             }
         }
@@ -596,7 +652,7 @@ pub unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
                 // ±0.125 by bit 3 of the nibble, without a branch (random bits mispredict).
                 let delta = |h: u8| f32::from_bits(0x3E00_0000 | (((h & 8) as u32) << 28));
                 // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-                emit16_iq1(e0, e1, delta(h0), delta(h1), dl, o.add(16 * k));
+                iq1_16(e0, e1, iq1_table(dl, delta(h0), delta(h1)), o.add(16 * k));
             }
         }
     }
