@@ -1,24 +1,24 @@
 //! AVX2 kernels of the lookup formats: IQ4_NL, IQ4_XS, MXFP4, NVFP4 (a
 //! nibble picks one of 16 i8 levels), the ternary TQ1_0 and TQ2_0, and the
 //! IQ grid formats (IQ2_*, IQ3_*, IQ1_*). Each reproduces its scalar kernel
-//! (scalar/lut4.rs, ternary.rs, grid.rs) bit for bit: the per-block scale
-//! products are the same scalar f32 operations in the same order; per
-//! element, the exact i8 -> f32 conversion, `vmulps` (and for IQ1 the
-//! `vaddps` of the delta first), the shared BF16 rounding.
+//! (scalar/lut4.rs, ternary.rs, grid.rs) bit for bit.
 //!
-//! The 4-bit formats compute that per possible output rather than per
-//! value: a scale and 16 levels give at most 16 BF16 results, computed
-//! once per scale with the same `vmulps` and rounding (`products16`), and
-//! each value's result is then looked up, its low and its high byte with a
-//! `vpshufb` each. NVFP4 (16 values per scale) computes only the 8
-//! magnitudes and sets the sign bit (see `nvfp4` for why that is exact).
+//! They compute per possible output rather than per value: a scale (the
+//! same scalar f32 operations, in the same order, as the scalar kernel)
+//! times a format's few values gives few BF16 results: 16 for the 4-bit
+//! formats, 3 or 4 ternary, 3 or 8 grid magnitudes, 6 for IQ1 (-1, 0, 1
+//! plus either delta). Those are computed once per scale with the scalar
+//! kernel's operations (exact i8 -> f32, `vmulps`, for IQ1 the `vaddps` of
+//! the delta first; the shared BF16 rounding), and each value's result is
+//! then looked up: its low and its high byte with a `vpshufb` each.
 //!
-//! The IQ2/IQ3 formats multiply the grid value by the block scale and then
-//! by ±1 (gguf-py's order); here the sign is applied to the grid byte
-//! first. The same bits: `db * g` is exact (a 16-bit significand times a
-//! value below 64), so `(db * g) * -1` and `db * (-g)` are both the exact
-//! negation, for zeros (`db = 0` gives -0 either way; no grid value is 0),
-//! infinities and NaN alike.
+//! NVFP4 and the IQ2/IQ3 grids keep only the magnitudes and set the sign
+//! bit of the negative values' BF16: gguf-py negates a product (`s * -|l|`,
+//! `(db * g) * -1`), which is exact, and round to nearest even is
+//! symmetric, so the result is the positive one's with its sign bit
+//! flipped, zeros and infinities included; the one exception, NaN (always
+//! the canonical 0x7FC0), arises only from a NaN grid scale, whose flip is
+//! then 0 (`grid16`), and never for NVFP4 (its scale is finite and >= 0).
 //!
 //! Every function is `unsafe` with `#[target_feature]`: callers must have
 //! checked `Isa::Avx2.supported()`. Lengths: `src` whole blocks, `dst` their
