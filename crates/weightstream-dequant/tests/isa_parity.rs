@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{block_source, Rng, F32_EDGES};
+use common::{block_source, Rng, F16_EDGES, F32_EDGES};
 use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
+use weightstream_format::block::{E8M0_EDGES, UE4M3_EDGES};
 use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
 fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> {
@@ -32,6 +33,39 @@ fn block_formats_all_isas() {
             let src = block_source(&mut rng, f, random);
             assert_isas_agree(l.name, &Kernel::Block(f), &src, src.len() / l.bytes * l.elems);
         }
+    }
+}
+
+/// The scales that are not f16 fields, at their edges, in otherwise random
+/// blocks: MXFP4's E8M0 byte (0x00, 0x01, 0xFF...), NVFP4's UE4M3 bytes
+/// (0x00, 0x7F, 0x80, 0xFF...), IQ1_M's split f16 d (NaN, infinities,
+/// subnormals). `block_formats_all_isas` puts edges only in f16 fields.
+#[test]
+fn scale_bytes_at_their_edges() {
+    let mut rng = Rng::from_env("scale_bytes_at_their_edges");
+    let mut formats = Vec::new();
+    for &f in BlockFormat::ALL {
+        let l = f.layout();
+        let blocks = 3 * F16_EDGES.len().max(E8M0_EDGES.len()).max(UE4M3_EDGES.len()) + 1;
+        let mut src = rng.bytes(blocks * l.bytes);
+        if src.chunks_exact_mut(l.bytes).enumerate().all(|(i, b)| f.set_edge_scales(b, i, F16_EDGES)) {
+            assert_isas_agree(&format!("{} scale edges", l.name), &Kernel::Block(f), &src, blocks * l.elems);
+            formats.push(f);
+        }
+    }
+    assert_eq!(formats, [BlockFormat::MXFP4, BlockFormat::NVFP4, BlockFormat::IQ1_M]);
+}
+
+/// Enough random blocks of every format that each IQ grid entry is looked
+/// up: the largest grid (IQ1_S/IQ1_M, 2048 entries) at 32 draws per block
+/// misses one in 1500 blocks with probability about 1e-6.
+#[test]
+fn every_grid_index_all_isas() {
+    let mut rng = Rng::from_env("every_grid_index_all_isas");
+    for &f in BlockFormat::ALL {
+        let l = f.layout();
+        let src = rng.bytes(1500 * l.bytes);
+        assert_isas_agree(&format!("{} x1500", l.name), &Kernel::Block(f), &src, 1500 * l.elems);
     }
 }
 

@@ -208,21 +208,51 @@ impl BlockFormat {
         match self {
             BlockFormat::MXFP4 => b[mxfp4::E] = 0x7F,
             BlockFormat::NVFP4 => b[nvfp4::D..nvfp4::D + 4].fill(0x38),
-            BlockFormat::IQ1_M => {
-                for k in 0..4 {
-                    let at = iq1_m::SCALES + 2 * k;
-                    let sc = u16::from_le_bytes([b[at], b[at + 1]]) & 0x0FFF | (((D >> (4 * k)) & 0xF) << 12);
-                    b[at..at + 2].copy_from_slice(&sc.to_le_bytes());
-                }
-            }
+            BlockFormat::IQ1_M => set_iq1_m_d(b, D),
             _ => {}
         }
+    }
+
+    /// Test data for the scales that are not f16 fields: give block `b`
+    /// edge value `i` (counting cyclically) in MXFP4's E8M0 byte
+    /// ([`E8M0_EDGES`]), NVFP4's four UE4M3 bytes ([`UE4M3_EDGES`], four
+    /// consecutive ones) or IQ1_M's f16 d spread over its scale words (from
+    /// `f16_values`). Returns false, leaving `b` as it was, for the formats
+    /// whose scales are all f16 fields (`BlockLayout::edge_blocks` covers those).
+    pub fn set_edge_scales(self, b: &mut [u8], i: usize, f16_values: &[u16]) -> bool {
+        match self {
+            BlockFormat::MXFP4 => b[mxfp4::E] = E8M0_EDGES[i % E8M0_EDGES.len()],
+            BlockFormat::NVFP4 => (0..4).for_each(|k| b[nvfp4::D + k] = UE4M3_EDGES[(i + k) % UE4M3_EDGES.len()]),
+            BlockFormat::IQ1_M => set_iq1_m_d(b, f16_values[i % f16_values.len()]),
+            _ => return false,
+        }
+        true
     }
 
     /// (elements per block, bytes per block).
     pub const fn geometry(self) -> (u64, u64) {
         let l = self.layout();
         (l.elems as u64, l.bytes as u64)
+    }
+}
+
+/// E8M0 bytes worth testing: the subnormal halves (0x00, 0x01), the first
+/// normal one, 2^0 and 2^1 around the bias, the largest finite and 0xFF.
+pub const E8M0_EDGES: [u8; 7] = [0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF];
+
+/// UE4M3 bytes worth testing: the two zeros (0x00, 0x7F), the same with
+/// bit 7 set (ignored), subnormals (exponent 0), the first normal, the
+/// largest, and 1.0 (0x38).
+pub const UE4M3_EDGES: [u8; 10] = [0x00, 0x7F, 0x80, 0xFF, 0x01, 0x07, 0x08, 0x7E, 0xFE, 0x38];
+
+/// IQ1_M has no d field: its f16 d is the top nibbles of the four u16
+/// scale words (nibble k in word k), whose low 12 bits (the 3-bit
+/// sub-block scales) are kept.
+fn set_iq1_m_d(b: &mut [u8], d: u16) {
+    for k in 0..4 {
+        let at = iq1_m::SCALES + 2 * k;
+        let sc = u16::from_le_bytes([b[at], b[at + 1]]) & 0x0FFF | (((d >> (4 * k)) & 0xF) << 12);
+        b[at..at + 2].copy_from_slice(&sc.to_le_bytes());
     }
 }
 

@@ -6,6 +6,7 @@
 //! so a write past it shows.
 
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
+use weightstream_format::block::UE4M3_EDGES;
 use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 use weightstream_kernels::{geometry, host_grid, Fp8Args, Launch, BLOCK_DIM};
 
@@ -171,37 +172,21 @@ fn lengths_are_checked_before_running() {
     assert!(host_grid::run(&Launch::Fp8(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), 1, 32).is_err());
 }
 
-/// Scales that are not an f16 field, at their edges: MXFP4's E8M0 byte
-/// (subnormal halves for 0 and 1, the largest at 0xFF), NVFP4's four UE4M3
-/// bytes (0x00 and 0x7F are zero, bit 7 ignored, exponent 0 subnormal), and
-/// IQ1_M's f16 d spread over the top nibbles of its four scales (NaN,
-/// infinities, subnormals); each in blocks of otherwise random bytes.
+/// Scales that are not an f16 field, at their edges
+/// (`BlockFormat::set_edge_scales`): MXFP4's E8M0 byte (subnormal halves for
+/// 0 and 1, the largest at 0xFF), NVFP4's four UE4M3 bytes (0x00 and 0x7F
+/// are zero, bit 7 ignored, exponent 0 subnormal), and IQ1_M's f16 d spread
+/// over the top nibbles of its four scales (NaN, infinities, subnormals);
+/// each in blocks of otherwise random bytes.
 #[test]
 fn scale_bytes_at_their_edges() {
     let mut rng = Rng::from_env("scale_bytes_at_their_edges");
-    let e8m0 = [0x00u8, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF];
-    let ue4m3 = [0x00u8, 0x7F, 0x80, 0xFF, 0x01, 0x07, 0x08, 0x7E, 0xFE, 0x38];
-    let cases: [(BlockFormat, Box<dyn Fn(&mut [u8], usize)>); 3] = [
-        (BlockFormat::MXFP4, Box::new(|b: &mut [u8], i| b[0] = e8m0[i % e8m0.len()])),
-        (BlockFormat::NVFP4, Box::new(|b: &mut [u8], i| (0..4).for_each(|k| b[k] = ue4m3[(i + k) % ue4m3.len()]))),
-        (
-            BlockFormat::IQ1_M,
-            Box::new(|b: &mut [u8], i| {
-                let d = F16_EDGES[i % F16_EDGES.len()];
-                for k in 0..4 {
-                    let at = 48 + 2 * k;
-                    let sc = u16::from_le_bytes([b[at], b[at + 1]]) & 0x0FFF | (((d >> (4 * k)) & 0xF) << 12);
-                    b[at..at + 2].copy_from_slice(&sc.to_le_bytes());
-                }
-            }),
-        ),
-    ];
-    for (f, set) in cases {
+    for f in [BlockFormat::MXFP4, BlockFormat::NVFP4, BlockFormat::IQ1_M] {
         let l = f.layout();
-        let blocks = 3 * F16_EDGES.len().max(ue4m3.len());
+        let blocks = 3 * F16_EDGES.len().max(UE4M3_EDGES.len());
         let mut src = rng.bytes(blocks * l.bytes);
         for (i, b) in src.chunks_exact_mut(l.bytes).enumerate() {
-            set(b, i);
+            assert!(f.set_edge_scales(b, i, F16_EDGES));
         }
         let n = blocks * l.elems;
         let (launch, kernel) = (Launch::Block(f), Kernel::Block(f));

@@ -17,7 +17,7 @@ use weightstream_format::{BlockFormat, Fp8Format};
 /// f32 -> BF16 in the low half of each 32-bit lane (RNE, NaN canonical).
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn round_bf16(x: __m256) -> __m256i {
+pub(super) unsafe fn round_bf16(x: __m256) -> __m256i {
     let b = _mm256_castps_si256(x);
     let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(1));
     let r = _mm256_srli_epi32::<16>(_mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))));
@@ -28,7 +28,7 @@ unsafe fn round_bf16(x: __m256) -> __m256i {
 /// Two vectors of 8 rounded lanes -> 16 BF16 values in order.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn pack(a: __m256i, b: __m256i) -> __m256i {
+pub(super) unsafe fn pack(a: __m256i, b: __m256i) -> __m256i {
     // packus interleaves 128-bit lanes: [a0-3 b0-3 a4-7 b4-7]; restore order.
     _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(a, b))
 }

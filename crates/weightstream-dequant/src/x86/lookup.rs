@@ -1,17 +1,24 @@
 //! AVX2 kernels of the lookup formats: IQ4_NL, IQ4_XS, MXFP4, NVFP4 (a
-//! nibble picks one of 16 i8 levels: one `vpshufb`), the ternary TQ1_0 and
-//! TQ2_0, and the IQ grid formats (IQ2_*, IQ3_*, IQ1_*). Each reproduces its
-//! scalar kernel (scalar/lut4.rs, ternary.rs, grid.rs) bit for bit: the
-//! per-block scale products are the same scalar f32 operations in the same
-//! order; per element, the exact i8 -> f32 conversion, `vmulps` (and for
-//! IQ1 the `vaddps` of the delta first), the shared BF16 rounding.
+//! nibble picks one of 16 i8 levels), the ternary TQ1_0 and TQ2_0, and the
+//! IQ grid formats (IQ2_*, IQ3_*, IQ1_*). Each reproduces its scalar kernel
+//! (scalar/lut4.rs, ternary.rs, grid.rs) bit for bit.
 //!
-//! The IQ2/IQ3 formats multiply the grid value by the block scale and then
-//! by ±1 (gguf-py's order); here the sign is applied to the grid byte
-//! first. The same bits: `db * g` is exact (a 16-bit significand times a
-//! value below 64), so `(db * g) * -1` and `db * (-g)` are both the exact
-//! negation, for zeros (`db = 0` gives -0 either way; no grid value is 0),
-//! infinities and NaN alike.
+//! They compute per possible output rather than per value: a scale (the
+//! same scalar f32 operations, in the same order, as the scalar kernel)
+//! times a format's few values gives few BF16 results: 16 for the 4-bit
+//! formats, 3 or 4 ternary, 3 or 8 grid magnitudes, 6 for IQ1 (-1, 0, 1
+//! plus either delta). Those are computed once per scale with the scalar
+//! kernel's operations (exact i8 -> f32, `vmulps`, for IQ1 the `vaddps` of
+//! the delta first; the shared BF16 rounding), and each value's result is
+//! then looked up: its low and its high byte with a `vpshufb` each.
+//!
+//! NVFP4 and the IQ2/IQ3 grids keep only the magnitudes and set the sign
+//! bit of the negative values' BF16: gguf-py negates a product (`s * -|l|`,
+//! `(db * g) * -1`), which is exact, and round to nearest even is
+//! symmetric, so the result is the positive one's with its sign bit
+//! flipped, zeros and infinities included; the one exception, NaN (always
+//! the canonical 0x7FC0), arises only from a NaN grid scale, whose flip is
+//! then 0 (`grid16`), and never for NVFP4 (its scale is finite and >= 0).
 //!
 //! Every function is `unsafe` with `#[target_feature]`: callers must have
 //! checked `Isa::Avx2.supported()`. Lengths: `src` whole blocks, `dst` their
@@ -19,8 +26,8 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::store16;
-use super::blocks::{bits, emit16, emit32, load32, NONE};
+use super::avx2::{pack, round_bf16};
+use super::blocks::{bits, load32};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
 use weightstream_format::block_tables::{
@@ -45,39 +52,121 @@ unsafe fn table(t: &[i8; 16]) -> __m128i {
     }
 }
 
-/// 8 i8 lanes (the low 8 bytes of `q`) times `d`, as f32.
+/// The 16 levels of a table as f32 (exact conversions): entries 0..8, 8..16.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn scaled8(q: __m128i, d: __m256) -> __m256 {
-    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d)
+unsafe fn levels_f32(t: &[i8; 16]) -> (__m256, __m256) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let q = table(t);
+        (_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q))))
+    }
 }
 
-/// 16 levels (i8) times `d`, rounded to BF16, to `out`.
+/// `pshufb` order that turns 8 u16 per lane into their 8 low bytes, then
+/// their 8 high bytes.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn store_levels16(q: __m128i, d: __m256, out: *mut u16) {
+unsafe fn split_bytes(t: __m256i) -> __m256i {
+    let order =
+        _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    _mm256_shuffle_epi8(t, order)
+}
+
+/// Every output a 32-value group with one scale can have: BF16(d * level)
+/// for the 16 levels (the same `vmulps` and rounding as computing each
+/// output, once per level instead of once per value), as two `pshufb`
+/// tables, the low bytes and the high bytes, each in both lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn products16(levels: (__m256, __m256), d: f32) -> (__m256i, __m256i) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let dv = _mm256_set1_ps(d);
+        let t = pack(round_bf16(_mm256_mul_ps(levels.0, dv)), round_bf16(_mm256_mul_ps(levels.1, dv)));
+        // [low bytes of 0..8, of 8..16 | high bytes of 0..8, of 8..16]
+        let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(split_bytes(t));
+        (_mm256_permute2x128_si256::<0x00>(s, s), _mm256_permute2x128_si256::<0x11>(s, s))
+    }
+}
+
+/// Low and high bytes of 32 BF16 values (lane 0: values 0..16 of `out0`,
+/// lane 1: of `out1`), interleaved and stored.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn store_bytes(lo: __m256i, hi: __m256i, out0: *mut u16, out1: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
+        // Values 0..8 of each lane, then 8..16.
+        let (a, b) = (_mm256_unpacklo_epi8(lo, hi), _mm256_unpackhi_epi8(lo, hi));
+        // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
+        _mm256_storeu_si256(out0 as *mut __m256i, _mm256_permute2x128_si256::<0x20>(a, b));
+        _mm256_storeu_si256(out1 as *mut __m256i, _mm256_permute2x128_si256::<0x31>(a, b));
+    }
+}
+
+/// 8 f32 values rounded to BF16 as a `pshufb` table: the low bytes of the
+/// 8, then their high bytes.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn bf16_table8(x: __m256) -> __m128i {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let r = round_bf16(x);
+        let t = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r));
+        _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(t)))
+    }
+}
+
+/// 16 outputs: entry `idx[j]` (0..8) of a `bf16_table8` table, the high
+/// byte XORed with `flip[j]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lookup16(idx: __m128i, t: __m128i, flip: __m128i, out: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let lo = _mm_shuffle_epi8(t, idx);
+        let hi = _mm_xor_si128(_mm_shuffle_epi8(t, _mm_or_si128(idx, _mm_set1_epi8(8))), flip);
         // SAFETY: the caller guarantees 16 writable u16 at out.
-        store16(out, scaled8(q, d), scaled8(_mm_srli_si128::<8>(q), d));
+        _mm_storeu_si128(out as *mut __m128i, _mm_unpacklo_epi8(lo, hi));
+        _mm_storeu_si128(out.add(8) as *mut __m128i, _mm_unpackhi_epi8(lo, hi));
+    }
+}
+
+/// The same for 32 outputs (lane 0 to `out0`, lane 1 to `out1`), from a
+/// table per lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lookup32(idx: __m256i, t: __m256i, flip: __m256i, out0: *mut u16, out1: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let hi = _mm256_xor_si256(_mm256_shuffle_epi8(t, _mm256_or_si256(idx, _mm256_set1_epi8(8))), flip);
+        // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
+        store_bytes(_mm256_shuffle_epi8(t, idx), hi, out0, out1);
     }
 }
 
 /// The 32 values of 16 bytes of nibbles (low nibbles, then high), looked
-/// up in `levels` and scaled by `d`, to `out`: Q4_0's loop with a `pshufb`.
+/// up in `levels` and scaled by `d`, to `out`: the 16 possible outputs
+/// computed once (`products16`), then a `pshufb` per byte of them.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn lut32(qs: *const u8, levels: __m128i, d: f32, out: *mut u16) {
+unsafe fn lut32(qs: *const u8, levels: (__m256, __m256), d: f32, out: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         let mask = _mm_set1_epi8(0x0F);
         // SAFETY: the caller guarantees 16 readable bytes at qs and 32 writable u16 at out.
         let v = _mm_loadu_si128(qs as *const __m128i);
-        let dv = _mm256_set1_ps(d);
-        store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(v, mask)), dv, out);
-        store_levels16(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16::<4>(v), mask)), dv, out.add(16));
+        let idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), mask), _mm_and_si128(v, mask));
+        let (lo, hi) = products16(levels, d);
+        store_bytes(_mm256_shuffle_epi8(lo, idx), _mm256_shuffle_epi8(hi, idx), out, out.add(16));
     }
 }
 
@@ -87,7 +176,7 @@ pub unsafe fn iq4_nl(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq4_nl::*;
-        let levels = table(&IQ4NL_VALUES);
+        let levels = levels_f32(&IQ4NL_VALUES);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
             lut32(b.as_ptr().add(QS), levels, f16_at(b, D), o);
@@ -101,7 +190,7 @@ pub unsafe fn iq4_xs(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq4_xs::*;
-        let levels = table(&IQ4NL_VALUES);
+        let levels = levels_f32(&IQ4NL_VALUES);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             for k in 0..8 {
@@ -119,7 +208,7 @@ pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::mxfp4::*;
-        let levels = table(&E2M1_DOUBLED);
+        let levels = levels_f32(&E2M1_DOUBLED);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
             lut32(b.as_ptr().add(QS), levels, e8m0_half(b[E]), o);
@@ -127,21 +216,57 @@ pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
     }
 }
 
+/// E2M1_DOUBLED is sign-symmetric: entry 8 + i is entry i negated (and 8 is 0).
+const _: () = {
+    let mut i = 0;
+    while i < 8 {
+        assert!(E2M1_DOUBLED[8 + i] == -E2M1_DOUBLED[i]);
+        i += 1;
+    }
+};
+
+/// 16 values of each lane's sub-block (nibbles `q`), from that lane's
+/// table of 8 magnitudes (`t`: low bytes, then high bytes): nibble q gives
+/// magnitude q & 7, negated for q > 8 by flipping the BF16 sign bit.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn signed_lookup(q: __m256i, t: __m256i, out0: *mut u16, out1: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let sign = _mm256_and_si256(_mm256_cmpgt_epi8(q, _mm256_set1_epi8(8)), _mm256_set1_epi8(-128));
+        // SAFETY: the caller guarantees 16 writable u16 at out0 and at out1.
+        lookup32(_mm256_and_si256(q, _mm256_set1_epi8(7)), t, sign, out0, out1);
+    }
+}
+
+/// NVFP4: per sub-block scale s, the 8 outputs BF16(s * |level|) are
+/// computed once (4 `vmulps` per 64 values), and a nibble's output is one
+/// of them, with the sign bit set for the negative levels (q > 8). The same
+/// bits as the scalar `s * level`: s (`ue4m3_half`) is finite and >= +0, so
+/// `s * -|l|` is exactly `-(s * |l|)` (no NaN can arise), and round to
+/// nearest even is symmetric, so its BF16 is the positive one's with the
+/// sign bit flipped, zero included (`s = 0`: -0, 0x8000, as in the scalar
+/// kernel). Level 0 at q = 8 is +0 (an i8 has no -0): not flipped.
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn nvfp4(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::nvfp4::*;
-        let levels = table(&E2M1_DOUBLED);
-        let f = _mm_set1_epi8(0x0F);
+        let mags = levels_f32(&E2M1_DOUBLED).0;
+        let f = _mm256_set1_epi8(0x0F);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            for k in 0..4 {
-                // SAFETY: qs[8k .. 8k + 8] inside the block; outputs 16k .. 16k + 16 of its 64.
-                let v = _mm_loadl_epi64(b.as_ptr().add(QS + 8 * k) as *const __m128i);
-                let q = _mm_unpacklo_epi64(_mm_and_si128(v, f), _mm_and_si128(_mm_srli_epi16::<4>(v), f));
-                store_levels16(_mm_shuffle_epi8(levels, q), _mm256_set1_ps(ue4m3_half(b[D + k])), o.add(16 * k));
-            }
+            let r = |k: usize| round_bf16(_mm256_mul_ps(mags, _mm256_set1_ps(ue4m3_half(b[D + k]))));
+            // Lane 0: sub-block 0 (1), lane 1: sub-block 2 (3).
+            let (t02, t13) = (split_bytes(pack(r(0), r(2))), split_bytes(pack(r(1), r(3))));
+            // SAFETY: qs[0..32] inside the block.
+            let v = load32(b.as_ptr().add(QS));
+            let (lo, hi) = (_mm256_and_si256(v, f), _mm256_and_si256(_mm256_srli_epi16::<4>(v), f));
+            // Sub-block k: the low nibbles of its 8 bytes, then the high ones.
+            // SAFETY: outputs 16k .. 16k + 16 inside the block's 64.
+            signed_lookup(_mm256_unpacklo_epi64(lo, hi), t02, o, o.add(32));
+            signed_lookup(_mm256_unpackhi_epi64(lo, hi), t13, o.add(16), o.add(48));
         }
     }
 }
@@ -152,28 +277,31 @@ pub unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::tq2_0::*;
-        let one = _mm256_set1_epi8(1);
+        // Crumb q is the value q - 1: entry q of d * (-1, 0, 1, 2).
+        let values = _mm256_setr_ps(-1.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let d = f16_at(b, D);
+            let t = bf16_table8(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
+            let t = _mm256_broadcastsi128_si256(t);
             for h in 0..2 {
                 // SAFETY: 32 of qs's 64 bytes; outputs 128h + 32s .. + 32 inside the block's 256.
                 let v = load32(b.as_ptr().add(QS + 32 * h));
                 for s in 0..4 {
-                    emit32::<true, NONE>(_mm256_sub_epi8(bits(v, 2 * s as u32, 3), one), d, 0.0, d, 0.0, o.add(128 * h + 32 * s));
+                    let out = o.add(128 * h + 32 * s);
+                    lookup32(bits(v, 2 * s as u32, 3), t, _mm256_setzero_si256(), out, out.add(16));
                 }
             }
         }
     }
 }
 
-/// Base-3 digits of 16 bytes, minus one, as i8: digit k of byte b is
+/// Base-3 digits (0, 1, 2) of 16 bytes: digit k of byte b is
 /// ((b * 3^k mod 256) * 3) >> 8, with `pow3` holding each byte's 3^k.
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn trits16(bytes: __m128i, pow3: __m256i) -> __m128i {
     let lo8 = _mm256_set1_epi16(0xFF);
     let q = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), pow3), lo8);
-    let t = _mm256_sub_epi16(_mm256_srli_epi16::<8>(_mm256_mullo_epi16(q, _mm256_set1_epi16(3))), _mm256_set1_epi16(1));
+    let t = _mm256_srli_epi16::<8>(_mm256_mullo_epi16(q, _mm256_set1_epi16(3)));
     _mm_packs_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t))
 }
 
@@ -187,8 +315,11 @@ pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
         // Elements 240..256: digit e/4 of qh[e % 4], so bytes qh[0..4] four times
         // with the powers 1, 3, 9, 27 in steps of four.
         let tail_pow = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+        // Digit q is the value q - 1: entry q of d * (-1, 0, 1).
+        let values = _mm256_setr_ps(-1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let zero = _mm_setzero_si128();
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let d = f16_at(b, D);
+            let t = bf16_table8(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
             let p = b.as_ptr();
             // SAFETY (each load): qs[0..48] and qh[0..4] lie inside the block;
             // outputs 0..256 inside its elements.
@@ -196,26 +327,111 @@ pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
             let q2 = _mm_loadu_si128(p.add(QS + 32) as *const __m128i);
             for (k, &pw) in POW3.iter().enumerate() {
                 let pow = _mm256_set1_epi16(pw);
-                emit16::<true, NONE>(trits16(q0, pow), d, 0.0, o.add(32 * k));
-                emit16::<true, NONE>(trits16(q1, pow), d, 0.0, o.add(32 * k + 16));
-                emit16::<true, NONE>(trits16(q2, pow), d, 0.0, o.add(160 + 16 * k));
+                lookup16(trits16(q0, pow), t, zero, o.add(32 * k));
+                lookup16(trits16(q1, pow), t, zero, o.add(32 * k + 16));
+                lookup16(trits16(q2, pow), t, zero, o.add(160 + 16 * k));
             }
             let qh = _mm_set1_epi32(i32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]));
-            emit16::<true, NONE>(trits16(qh, tail_pow), d, 0.0, o.add(240));
+            lookup16(trits16(qh, tail_pow), t, zero, o.add(240));
         }
     }
 }
 
-/// Two grid entries (8 values each) with their sign bytes applied: value j
-/// negated where bit j of the sign byte is set, as 16 i8.
+/// Two grid entries (8 bytes each) and their sign bytes: the 16 grid
+/// bytes, and 0xFF where value j's sign bit (bit j of its sign byte) is set.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn signed16(e0: u64, s0: u8, e1: u64, s1: u8) -> __m128i {
+unsafe fn entries16(e0: u64, s0: u8, e1: u64, s1: u8) -> (__m128i, __m128i) {
     let g = _mm_set_epi64x(e1 as i64, e0 as i64);
     let bit = _mm_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
     let s = _mm_set_epi64x(i64::from_ne_bytes([s1; 8]), i64::from_ne_bytes([s0; 8]));
-    let neg = _mm_cmpeq_epi8(_mm_and_si128(s, bit), bit);
-    _mm_sub_epi8(_mm_xor_si128(g, neg), neg)
+    (g, _mm_cmpeq_epi8(_mm_and_si128(s, bit), bit))
+}
+
+/// The grids' byte values: IQ2's three at index `byte >> 4` (and again at
+/// 4 + that, for a second scale), IQ3_XXS's eight at `byte >> 3`, IQ3_S's
+/// eight at `byte >> 1` (checked below).
+const IQ2_MAGS: [u8; 8] = [0x08, 0x19, 0x2B, 0, 0x08, 0x19, 0x2B, 0];
+const IQ3XXS_MAGS: [u8; 8] = [0x04, 0x0C, 0x14, 0x1C, 0x24, 0x2C, 0x34, 0x3E];
+const IQ3S_MAGS: [u8; 8] = [1, 3, 5, 7, 9, 11, 13, 15];
+
+/// Whether every byte of every entry (`width` bytes) is `mags[byte >> shift]`.
+const fn grid_bytes_are(grid: &[u64], width: usize, mags: &[u8; 8], shift: u32) -> bool {
+    let mut i = 0;
+    while i < grid.len() {
+        let mut k = 0;
+        while k < width {
+            let b = (grid[i] >> (8 * k)) as u8;
+            if mags[(b >> shift) as usize & 7] != b {
+                return false;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn widen<const N: usize>(g: &[u32; N]) -> [u64; N] {
+    let mut w = [0u64; N];
+    let mut i = 0;
+    while i < g.len() {
+        w[i] = g[i] as u64;
+        i += 1;
+    }
+    w
+}
+
+const _: () = {
+    assert!(grid_bytes_are(&IQ2XXS_GRID, 8, &IQ2_MAGS, 4));
+    assert!(grid_bytes_are(&IQ2XS_GRID, 8, &IQ2_MAGS, 4));
+    assert!(grid_bytes_are(&IQ2S_GRID, 8, &IQ2_MAGS, 4));
+    assert!(grid_bytes_are(&widen(&IQ3XXS_GRID), 4, &IQ3XXS_MAGS, 3));
+    assert!(grid_bytes_are(&widen(&IQ3S_GRID), 4, &IQ3S_MAGS, 1));
+};
+
+/// A grid's magnitudes as f32 (exact).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn mags_f32(m: &[u8; 8]) -> __m256 {
+    // SAFETY: 8 readable bytes.
+    unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(m.as_ptr() as *const __m128i))) }
+}
+
+/// BF16(db * m) for the 8 magnitudes m as a `pshufb` table (low bytes,
+/// then high bytes), db0 for entries 0..4 and db1 for 4..8 (IQ2's three
+/// magnitudes fit twice: two 16-value groups' scales in one table), and
+/// the masks that flip a negative value's sign bit: 0x80, or 0 where db is
+/// NaN (see `grid16`).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn grid_table(mags: __m256, db0: f32, db1: f32) -> (__m128i, __m128i, __m128i) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let t = bf16_table8(_mm256_mul_ps(mags, _mm256_set_m128(_mm_set1_ps(db1), _mm_set1_ps(db0))));
+        let flip = |db: f32| _mm_set1_epi8(if db.is_nan() { 0 } else { -128 });
+        (t, flip(db0), flip(db1))
+    }
+}
+
+/// 16 grid values (bytes `g`, negative where `neg`) times db, from
+/// `grid_table`'s outputs: entry `BASE | byte >> SHIFT`, sign bit flipped
+/// (`flip`) for the negative ones. gguf-py computes `(db * g) * sign`;
+/// `db * g` is never NaN unless db is (g > 0), and otherwise `* -1` negates
+/// it exactly and round to nearest even is symmetric, so its BF16 is the
+/// positive one's with the sign bit flipped (zeros and infinities
+/// included). A NaN db gives the canonical NaN either way: its flip is 0.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn grid16<const SHIFT: i32, const BASE: i8>((g, neg): (__m128i, __m128i), t: __m128i, flip: __m128i, out: *mut u16) {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables, and the pointers and lengths are as documented.
+    unsafe {
+        let m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16::<SHIFT>(g), _mm_set1_epi8(7)), _mm_set1_epi8(BASE));
+        // SAFETY: the caller guarantees 16 writable u16 at out.
+        lookup16(m, t, _mm_and_si128(neg, flip), out);
+    }
 }
 
 /// Two grid entries of 4 values each as one of 8 (IQ3).
@@ -224,24 +440,37 @@ fn pair(lo: u32, hi: u32) -> u64 {
     lo as u64 | ((hi as u64) << 32)
 }
 
+/// IQ2_XS/IQ2_S: the table of two 16-value groups whose scales are the
+/// nibbles of `scales`, each d * (0.5 + nibble) * 0.25.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_table(mags: __m256, d: f32, scales: u8) -> (__m128i, __m128i, __m128i) {
+    let db = |s: u8| d * (0.5 + s as f32) * 0.25;
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe { grid_table(mags, db(scales & 0x0F), db(scales >> 4)) }
+}
+
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq2_xxs::*;
+        let mags = mags_f32(&IQ2_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             for ib in 0..8 {
                 let at = QS + 8 * ib;
                 let aux = u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]);
                 let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
+                let (t, flip, _) = grid_table(mags, db, db);
                 let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
                 let entry = |l: usize| IQ2XXS_GRID[b[at + l] as usize];
                 for h in 0..2 {
-                    let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                    let q = entries16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                    grid16::<4, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
@@ -254,20 +483,20 @@ pub unsafe fn iq2_xs(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq2_xs::*;
+        let mags = mags_f32(&IQ2_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
-            let q = |i: usize| u16::from_le_bytes([b[QS + 2 * i], b[QS + 2 * i + 1]]);
-            for k in 0..16 {
-                let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
-                let (a, c) = (q(2 * k), q(2 * k + 1));
-                let v = signed16(
-                    IQ2XS_GRID[(a & 511) as usize],
-                    KSIGNS[(a >> 9) as usize],
-                    IQ2XS_GRID[(c & 511) as usize],
-                    KSIGNS[(c >> 9) as usize],
-                );
-                // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-                emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+            // Two groups of 16 values: four u16, each a 9-bit grid index and a 7-bit sign index.
+            let qs: [u64; 8] = std::array::from_fn(|j| u64::from_le_bytes(b[QS + 8 * j..QS + 8 * j + 8].try_into().unwrap()));
+            let group = |w: u64| {
+                let (a, c) = (w as usize & 0xFFFF, (w >> 16) as usize & 0xFFFF);
+                entries16(IQ2XS_GRID[a & 511], KSIGNS[a >> 9], IQ2XS_GRID[c & 511], KSIGNS[c >> 9])
+            };
+            for (j, &w) in qs.iter().enumerate() {
+                let (t, flip0, flip1) = iq2_table(mags, d, b[SCALES + j]);
+                // SAFETY: outputs 32j .. 32j + 32 inside the block's 256.
+                grid16::<4, 0>(group(w), t, flip0, o.add(32 * j));
+                grid16::<4, 4>(group(w >> 32), t, flip1, o.add(32 * j + 16));
             }
         }
     }
@@ -279,14 +508,17 @@ pub unsafe fn iq2_s(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq2_s::*;
+        let mags = mags_f32(&IQ2_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             let entry = |i: usize| IQ2S_GRID[b[QS + i] as usize | ((((b[QH + i / 4] >> (2 * (i % 4))) & 3) as usize) << 8)];
-            for k in 0..16 {
-                let db = d * (0.5 + ((b[SCALES + k / 2] >> (4 * (k % 2))) & 0x0F) as f32) * 0.25;
-                let v = signed16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
-                // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-                emit16::<true, NONE>(v, db, 0.0, o.add(16 * k));
+            let group = |k: usize| entries16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
+            for j in 0..8 {
+                let k = 2 * j;
+                let (t, flip0, flip1) = iq2_table(mags, d, b[SCALES + j]);
+                // SAFETY: outputs 16k .. 16k + 32 inside the block's 256.
+                grid16::<4, 0>(group(k), t, flip0, o.add(16 * k));
+                grid16::<4, 4>(group(k + 1), t, flip1, o.add(16 * k + 16));
             }
         }
     }
@@ -298,21 +530,23 @@ pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq3_xxs::*;
+        let mags = mags_f32(&IQ3XXS_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             for ib in 0..8 {
                 let at = SCALES + 4 * ib;
                 let aux = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
                 let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
+                let (t, flip, _) = grid_table(mags, db, db);
                 let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
                 let entry = |l: usize| {
                     let i = QS + 8 * ib + 2 * l;
                     pair(IQ3XXS_GRID[b[i] as usize], IQ3XXS_GRID[b[i + 1] as usize])
                 };
                 for h in 0..2 {
-                    let q = signed16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
+                    let q = entries16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                    grid16::<3, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
@@ -325,6 +559,7 @@ pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         use block::iq3_s::*;
+        let mags = mags_f32(&IQ3S_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
             let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
@@ -332,31 +567,46 @@ pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
             for ib in 0..8 {
                 let s = (b[SCALES + ib / 2] >> (4 * (ib % 2))) & 0x0F;
                 let db = d * (1 + 2 * s) as f32;
+                let (t, flip, _) = grid_table(mags, db, db);
                 for h in 0..2 {
                     let (l0, l1) = (2 * h, 2 * h + 1);
-                    let q = signed16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
+                    let q = entries16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16::<true, NONE>(q, db, 0.0, o.add(32 * ib + 16 * h));
+                    grid16::<1, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
     }
 }
 
-/// 16 IQ1 outputs: dl * (g + delta) for the grid values g (i8: -1, 0, 1)
-/// of two entries, each with its delta; the add and the multiply each rounded.
+/// The IQ1 outputs dl * (g + delta) for g = -1, 0, 1: entries 0..3 with
+/// `delta0`, 4..7 with `delta1` (the add and the multiply each rounded, as
+/// in the scalar kernel), as a `bf16_table8` table.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn emit16_iq1(e0: u64, e1: u64, delta0: f32, delta1: f32, dl: f32, out: *mut u16) {
+unsafe fn iq1_table(dl: f32, delta0: f32, delta1: f32) -> __m128i {
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe {
+        let g = _mm256_setr_ps(-1.0, 0.0, 1.0, 0.0, -1.0, 0.0, 1.0, 0.0);
+        let delta = _mm256_set_m128(_mm_set1_ps(delta1), _mm_set1_ps(delta0));
+        bf16_table8(_mm256_mul_ps(_mm256_add_ps(g, delta), _mm256_set1_ps(dl)))
+    }
+}
+
+/// 16 IQ1 outputs: two grid entries (i8 values -1, 0, 1), the first with
+/// `iq1_table`'s `delta0`, the second with its `delta1`.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn iq1_16(e0: u64, e1: u64, t: __m128i, out: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
         let g = _mm_set_epi64x(e1 as i64, e0 as i64);
-        let lv = _mm256_set1_ps(dl);
-        let x = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(g)), _mm256_set1_ps(delta0)), lv);
-        let y = _mm256_mul_ps(_mm256_add_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(g))), _mm256_set1_ps(delta1)), lv);
+        let idx =
+            _mm_or_si128(_mm_and_si128(_mm_add_epi8(g, _mm_set1_epi8(1)), _mm_set1_epi8(3)), _mm_set_epi64x(0x0404_0404_0404_0404, 0));
         // SAFETY: the caller guarantees 16 writable u16 at out.
-        store16(out, x, y);
+        lookup16(idx, t, _mm_setzero_si128(), out);
     }
 }
 
@@ -373,9 +623,10 @@ pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
                 let dl = d * (2 * ((qh >> 12) & 7) + 1) as f32;
                 let delta = f32::from_bits(0x3E00_0000 | (((qh & 0x8000) as u32) << 16)); // ±0.125 by bit 15
                 let entry = |l: usize| IQ1S_GRID[b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8)];
+                let t = iq1_table(dl, delta, delta);
                 for h in 0..2 {
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    emit16_iq1(entry(2 * h), entry(2 * h + 1), delta, delta, dl, o.add(32 * ib + 16 * h));
+                    iq1_16(entry(2 * h), entry(2 * h + 1), t, o.add(32 * ib + 16 * h));
                 }
             }
         }
@@ -401,7 +652,7 @@ pub unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
                 // ±0.125 by bit 3 of the nibble, without a branch (random bits mispredict).
                 let delta = |h: u8| f32::from_bits(0x3E00_0000 | (((h & 8) as u32) << 28));
                 // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-                emit16_iq1(e0, e1, delta(h0), delta(h1), dl, o.add(16 * k));
+                iq1_16(e0, e1, iq1_table(dl, delta(h0), delta(h1)), o.add(16 * k));
             }
         }
     }
