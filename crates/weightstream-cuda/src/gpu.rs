@@ -132,7 +132,7 @@ impl Gpu {
     ///
     /// # Safety
     /// `src` must hold the bytes of `n` elements of the launch's encoding,
-    /// `dst` room for `n` BF16 values, the FP8 scale pointer (if any) a scale
+    /// `dst` room for `n` BF16 values, the scale pointer of a scaled launch (if any) a scale
     /// grid covering the elements, all alive until the launch completes.
     pub unsafe fn launch(&self, launch: &Launch, src: u64, dst: u64, n: u64, stream: &CudaStream) -> Result<()> {
         if n == 0 {
@@ -141,7 +141,7 @@ impl Gpu {
         let (_, name) = launch.function();
         let f = &self.functions[name];
         let mut args: Vec<u64> = vec![src, dst, n];
-        if let Launch::Fp8(a) = launch {
+        if let Launch::Scaled(a) = launch {
             args.extend([a.scales, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols]);
         }
         let mut ptrs: Vec<*mut c_void> = args.iter_mut().map(|a| a as *mut u64 as *mut c_void).collect();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use weightstream_cuda::{run, ChunkOp, ChunkWork, CudaError, Gpu, StagingConfig, StagingRing};
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
 use weightstream_format::{BlockFormat, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource};
-use weightstream_kernels::{Fp8Args, Launch};
+use weightstream_kernels::{Element, Launch, ScaledArgs};
 
 const POISON: u8 = 0xA5;
 const GUARD: usize = 64;
@@ -41,7 +41,7 @@ fn check_launch(g: &Gpu, name: &str, launch: Launch, src: &[u8], n: usize, scale
         b
     });
     let launch = match launch {
-        Launch::Fp8(a) => Launch::Fp8(Fp8Args { scales: sc.as_ref().map_or(0, |b| b.ptr()), ..a }),
+        Launch::Scaled(a) => Launch::Scaled(ScaledArgs { scales: sc.as_ref().map_or(0, |b| b.ptr()), ..a }),
         l => l,
     };
     let stream = g.new_stream().unwrap();
@@ -108,11 +108,11 @@ fn kernels_match_cpu_bitwise() {
                 .map(|i| scale_edges.get(i).copied().unwrap_or(0.5 + (rng.next_u64() % 100) as f32 / 64.0))
                 .collect();
             let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
-            for (format, e4m3) in [(Fp8Format::E4M3, true), (Fp8Format::E5M2, false)] {
+            for (format, element) in [(Fp8Format::E4M3, Element::E4m3), (Fp8Format::E5M2, Element::E5m2)] {
                 let kernel = Kernel::Fp8 { format, rows, cols, scales: Some(grid) };
                 for (a, b) in [(0usize, total), (total / 3, total), (total / 7, total / 2 + 1)] {
-                    let args = Fp8Args {
-                        e4m3,
+                    let args = ScaledArgs {
+                        element,
                         scales: 0,
                         first: a as u64,
                         cols,
@@ -124,7 +124,7 @@ fn kernels_match_cpu_bitwise() {
                     check_launch(
                         &g,
                         &format!("{format:?} {rows}x{cols} {:?} [{a},{b})", layout.kind),
-                        Launch::Fp8(args),
+                        Launch::Scaled(args),
                         &w[a..b],
                         b - a,
                         Some(&values),
@@ -137,6 +137,43 @@ fn kernels_match_cpu_bitwise() {
 }
 
 use weightstream_io::testing::FailingSource;
+
+/// E2M1 pairs with group scales (the 4-bit safetensors schemes), on the
+/// device against the CPU kernel: every code, edge scales, both group
+/// sizes, odd row counts, chunks from any pair.
+#[test]
+#[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
+fn e2m1_matches_cpu_bitwise() {
+    let g = gpu();
+    let mut rng = Rng::from_env("e2m1_matches_cpu_bitwise");
+    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 2f32.powi(-127), 3e38, f32::INFINITY, f32::NAN, 2688.0, 2f32.powi(127)];
+    for (rows, cols) in [(1u64, 32u64), (5, 96), (17, 160), (1024, 4096)] {
+        let total = (rows * cols) as usize;
+        let mut w: Vec<u8> = (0..=255u8).cycle().take((total / 2).min(256)).collect();
+        w.extend(rng.bytes(total / 2 - w.len()));
+        for group in [16u64, 32] {
+            let layout = ScaleLayout { kind: ScaleKind::Group, block_rows: 1, block_cols: group, grid_rows: rows, grid_cols: cols / group };
+            let values: Vec<f32> = (0..(rows * cols / group) as usize)
+                .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| f32::from_bits(rng.next_u64() as u32 & 0x7FFF_FFFF)))
+                .collect();
+            let kernel = Kernel::E2m1 { rows, cols, scales: ScaleGrid::new(&values, &layout, rows, cols).unwrap() };
+            for (a, b) in [(0usize, total), (total / 3 / 2 * 2, total), (total / 7 / 2 * 2, total / 2 / 2 * 2 + 2)] {
+                let args = ScaledArgs {
+                    element: Element::E2m1,
+                    scales: 0,
+                    first: a as u64,
+                    cols,
+                    block_rows: 1,
+                    block_cols: group,
+                    grid_cols: cols / group,
+                };
+                let want = cpu(&kernel, a as u64, &w[a / 2..b / 2], b - a);
+                let name = format!("E2M1 {rows}x{cols} groups of {group} [{a},{b})");
+                check_launch(&g, &name, Launch::Scaled(args), &w[a / 2..b / 2], b - a, Some(&values), &want);
+            }
+        }
+    }
+}
 
 /// Q4_0 work: `blocks` blocks split into chunks of `chunk_blocks`, one tensor.
 fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> Vec<ChunkWork> {

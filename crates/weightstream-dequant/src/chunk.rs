@@ -20,6 +20,7 @@ pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa:
         // A copy: no ISA does better than the compiler's memcpy.
         Kernel::BF16 => scalar::bf16(src, dst),
         Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, format, cols, scales.as_ref(), first, src, dst),
+        Kernel::E2m1 { cols, scales, .. } => e2m1(isa, cols, &scales, first, src, dst),
     }
     Ok(())
 }
@@ -75,4 +76,13 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
     }
     let _ = isa;
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]));
+}
+
+/// E2M1 chunks: a run per group scale; each run starts on an even element
+/// (Kernel::check: even rows and groups, chunks on pairs).
+fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    let _ = isa;
+    fp8_runs(cols, Some(scales), first, dst.len(), |scale, i, len| {
+        scalar::e2m1_run(scale, &src[i / 2..(i + len) / 2], &mut dst[i..i + len])
+    });
 }

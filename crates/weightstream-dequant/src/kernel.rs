@@ -14,6 +14,8 @@ pub enum DequantError {
     OutOfRange { first: u64, end: u64, total: u64 },
     #[error("scale grid has {actual} values, its layout needs {expected}")]
     ScaleCount { expected: u64, actual: u64 },
+    #[error("E2M1 pairs need an even row length and group, found {cols} columns in groups of {group}")]
+    OddPacking { cols: u64, group: u64 },
     #[error("a [{grid_rows}, {grid_cols}] grid of {block_rows}x{block_cols} blocks does not cover a [{rows}, {cols}] matrix")]
     ScaleCover { grid_rows: u64, grid_cols: u64, block_rows: u64, block_cols: u64, rows: u64, cols: u64 },
 }
@@ -89,18 +91,25 @@ pub enum Kernel<'a> {
         cols: u64,
         scales: Option<ScaleGrid<'a>>,
     },
+    /// E2M1 pairs (low nibble first) of a `[rows, cols]` matrix, each
+    /// element times its group's scale (a global scale already folded in).
+    E2m1 {
+        rows: u64,
+        cols: u64,
+        scales: ScaleGrid<'a>,
+    },
 }
 
 impl<'a> Kernel<'a> {
-    /// The kernel for a non-FP8 encoding (FP8 needs its matrix and scales:
-    /// use [`Kernel::Fp8`]).
+    /// The kernel for an encoding without scales (FP8 and E2M1 need their
+    /// matrix and scales: use [`Kernel::Fp8`], [`Kernel::E2m1`]).
     pub fn for_encoding(e: Encoding) -> Option<Kernel<'static>> {
         Some(match e {
             Encoding::F32 => Kernel::F32,
             Encoding::F16 => Kernel::F16,
             Encoding::BF16 => Kernel::BF16,
             Encoding::Block(f) => Kernel::Block(f),
-            Encoding::Fp8(_) => return None,
+            Encoding::Fp8(_) | Encoding::E2m1 => return None,
         })
     }
 
@@ -111,6 +120,7 @@ impl<'a> Kernel<'a> {
             Kernel::BF16 => Encoding::BF16,
             Kernel::Block(f) => Encoding::Block(*f),
             Kernel::Fp8 { format, .. } => Encoding::Fp8(*format),
+            Kernel::E2m1 { .. } => Encoding::E2m1,
         }
     }
 
@@ -133,10 +143,17 @@ impl<'a> Kernel<'a> {
         if first % g != 0 || dst_len % g != 0 {
             return Err(DequantError::Unaligned { first, end, granule: g });
         }
-        if let Kernel::Fp8 { rows, cols, .. } = self {
+        if let Kernel::Fp8 { rows, cols, .. } | Kernel::E2m1 { rows, cols, .. } = self {
             let total = rows.saturating_mul(*cols);
             if end > total {
                 return Err(DequantError::OutOfRange { first, end, total });
+            }
+        }
+        if let Kernel::E2m1 { cols, scales, .. } = self {
+            // Runs of one scale split at rows and groups: both even, so
+            // that no byte's two values fall in different runs.
+            if cols % 2 != 0 || scales.block_cols() % 2 != 0 {
+                return Err(DequantError::OddPacking { cols: *cols, group: scales.block_cols() });
             }
         }
         let expected = self.src_bytes(dst_len);

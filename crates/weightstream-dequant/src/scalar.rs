@@ -3,7 +3,7 @@
 //! for the target's baseline SIMD (SSE2, NEON).
 
 use crate::numerics::{f16_to_f32, f32_to_bf16, Fp8Table};
-use weightstream_format::{block, BlockFormat, BlockLayout, Fp8Format};
+use weightstream_format::{block, BlockFormat, BlockLayout, Fp8Format, E2M1_VALUES};
 
 mod grid;
 mod lut4;
@@ -264,6 +264,15 @@ pub fn f16(src: &[u8], dst: &mut [u16]) {
 pub fn bf16(src: &[u8], dst: &mut [u16]) {
     for (s, o) in src.chunks_exact(2).zip(dst.iter_mut()) {
         *o = u16::from_le_bytes([s[0], s[1]]);
+    }
+}
+
+/// A run of E2M1 pairs (low nibble first) sharing one scale:
+/// x = E2M1[q] * scale, one rounded f32 multiply, then BF16.
+pub fn e2m1_run(scale: f32, src: &[u8], dst: &mut [u16]) {
+    for (&b, o) in src.iter().zip(dst.chunks_exact_mut(2)) {
+        o[0] = f32_to_bf16(E2M1_VALUES[(b & 0x0F) as usize] * scale);
+        o[1] = f32_to_bf16(E2M1_VALUES[(b >> 4) as usize] * scale);
     }
 }
 

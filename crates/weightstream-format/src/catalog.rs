@@ -59,6 +59,10 @@ pub enum Encoding {
     /// A block quantization format (ggml's Q4_0 ... Q6_K): `crate::block`.
     Block(BlockFormat),
     Fp8(Fp8Format),
+    /// FP4 E2M1 values two per byte, low nibble first, each group of
+    /// elements times its scale (the safetensors 4-bit schemes:
+    /// `crate::packed`).
+    E2m1,
 }
 
 impl Encoding {
@@ -70,6 +74,7 @@ impl Encoding {
             Encoding::Block(f) => f.name(),
             Encoding::Fp8(Fp8Format::E4M3) => "F8_E4M3",
             Encoding::Fp8(Fp8Format::E5M2) => "F8_E5M2",
+            Encoding::E2m1 => "E2M1",
         }
     }
 
@@ -81,6 +86,7 @@ impl Encoding {
             Encoding::F16 | Encoding::BF16 => (1, 2),
             Encoding::Block(f) => f.geometry(),
             Encoding::Fp8(_) => (1, 1),
+            Encoding::E2m1 => (2, 1),
         }
     }
 }
@@ -99,6 +105,12 @@ pub enum ScaleDtype {
     F16,
     /// Power-of-two exponents (OCP MX): 2^(e - 127), 0xFF is NaN.
     E8M0,
+    /// FP8 E4M3FN (NVFP4's group scales).
+    E4M3,
+    /// U8 biased exponents as transformers (gpt-oss) and compressed-tensors
+    /// (`mxfp4-pack-quantized`) decode them: 2^(e - 127) computed in
+    /// floating point, so 0xFF is 2^128 = +inf (not OCP's NaN).
+    Exp2U8,
 }
 
 impl ScaleDtype {
@@ -106,7 +118,7 @@ impl ScaleDtype {
         match self {
             ScaleDtype::F32 => 4,
             ScaleDtype::BF16 | ScaleDtype::F16 => 2,
-            ScaleDtype::E8M0 => 1,
+            ScaleDtype::E8M0 | ScaleDtype::E4M3 | ScaleDtype::Exp2U8 => 1,
         }
     }
 }
@@ -117,6 +129,9 @@ pub enum ScaleKind {
     PerTensor,
     PerChannel,
     Block,
+    /// One scale per `block_cols` consecutive elements of a row (the 4-bit
+    /// schemes' groups of 16 or 32).
+    Group,
 }
 
 /// How one scale value covers the weight matrix: element (r, c) of the
@@ -138,6 +153,7 @@ impl ScaleLayout {
             ScaleKind::PerTensor => "per-tensor".into(),
             ScaleKind::PerChannel => format!("per-channel [{}, 1]", self.grid_rows),
             ScaleKind::Block => format!("block {}x{} [{}, {}]", self.block_rows, self.block_cols, self.grid_rows, self.grid_cols),
+            ScaleKind::Group => format!("groups of {} [{}, {}]", self.block_cols, self.grid_rows, self.grid_cols),
         }
     }
 }
@@ -151,13 +167,47 @@ pub struct ScaleRef {
     pub layout: ScaleLayout,
 }
 
+/// How a packed weight's per-tensor global scale enters its group scales:
+/// each group scale `s` becomes `s * value` (ModelOpt's `weight_scale_2`)
+/// or `s / value` (compressed-tensors' `weight_global_scale`, the
+/// reciprocal), one rounded f32 operation, before it scales the elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GlobalOp {
+    Multiply,
+    Divide,
+}
+
+/// A packed weight's global scale, read and checked at open.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GlobalScale {
+    /// Index of the global-scale tensor in `Catalog::tensors`.
+    pub tensor: usize,
+    pub value: f32,
+    pub op: GlobalOp,
+}
+
+/// A weight stored packed in another dtype beside its scale tensors (the
+/// safetensors 4-bit schemes, `crate::packed`): the BF16 tensor it becomes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Packed {
+    pub scheme: crate::packed::PackedScheme,
+    /// The BF16 tensor's name (`X.weight`; gpt-oss's `X_blocks` becomes `X`).
+    pub name: String,
+    /// The BF16 tensor's shape (the stored one with its last dimension in
+    /// elements, not bytes).
+    pub shape: Vec<u64>,
+    pub global: Option<GlobalScale>,
+}
+
 /// What a tensor is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Role {
     /// A model tensor: loaded and handed out.
     Data,
-    /// The scale of the FP8 weight at this index: consumed by its dequant.
+    /// A scale (or global scale) of the FP8 or packed weight at this index:
+    /// consumed by its dequant.
     Scale { weight: usize },
     /// An activation scale (`input_scale`): not needed to dequantize weights.
     InputScale,
@@ -176,6 +226,9 @@ pub struct TensorInfo {
     pub nbytes: u64,
     pub role: Role,
     pub scale: Option<ScaleRef>,
+    /// Set for a packed 4-bit weight: what it becomes (boxed: most tensors
+    /// have none, and catalogs of a million tensors stay small).
+    pub packed: Option<Box<Packed>>,
 }
 
 impl TensorInfo {
@@ -193,8 +246,34 @@ impl TensorInfo {
         }
     }
 
+    /// The name of the BF16 tensor a load produces from this one.
+    pub fn out_name(&self) -> &str {
+        self.packed.as_ref().map_or(&self.name, |p| &p.name)
+    }
+
+    /// The shape of the BF16 tensor a load produces from this one.
+    pub fn out_shape(&self) -> &[u64] {
+        self.packed.as_ref().map_or(&self.shape, |p| &p.shape)
+    }
+
+    /// Elements of the BF16 tensor (validated at open: the product fits).
+    pub fn out_elems(&self) -> u64 {
+        self.out_shape().iter().product()
+    }
+
+    /// `[rows, cols]` of the BF16 tensor seen as a row-major matrix.
+    pub fn out_matrix(&self) -> (u64, u64) {
+        match self.out_shape().split_last() {
+            None => (1, 1),
+            Some((&cols, rest)) => (rest.iter().product(), cols),
+        }
+    }
+
     /// How this tensor becomes BF16, or why it cannot.
     pub fn encoding(&self) -> Result<Encoding, String> {
+        if let Some(p) = &self.packed {
+            return Ok(p.scheme.encoding());
+        }
         let enc = match self.dtype {
             Dtype::Ggml(t) => match t.name() {
                 "F32" => Some(Encoding::F32),
@@ -219,7 +298,7 @@ impl TensorInfo {
 pub fn supported_encodings() -> String {
     let mut names = vec!["F32", "F16", "BF16"];
     names.extend(BlockFormat::ALL.iter().map(|f| f.name()));
-    names.extend(["F8_E4M3", "F8_E5M2"]);
+    names.extend(["F8_E4M3", "F8_E5M2", "E2M1 (NVFP4 and MXFP4 safetensors schemes)"]);
     names.join(", ")
 }
 
@@ -296,6 +375,12 @@ pub struct Catalog {
 impl Catalog {
     pub fn tensor(&self, name: &str) -> Option<(usize, &TensorInfo)> {
         self.tensors.iter().enumerate().find(|(_, t)| t.name == name)
+    }
+
+    /// The tensor a load produces as `name` (its BF16 name: a packed
+    /// weight's, or the stored one).
+    pub fn out_tensor(&self, name: &str) -> Option<(usize, &TensorInfo)> {
+        self.data_tensors().find(|(_, t)| t.out_name() == name)
     }
 
     /// Tensors a load hands out (scales and activation scales are consumed

@@ -64,6 +64,8 @@ pub enum ErrorKind {
     BadSafetensorsMetadata(String),
     #[error("scale '{scale}' does not fit weight '{weight}': {reason}")]
     ScaleMismatch { weight: String, scale: String, reason: String },
+    #[error("packed weight '{weight}' fits no documented layout: {reason}")]
+    BadPacked { weight: String, reason: String },
     #[error("bad checkpoint index: {0}")]
     BadIndex(String),
     #[error("bad config.json: {0}")]
@@ -107,6 +109,7 @@ impl ErrorKind {
             ErrorKind::BadTensorEntry(_) => "bad_tensor_entry",
             ErrorKind::BadSafetensorsMetadata(_) => "bad_safetensors_metadata",
             ErrorKind::ScaleMismatch { .. } => "scale_mismatch",
+            ErrorKind::BadPacked { .. } => "bad_packed",
             ErrorKind::BadIndex(_) => "bad_index",
             ErrorKind::BadConfig(_) => "bad_config",
             ErrorKind::NoCheckpoint(_) => "no_checkpoint",

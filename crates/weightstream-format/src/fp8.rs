@@ -21,7 +21,7 @@ use crate::safetensors::StDtype;
 
 pub const SCALE_INV_SUFFIX: &str = "_scale_inv";
 pub const SCALE_SUFFIX: &str = "_scale";
-const ACTIVATION_SCALE_SUFFIXES: &[&str] = &[".input_scale", ".k_scale", ".v_scale", ".q_scale"];
+const ACTIVATION_SCALE_SUFFIXES: &[&str] = &[".input_scale", ".input_global_scale", ".k_scale", ".v_scale", ".q_scale"];
 pub const DEFAULT_BLOCK: (u64, u64) = (128, 128);
 
 fn is_fp8(t: &TensorInfo) -> bool {
@@ -61,6 +61,12 @@ pub fn config_block_size(config: Option<&Json>, config_path: &Path) -> Result<Op
 /// Link every FP8 weight to its scale and mark scale and activation-scale
 /// tensors with their roles. `file_path(i)` names file `i` for errors.
 pub fn pair_scales<'p>(tensors: &mut [TensorInfo], block: Option<(u64, u64)>, file_path: impl Fn(usize) -> &'p Path) -> Result<()> {
+    // Activation scales accompany FP8 and packed 4-bit weights alike.
+    for t in tensors.iter_mut() {
+        if ACTIVATION_SCALE_SUFFIXES.iter().any(|s| t.name.ends_with(s)) {
+            t.role = Role::InputScale;
+        }
+    }
     if !tensors.iter().any(is_fp8) {
         return Ok(());
     }
@@ -82,11 +88,6 @@ pub fn pair_scales<'p>(tensors: &mut [TensorInfo], block: Option<(u64, u64)>, fi
         }
         pairs
     };
-    for t in tensors.iter_mut() {
-        if ACTIVATION_SCALE_SUFFIXES.iter().any(|s| t.name.ends_with(s)) {
-            t.role = Role::InputScale;
-        }
-    }
     for (w, s, scale_ref) in pairs {
         if let Role::Scale { weight } = tensors[s].role {
             return Err(mismatch(
@@ -205,6 +206,7 @@ mod tests {
             nbytes: 0,
             role: Role::Data,
             scale: None,
+            packed: None,
         }
     }
 

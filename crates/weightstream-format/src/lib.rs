@@ -16,14 +16,16 @@ pub mod error;
 pub mod fp8;
 pub mod gguf;
 pub mod open;
+pub mod packed;
 pub mod safetensors;
 
 pub use block::{BlockFormat, BlockLayout};
 pub use catalog::{
-    supported_encodings, Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, Metadata, Role, ScaleDtype, ScaleKind, ScaleLayout,
-    ScaleRef, TensorInfo,
+    supported_encodings, Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, GlobalOp, GlobalScale, Metadata, Packed, Role,
+    ScaleDtype, ScaleKind, ScaleLayout, ScaleRef, TensorInfo,
 };
 pub use error::{ErrorKind, FormatError, Result};
 pub use open::{mmap_opener, open, open_kind, open_with, safetensors_catalog, SourceOpener};
+pub use packed::{PackedScheme, E2M1_VALUES};
 // Byte sources live in weightstream-io; re-exported so format users need one import.
 pub use weightstream_io::{self as io, ByteSource, FileSource, MemorySource, MmapSource, SharedSource, SourceKind};

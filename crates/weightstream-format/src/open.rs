@@ -12,6 +12,7 @@ use crate::catalog::{Catalog, CatalogFile, Dtype, Format, Metadata, Role, Tensor
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::fp8::{config_block_size, pair_scales};
 use crate::gguf::reader::first_duplicate;
+use crate::packed::pair_packed;
 use crate::safetensors::index::{read_index, read_json_file, INDEX_FILE};
 use crate::{gguf, safetensors};
 use weightstream_io::{MmapSource, SharedSource, SourceKind};
@@ -160,6 +161,7 @@ fn gguf_catalog(root: &Path, parts: Vec<(SharedSource, gguf::GgufHeader)>) -> Re
                 nbytes: t.nbytes,
                 role: Role::Data,
                 scale: None,
+                packed: None,
             })
             .collect();
         these.sort_by_key(|t| t.offset);
@@ -289,6 +291,7 @@ fn open_safetensors(
             nbytes: t.end - t.start,
             role: Role::Data,
             scale: None,
+            packed: None,
         }));
     }
     // The same name in two shards (each header already refused repeats).
@@ -305,6 +308,12 @@ fn open_safetensors(
     let block = config_block_size(config.as_ref(), &config_path)?;
     let paths: Vec<PathBuf> = sources.iter().map(|s| s.path().to_path_buf()).collect();
     pair_scales(&mut tensors, block, |i| paths[i].as_path())?;
+    let read_f32 = |t: &TensorInfo| {
+        let mut b = [0u8; 4];
+        sources[t.file].read_at(t.offset, &mut b)?;
+        Ok(f32::from_le_bytes(b))
+    };
+    pair_packed(&mut tensors, read_f32, |i| paths[i].as_path())?;
     Ok(Catalog {
         format: Format::Safetensors,
         root: root.to_path_buf(),

@@ -59,6 +59,7 @@ pub fn fp8_scale_rule(data: &[u8]) {
         nbytes: 0,
         role: Role::Data,
         scale: None,
+        packed: None,
     };
     let mut ts = vec![info("x.weight", StDtype::F8_E4M3, wshape.clone()), info("x.weight_scale", StDtype::F32, sshape.clone())];
     let result = weightstream_format::fp8::pair_scales(&mut ts, block, |_| Path::new("fuzz"));

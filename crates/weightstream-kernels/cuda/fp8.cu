@@ -1,28 +1,14 @@
-// FP8 (E4M3FN, E5M2) -> BF16 with optional scales: x = f32(w) * scale.
-//
-// The chunk holds elements [first, first + n) of a [rows, cols] matrix;
-// element (r, c) uses scales[(r / block_rows) * grid_cols + c / block_cols]
-// (per-tensor and per-channel scales are blocks spanning the matrix or a
-// row); scales == null means scale 1. Thread group g writes chunk elements
+// FP8 (E4M3FN, E5M2) -> BF16 with optional scales: x = f32(w) * scale
+// (scale_grid.cuh says which scale). Thread group g writes chunk elements
 // 8g..8g+7: one 8-byte load, one 16-byte store, and one scale lookup when
 // the 8 share a scale (they do unless a row or block edge falls inside).
 #include "common.cuh"
+#include "scale_grid.cuh"
 
 namespace ws {
 
-struct Fp8Params {
-    const float* scales;
-    uint64_t first, cols, block_rows, block_cols, grid_cols;
-};
-
-WS_HD float fp8_scale(const Fp8Params& p, uint64_t e) {
-    if (!p.scales) return 1.0f;
-    uint64_t r = e / p.cols, c = e % p.cols;
-    return p.scales[(r / p.block_rows) * p.grid_cols + c / p.block_cols];
-}
-
 template <bool E4M3>
-WS_HD void fp8_group(const uint8_t* src, uint16_t* dst, uint64_t n, const Fp8Params& p, uint64_t g) {
+WS_HD void fp8_group(const uint8_t* src, uint16_t* dst, uint64_t n, const ScaleParams& p, uint64_t g) {
     uint64_t i = g * 8;
     uint32_t count = (uint32_t)((n - i) < 8 ? (n - i) : 8);
     uint8_t w[8];
@@ -41,19 +27,18 @@ WS_HD void fp8_group(const uint8_t* src, uint16_t* dst, uint64_t n, const Fp8Par
     }
     uint64_t e = p.first + i;  // matrix element index of the group's first element
     uint16_t out[8];
-    bool one_scale = !p.scales || (e % p.cols + count <= p.cols && e % p.cols % p.block_cols + count <= p.block_cols);
-    if (one_scale) {
-        float s = fp8_scale(p, e);
+    if (one_scale(p, e, count)) {
+        float s = scale_at(p, e);
         for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(mul(E4M3 ? e4m3_to_f32(w[j]) : e5m2_to_f32(w[j]), s));
     } else {
         for (uint32_t j = 0; j < count; j++)
-            out[j] = f32_to_bf16(mul(E4M3 ? e4m3_to_f32(w[j]) : e5m2_to_f32(w[j]), fp8_scale(p, e + j)));
+            out[j] = f32_to_bf16(mul(E4M3 ? e4m3_to_f32(w[j]) : e5m2_to_f32(w[j]), scale_at(p, e + j)));
     }
     store_bf16(dst + i, out, count);
 }
 
 template <bool E4M3>
-WS_HD void fp8_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const Fp8Params& p, Coords c) {
+WS_HD void fp8_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const ScaleParams& p, Coords c) {
     for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) fp8_group<E4M3>(src, dst, n, p, g);
 }
 
@@ -64,7 +49,7 @@ WS_HD void fp8_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const Fp8Pa
     extern "C" __global__ void NAME(const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, \
                                     uint64_t first, uint64_t cols, uint64_t block_rows,                 \
                                     uint64_t block_cols, uint64_t grid_cols) {                          \
-        ws::Fp8Params p{scales, first, cols, block_rows, block_cols, grid_cols};                        \
+        ws::ScaleParams p{scales, first, cols, block_rows, block_cols, grid_cols};                        \
         ws::fp8_thread<E4M3>(src, dst, n, p, ws::coords());                                             \
     }
 WS_FP8_KERNEL(ws_fp8_e4m3, true)

@@ -26,6 +26,7 @@
 #include "tq2_0.cu"
 #include "float.cu"
 #include "fp8.cu"
+#include "e2m1.cu"
 
 namespace {
 template <class F>
@@ -77,13 +78,16 @@ void ws_host_f32(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint
 void ws_host_f16(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
     grid(g, b, [&](ws::Coords c) { ws::f16_thread(src, dst, n, c); });
 }
-void ws_host_fp8(int e4m3, const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first,
-                 uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, uint32_t g, uint32_t b) {
-    ws::Fp8Params p{scales, first, cols, block_rows, block_cols, grid_cols};
-    if (e4m3)
+// The scaled kernels: element 0 E4M3, 1 E5M2, 2 E2M1 (launch.rs Element).
+void ws_host_scaled(int element, const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first,
+                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, uint32_t g, uint32_t b) {
+    ws::ScaleParams p{scales, first, cols, block_rows, block_cols, grid_cols};
+    if (element == 0)
         grid(g, b, [&](ws::Coords c) { ws::fp8_thread<true>(src, dst, n, p, c); });
-    else
+    else if (element == 1)
         grid(g, b, [&](ws::Coords c) { ws::fp8_thread<false>(src, dst, n, p, c); });
+    else
+        grid(g, b, [&](ws::Coords c) { ws::e2m1_thread(src, dst, n, p, c); });
 }
 
 // formats.cuh as compiled, for the mirror test: entry i's name, ggml id,

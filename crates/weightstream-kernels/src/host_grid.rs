@@ -3,15 +3,15 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::launch::Launch;
+use crate::launch::{Element, Launch};
 
 extern "C" {
     fn ws_host_block(ggml_id: u32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
     fn ws_host_f32(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
     fn ws_host_f16(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
     #[allow(clippy::too_many_arguments)]
-    fn ws_host_fp8(
-        e4m3: i32,
+    fn ws_host_scaled(
+        element: i32,
         src: *const u8,
         dst: *mut u16,
         n: u64,
@@ -62,12 +62,12 @@ fn src_bytes(launch: &Launch, n: usize) -> usize {
         }
         Launch::F32 => n * 4,
         Launch::F16 => n * 2,
-        Launch::Fp8(_) => n,
+        Launch::Scaled(a) => a.element.bytes(n as u64) as usize,
     }
 }
 
-/// Run `launch` over `n` elements with a `grid` x `block` launch. For FP8,
-/// `scales` holds the scale grid (`Fp8Args::scales` is ignored here: the
+/// Run `launch` over `n` elements with a `grid` x `block` launch. For FP8
+/// and E2M1, `scales` holds the scale grid (`ScaledArgs::scales` is ignored here: the
 /// host address comes from the slice). Checks every length first: the
 /// kernels index exactly what a correct launch covers.
 pub fn run(
@@ -105,7 +105,7 @@ pub fn run(
             }
             Launch::F32 => ws_host_f32(s, d, n, grid, block),
             Launch::F16 => ws_host_f16(s, d, n, grid, block),
-            Launch::Fp8(a) => {
+            Launch::Scaled(a) => {
                 let scale_ptr = match scales {
                     None => std::ptr::null(),
                     Some(v) => {
@@ -121,7 +121,12 @@ pub fn run(
                         v.as_ptr()
                     }
                 };
-                ws_host_fp8(a.e4m3 as i32, s, d, n, scale_ptr, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols, grid, block)
+                let element = match a.element {
+                    Element::E4m3 => 0,
+                    Element::E5m2 => 1,
+                    Element::E2m1 => 2,
+                };
+                ws_host_scaled(element, s, d, n, scale_ptr, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols, grid, block)
             }
         }
     }

@@ -5,10 +5,32 @@ use weightstream_format::BlockFormat;
 /// Threads per block: 8 warps, each writing 512 contiguous bytes per step.
 pub const BLOCK_DIM: u32 = 256;
 
-/// FP8 arguments beyond source, destination and count.
+/// The element code of a scaled kernel: one byte per FP8 value, or two
+/// E2M1 values per byte (low nibble first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Fp8Args {
-    pub e4m3: bool,
+pub enum Element {
+    #[default]
+    E4m3,
+    E5m2,
+    E2m1,
+}
+
+impl Element {
+    /// Source bytes of `n` elements (`n` even for E2M1).
+    pub fn bytes(self, n: u64) -> u64 {
+        match self {
+            Element::E4m3 | Element::E5m2 => n,
+            Element::E2m1 => n.div_ceil(2),
+        }
+    }
+}
+
+/// Arguments of the scaled kernels (FP8, E2M1) beyond source, destination
+/// and count: element (r, c) of the `[rows, cols]` matrix uses scale
+/// `[(r / block_rows) * grid_cols + c / block_cols]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScaledArgs {
+    pub element: Element,
     /// Device (or, for the host grid, host) address of f32 scales; 0 = none.
     pub scales: u64,
     /// Matrix element index of the chunk's first element.
@@ -27,15 +49,22 @@ pub enum Launch {
     Block(BlockFormat),
     F32,
     F16,
-    Fp8(Fp8Args),
+    /// FP8 or E2M1 elements times their scales: `cuda/fp8.cu`, `cuda/e2m1.cu`.
+    Scaled(ScaledArgs),
 }
 
 impl Launch {
     /// Every kind of launch, once: the one list of kernels (the GPU loads
     /// the functions of exactly these; `function` names them).
     pub fn every() -> impl Iterator<Item = Launch> {
-        let fp8 = |e4m3| Launch::Fp8(Fp8Args { e4m3, ..Default::default() });
-        BlockFormat::ALL.iter().map(|&f| Launch::Block(f)).chain([Launch::F32, Launch::F16, fp8(true), fp8(false)])
+        let scaled = |element| Launch::Scaled(ScaledArgs { element, ..Default::default() });
+        BlockFormat::ALL.iter().map(|&f| Launch::Block(f)).chain([
+            Launch::F32,
+            Launch::F16,
+            scaled(Element::E4m3),
+            scaled(Element::E5m2),
+            scaled(Element::E2m1),
+        ])
     }
 
     /// (module = cuda/<module>.cu, function name).
@@ -44,8 +73,11 @@ impl Launch {
             Launch::Block(f) => (f.layout().module, f.layout().cuda_function),
             Launch::F32 => ("float", "ws_f32"),
             Launch::F16 => ("float", "ws_f16"),
-            Launch::Fp8(a) if a.e4m3 => ("fp8", "ws_fp8_e4m3"),
-            Launch::Fp8(_) => ("fp8", "ws_fp8_e5m2"),
+            Launch::Scaled(a) => match a.element {
+                Element::E4m3 => ("fp8", "ws_fp8_e4m3"),
+                Element::E5m2 => ("fp8", "ws_fp8_e5m2"),
+                Element::E2m1 => ("e2m1", "ws_e2m1"),
+            },
         }
     }
 
@@ -83,7 +115,7 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(names.len(), BlockFormat::ALL.len() + 4);
+        assert_eq!(names.len(), BlockFormat::ALL.len() + 5);
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
         for (module, function) in names {
             let text = std::fs::read_to_string(dir.join(format!("{module}.cu"))).unwrap();

@@ -8,7 +8,7 @@
 use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
 use weightstream_format::block::UE4M3_EDGES;
 use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
-use weightstream_kernels::{geometry, host_grid, Fp8Args, Launch, BLOCK_DIM};
+use weightstream_kernels::{geometry, host_grid, Element, Launch, ScaledArgs, BLOCK_DIM};
 
 const POISON: u16 = 0xBEEF;
 const GUARD: usize = 37;
@@ -132,7 +132,7 @@ fn fp8_every_layout_chunk_and_code() {
                 .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| 0.25 + (rng.next_u64() % 1000) as f32 / 256.0))
                 .collect();
             let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
-            for (format, e4m3) in [(Fp8Format::E4M3, true), (Fp8Format::E5M2, false)] {
+            for (format, element) in [(Fp8Format::E4M3, Element::E4m3), (Fp8Format::E5M2, Element::E5m2)] {
                 for scaled in [true, false] {
                     let kernel = Kernel::Fp8 { format, rows, cols, scales: scaled.then_some(grid) };
                     // The whole matrix, then chunks starting anywhere.
@@ -143,8 +143,8 @@ fn fp8_every_layout_chunk_and_code() {
                         ranges.push((a, b));
                     }
                     for (a, b) in ranges {
-                        let args = Fp8Args {
-                            e4m3,
+                        let args = ScaledArgs {
+                            element,
                             scales: 0,
                             first: a as u64,
                             cols,
@@ -154,9 +154,52 @@ fn fp8_every_layout_chunk_and_code() {
                         };
                         let want = cpu(&kernel, a as u64, &w[a..b], b - a);
                         let name = format!("{format:?} {rows}x{cols} {:?} scaled={scaled} [{a},{b})", layout.kind);
-                        check(&name, &Launch::Fp8(args), &w[a..b], b - a, scaled.then_some(&values[..]), &want);
+                        check(&name, &Launch::Scaled(args), &w[a..b], b - a, scaled.then_some(&values[..]), &want);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// E2M1 pairs with group scales (the 4-bit safetensors schemes): every
+/// code in every group, edge scales (zero, negative, subnormal, infinite,
+/// NaN, and the E8M0 extremes), groups of 16 and 32, odd row counts, and
+/// chunks starting on any pair.
+#[test]
+fn e2m1_every_code_group_and_chunk() {
+    let mut rng = Rng::from_env("e2m1_every_code_group_and_chunk");
+    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 2f32.powi(-127), 3e38, f32::INFINITY, f32::NAN, 448.0 * 6.0, 2f32.powi(127)];
+    for (rows, cols) in [(1u64, 32u64), (3, 64), (5, 96), (17, 160), (64, 512)] {
+        let total = (rows * cols) as usize;
+        let mut w: Vec<u8> = (0..=255u8).cycle().take((total / 2).min(256)).collect();
+        w.extend(rng.bytes(total / 2 - w.len()));
+        for group in [16u64, 32] {
+            let layout = ScaleLayout { kind: ScaleKind::Group, block_rows: 1, block_cols: group, grid_rows: rows, grid_cols: cols / group };
+            let values: Vec<f32> = (0..(rows * cols / group) as usize)
+                .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| f32::from_bits(rng.next_u64() as u32 & 0x7FFF_FFFF)))
+                .collect();
+            let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
+            let kernel = Kernel::E2m1 { rows, cols, scales: grid };
+            let mut ranges = vec![(0usize, total)];
+            for _ in 0..6 {
+                let a = (rng.next_u64() % (total as u64 / 2 + 1)) as usize * 2;
+                let b = a + (rng.next_u64() % ((total - a) as u64 / 2 + 1)) as usize * 2;
+                ranges.push((a, b));
+            }
+            for (a, b) in ranges {
+                let args = ScaledArgs {
+                    element: Element::E2m1,
+                    scales: 0,
+                    first: a as u64,
+                    cols,
+                    block_rows: 1,
+                    block_cols: group,
+                    grid_cols: layout.grid_cols,
+                };
+                let want = cpu(&kernel, a as u64, &w[a / 2..b / 2], b - a);
+                let name = format!("E2M1 {rows}x{cols} groups of {group} [{a},{b})");
+                check(&name, &Launch::Scaled(args), &w[a / 2..b / 2], b - a, Some(&values[..]), &want);
             }
         }
     }
@@ -168,8 +211,10 @@ fn lengths_are_checked_before_running() {
     assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 17], &mut out, 32, None, 1, 32).is_err());
     assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out[..31], 32, None, 1, 32).is_err());
     assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out, 31, None, 1, 32).is_err());
-    let a = Fp8Args { e4m3: true, scales: 0, first: 0, cols: 16, block_rows: 1, block_cols: 16, grid_cols: 1 };
-    assert!(host_grid::run(&Launch::Fp8(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), 1, 32).is_err());
+    let a = ScaledArgs { element: Element::E4m3, scales: 0, first: 0, cols: 16, block_rows: 1, block_cols: 16, grid_cols: 1 };
+    assert!(host_grid::run(&Launch::Scaled(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), 1, 32).is_err());
+    let a = ScaledArgs { element: Element::E2m1, ..a };
+    assert!(host_grid::run(&Launch::Scaled(a), &[0u8; 15], &mut out, 32, Some(&[1.0, 1.0]), 1, 32).is_err());
 }
 
 /// Scales that are not an f16 field, at their edges

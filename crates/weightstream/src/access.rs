@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use weightstream_dequant::{scales_to_f32, Kernel, ScaleGrid};
+use weightstream_dequant::{fold_global, scales_to_f32, Kernel, ScaleGrid};
 use weightstream_format::{Catalog, Encoding};
 
 use crate::alloc::zeroed;
@@ -46,10 +46,13 @@ impl<'j> JobKernel<'j> {
             None => None,
             Some(s) => {
                 let raw = bytes(cat, s.file, s.bytes.clone(), &cat.tensors[s.tensor].name)?;
-                let values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
+                let mut values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
                     tensor: job.name.clone(),
                     reason: format!("not a whole number of {:?} values", s.scale.dtype),
                 })?;
+                if let Some(g) = s.global {
+                    fold_global(&mut values, g.value, g.op);
+                }
                 Some(values)
             }
         };
@@ -60,7 +63,8 @@ impl<'j> JobKernel<'j> {
         self.job
     }
 
-    /// Scales as f32 (FP8 jobs with a scale tensor).
+    /// Scales as f32 (FP8 jobs with a scale tensor; packed 4-bit jobs, the
+    /// global scale folded in).
     pub fn scales(&self) -> Option<&[f32]> {
         self.scales.as_deref()
     }
@@ -77,7 +81,14 @@ impl<'j> JobKernel<'j> {
                 };
                 Kernel::Fp8 { format, rows, cols, scales }
             }
-            e => Kernel::for_encoding(e).expect("every non-FP8 encoding has a kernel"),
+            Encoding::E2m1 => {
+                let (rows, cols) = job.matrix;
+                let (Some(s), Some(v)) = (&job.scale, &self.scales) else {
+                    return Err(Error::BadScale { tensor: job.name.clone(), reason: "a packed 4-bit weight without its scales".into() });
+                };
+                Kernel::E2m1 { rows, cols, scales: ScaleGrid::new(v, &s.scale.layout, rows, cols).map_err(wrap)? }
+            }
+            e => Kernel::for_encoding(e).expect("every encoding without scales has a kernel"),
         })
     }
 }

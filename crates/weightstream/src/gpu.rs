@@ -7,7 +7,7 @@ use std::time::Instant;
 use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gds, GdsFile, Gpu, StagingConfig, StagingRing};
 use weightstream_format::io::GdsUse;
 use weightstream_format::{Catalog, Encoding, Fp8Format};
-use weightstream_kernels::{Fp8Args, Launch};
+use weightstream_kernels::{Element, Launch, ScaledArgs};
 
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
@@ -224,10 +224,14 @@ impl GpuExecutor {
     ) -> Result<LoadStats> {
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
-        // FP8 scales as f32 on the device, one small buffer per scaled tensor.
+        // Scales as f32 on the device (FP8, packed 4-bit with the global
+        // scale folded in), one small buffer per scaled tensor.
         let mut scales: Vec<Option<DeviceBuffer>> = Vec::with_capacity(plan.jobs.len());
         for job in &plan.jobs {
             let jk = JobKernel::new(cat, job)?;
+            // The CPU kernel's checks (scale count and cover, E2M1 pairing)
+            // before any launch reads the scales.
+            jk.kernel()?;
             scales.push(match jk.scales() {
                 None => None,
                 Some(v) => {
@@ -319,11 +323,16 @@ fn chunks_for(
             Encoding::Block(f) => ChunkOp::Kernel(Launch::Block(f)),
             Encoding::F32 => ChunkOp::Kernel(Launch::F32),
             Encoding::F16 => ChunkOp::Kernel(Launch::F16),
-            Encoding::Fp8(format) => {
+            Encoding::Fp8(_) | Encoding::E2m1 => {
                 let (rows, cols) = job.matrix;
                 let layout = job.scale.as_ref().map(|s| s.scale.layout);
-                ChunkOp::Kernel(Launch::Fp8(Fp8Args {
-                    e4m3: format == Fp8Format::E4M3,
+                let element = match job.encoding {
+                    Encoding::Fp8(Fp8Format::E4M3) => Element::E4m3,
+                    Encoding::Fp8(Fp8Format::E5M2) => Element::E5m2,
+                    _ => Element::E2m1,
+                };
+                ChunkOp::Kernel(Launch::Scaled(ScaledArgs {
+                    element,
                     scales: scales.unwrap_or(0),
                     first: c.first,
                     cols,

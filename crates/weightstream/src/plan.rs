@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::path::PathBuf;
 
-use weightstream_format::{Catalog, Encoding, ScaleRef};
+use weightstream_format::{Catalog, Encoding, GlobalScale, ScaleRef};
 
 use crate::error::{Error, Result};
 
@@ -22,13 +22,15 @@ pub struct PlanOptions {
     pub skip_unsupported: bool,
 }
 
-/// Where a job's FP8 scales are.
+/// Where a job's scales are (FP8, packed 4-bit).
 #[derive(Debug, Clone)]
 pub struct ScaleSource {
     pub tensor: usize,
     pub file: usize,
     pub bytes: Range<u64>,
     pub scale: ScaleRef,
+    /// A packed weight's global scale, folded into every scale value.
+    pub global: Option<GlobalScale>,
 }
 
 /// One tensor (or a rectangle of its matrix view) to produce as BF16.
@@ -207,7 +209,7 @@ impl Plan {
         let wanted: Option<HashSet<&str>> = opts.names.as_ref().map(|n| n.iter().map(String::as_str).collect());
         if let Some(w) = &wanted {
             for name in w {
-                if cat.tensor(name).is_none() {
+                if cat.out_tensor(name).is_none() {
                     return Err(Error::NoSuchTensor(name.to_string()));
                 }
             }
@@ -215,7 +217,7 @@ impl Plan {
         let mut jobs = Vec::new();
         let mut skipped = Vec::new();
         for (i, t) in cat.data_tensors() {
-            if wanted.as_ref().is_some_and(|w| !w.contains(t.name.as_str())) {
+            if wanted.as_ref().is_some_and(|w| !w.contains(t.out_name())) {
                 continue;
             }
             let encoding = match t.encoding() {
@@ -230,17 +232,18 @@ impl Plan {
             };
             let scale = t.scale.map(|s| {
                 let st = &cat.tensors[s.tensor];
-                ScaleSource { tensor: s.tensor, file: st.file, bytes: st.offset..st.offset + st.nbytes, scale: s }
+                let global = t.packed.as_ref().and_then(|p| p.global);
+                ScaleSource { tensor: s.tensor, file: st.file, bytes: st.offset..st.offset + st.nbytes, scale: s, global }
             });
             jobs.push(Job {
                 tensor: i,
-                name: t.name.clone(),
-                shape: t.shape.clone(),
+                name: t.out_name().to_string(),
+                shape: t.out_shape().to_vec(),
                 encoding,
-                matrix: t.matrix(),
+                matrix: t.out_matrix(),
                 file: t.file,
                 first: 0,
-                n_elems: t.n_elems(),
+                n_elems: t.out_elems(),
                 window: None,
                 src: t.offset..t.offset + t.nbytes,
                 scale,

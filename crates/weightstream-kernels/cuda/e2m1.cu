@@ -1,0 +1,58 @@
+// E2M1 (FP4) pairs -> BF16 times group scales: x = e2m1(q) * scale, one
+// rounded f32 multiply (the safetensors NVFP4 and MXFP4 schemes; a global
+// scale is folded into the scales on the host). Element 2k is the low
+// nibble of byte k, element 2k + 1 the high one. Thread group g writes
+// chunk elements 8g..8g+7 from 4 bytes (one 4-byte load where aligned),
+// with one scale lookup when the 8 share a scale (scale_grid.cuh).
+#include "common.cuh"
+#include "scale_grid.cuh"
+
+namespace ws {
+
+// An E2M1 code as f32, built from its bits (sign 3, exponent 2 with bias
+// 1, mantissa 1; exponent 0 holds 0 and 0.5): 0, 0.5, 1, 1.5, 2, 3, 4, 6
+// and their negatives, -0 included. The CPU kernels look the values up in
+// E2M1_VALUES (weightstream-format packed.rs): two derivations, compared by
+// the parity tests.
+WS_HD float e2m1_to_f32(uint32_t q) {
+    uint32_t e = (q >> 1) & 3u, m = q & 1u;
+    uint32_t mag = e ? (((e + 126u) << 23) | (m << 22)) : (m ? 0x3F000000u : 0u);
+    return bits_float(((q & 8u) << 28) | mag);
+}
+
+WS_HD void e2m1_group(const uint8_t* src, uint16_t* dst, uint64_t n, const ScaleParams& p, uint64_t g) {
+    uint64_t i = g * 8;
+    uint32_t count = (uint32_t)((n - i) < 8 ? (n - i) : 8);
+    uint32_t word = 0;
+#ifdef __CUDA_ARCH__
+    if (count == 8 && (reinterpret_cast<uintptr_t>(src + i / 2) & 3u) == 0) {
+        word = *reinterpret_cast<const uint32_t*>(src + i / 2);
+    } else
+#endif
+    {
+        for (uint32_t j = 0; j < (count + 1) / 2; j++) word |= (uint32_t)src[i / 2 + j] << (8 * j);
+    }
+    uint64_t e = p.first + i;  // matrix element index of the group's first element
+    uint16_t out[8];
+    if (one_scale(p, e, count)) {
+        float s = scale_at(p, e);
+        for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(mul(e2m1_to_f32((word >> (4 * j)) & 15u), s));
+    } else {
+        for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(mul(e2m1_to_f32((word >> (4 * j)) & 15u), scale_at(p, e + j)));
+    }
+    store_bf16(dst + i, out, count);
+}
+
+WS_HD void e2m1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const ScaleParams& p, Coords c) {
+    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) e2m1_group(src, dst, n, p, g);
+}
+
+}  // namespace ws
+
+#ifdef __CUDACC__
+extern "C" __global__ void ws_e2m1(const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first, uint64_t cols,
+                                   uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols) {
+    ws::ScaleParams p{scales, first, cols, block_rows, block_cols, grid_cols};
+    ws::e2m1_thread(src, dst, n, p, ws::coords());
+}
+#endif
