@@ -65,3 +65,37 @@ def floats(raw: bytes, dtype: str) -> np.ndarray:
         return np.frombuffer(raw, dtype=np.uint16).copy()  # copied bit for bit
     np_dtype = {"F32": np.float32, "F16": np.float16}[dtype]
     return to_bf16_bits(np.frombuffer(raw, dtype=np_dtype).astype(np.float32))
+
+
+# E2M1 (FP4) by code, -0.0 at code 8, as the safetensors 4-bit schemes'
+# producers decode it (compressed-tensors, transformers, ModelOpt).
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
+
+
+def packed_scales(raw: bytes, kind: str) -> np.ndarray:
+    """Group scales as float32: E4M3 codes (NVFP4), or U8 exponents 2^(e-127)
+    computed in floating point as transformers and compressed-tensors do
+    (255 overflows to +inf)."""
+    if kind == "e4m3":
+        return np.frombuffer(raw, dtype=ml_dtypes.float8_e4m3fn).astype(np.float32)
+    e = np.frombuffer(raw, dtype=np.uint8).astype(np.int32)
+    with np.errstate(over="ignore"):
+        return np.ldexp(np.float32(1.0), e - 127).astype(np.float32)
+
+
+def e2m1(raw: bytes, rows: int, cols: int, scales: np.ndarray, group: int, global_value=None, op=None) -> np.ndarray:
+    """E2M1 pairs (low nibble first) times their group scale, the global
+    scale folded into each group scale first (ModelOpt: s * g; compressed-
+    tensors: s / g), each a float32 operation, then BF16."""
+    b = np.frombuffer(raw, dtype=np.uint8).reshape(rows, cols // 2)
+    codes = np.empty((rows, cols), dtype=np.uint8)
+    codes[:, 0::2] = b & 0x0F
+    codes[:, 1::2] = b >> 4
+    s = scales.astype(np.float32).reshape(rows, -1)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if op == "mul":
+            s = (s * np.float32(global_value)).astype(np.float32)
+        elif op == "div":
+            s = (s / np.float32(global_value)).astype(np.float32)
+        x = (E2M1[codes] * np.repeat(s, group, axis=1)[:, :cols]).astype(np.float32)
+    return to_bf16_bits(x.ravel())

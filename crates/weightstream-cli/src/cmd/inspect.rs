@@ -7,7 +7,7 @@ use serde::ser::SerializeSeq;
 use serde::Serialize;
 use serde_json::{json, Value as Json};
 use std::io::Write;
-use weightstream::format::{Catalog, Format, Metadata, Role, TensorInfo};
+use weightstream::format::{Catalog, Format, GlobalOp, Metadata, Role, TensorInfo};
 
 use crate::human::{self, Table};
 use crate::report::{CmdResult, OrFail};
@@ -74,6 +74,14 @@ fn tensor_json(cat: &Catalog, t: &TensorInfo) -> Json {
             "layout": s.layout.kind,
             "block": [s.layout.block_rows, s.layout.block_cols],
             "grid": [s.layout.grid_rows, s.layout.grid_cols],
+        });
+    }
+    if let Some(p) = &t.packed {
+        o["packed"] = json!({
+            "scheme": p.scheme,
+            "name": p.name,
+            "shape": p.shape,
+            "global": p.global.map(|g| json!({"tensor": cat.tensors[g.tensor].name, "value": g.value, "op": g.op})),
         });
     }
     o
@@ -179,6 +187,24 @@ fn key_gguf_metadata(cat: &Catalog, all: bool) -> Vec<(String, String)> {
 
 fn scale_column(cat: &Catalog, t: &TensorInfo) -> String {
     match (&t.scale, t.role) {
+        (Some(s), _) if t.packed.is_some() => {
+            let p = t.packed.as_ref().expect("checked");
+            let global = match p.global {
+                Some(g) => {
+                    format!(", global {} {} {}", if g.op == GlobalOp::Multiply { "x" } else { "/" }, g.value, cat.tensors[g.tensor].name)
+                }
+                None => String::new(),
+            };
+            format!(
+                "{} {} {:?} <- {}{global} -> {} {}",
+                p.scheme.name(),
+                s.layout.describe(),
+                s.dtype,
+                cat.tensors[s.tensor].name,
+                p.name,
+                human::shape(&p.shape)
+            )
+        }
         (Some(s), _) => format!("{} {:?} <- {}", s.layout.describe(), s.dtype, cat.tensors[s.tensor].name),
         (None, Role::Scale { weight }) => format!("scale of {}", cat.tensors[weight].name),
         (None, Role::InputScale) => "activation scale (not loaded)".into(),

@@ -1,0 +1,151 @@
+"""Packed 4-bit safetensors checkpoints (NVFP4 ModelOpt and compressed-tensors,
+MXFP4 compressed-tensors and gpt-oss): inspect names the scheme and scale
+layout, convert matches an independent numpy implementation bit for bit
+on every ISA and thread count, and every malformed pairing is refused with
+a typed error naming the tensor. (The producers' own decompression is
+checked in tests/vllm/test_packed_references.py, where torch is.)"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import safetensors
+from safetensors.numpy import save_file
+
+import packed
+import reference
+from conftest import SEED, inspect_json, run_ws
+from test_cpu_parity import ISAS, assert_bits_equal, convert
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    out = tmp_path_factory.mktemp("packed")
+    packed.generate(out, SEED)
+    return out
+
+
+def expected(d) -> dict[str, np.ndarray]:
+    """The numpy reference for every tensor a load produces from `d`."""
+    wsuf, ssuf, group, kind, gsuf, op = packed.SCHEMES[d.name]
+    out = {}
+    # Raw bytes and shapes (numpy has no float8 dtype for safe_open).
+    raw = {n: (bytes(t["data"]), t["shape"]) for n, t in safetensors.deserialize((d / "model.safetensors").read_bytes())}
+    for n, (data, shape) in raw.items():
+        if n.endswith(wsuf) and n[: -len(wsuf)] + ssuf in raw:
+            base = n[: -len(wsuf)]
+            cols = shape[-1] * 2 if d.name != "mxfp4_gptoss" else shape[-2] * 32
+            rows = len(data) * 2 // cols
+            scales = reference.packed_scales(raw[base + ssuf][0], kind)
+            g = float(np.frombuffer(raw[base + gsuf][0], np.float32)[0]) if gsuf else None
+            out_name = base if d.name == "mxfp4_gptoss" else base + ".weight"
+            out[out_name] = reference.e2m1(data, rows, cols, scales, group, g, op)
+        elif n == "model.norm.weight":
+            out[n] = np.frombuffer(data, np.uint16)
+    return out
+
+
+@pytest.mark.parametrize("scheme", list(packed.SCHEMES))
+def test_inspect_names_scheme_scales_and_bf16_name(checkpoints, scheme):
+    info = inspect_json(checkpoints / scheme)
+    weights = [t for t in info["tensors"] if t.get("packed")]
+    assert len(weights) == len(packed.LAYERS)
+    for t in weights:
+        assert t["packed"]["scheme"] == scheme.replace("nvfp4_ct", "nvfp4_compressed_tensors").replace(
+            "mxfp4_ct", "mxfp4_compressed_tensors").replace("gptoss", "gpt_oss")
+        assert t["scale"]["layout"] == "group" and t["scale"]["block"] == [1, packed.SCHEMES[scheme][2]]
+        assert t["encoding"] == "E2M1"
+    roles = {t["name"]: t["role"] for t in info["tensors"]}
+    for n, r in roles.items():
+        if n.endswith(("input_scale", "input_global_scale")):
+            assert r == "activation_scale", (n, r)
+    text = run_ws("inspect", checkpoints / scheme).stdout
+    assert "groups of" in text and "->" in text, text
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("scheme", list(packed.SCHEMES))
+def test_convert_matches_numpy_reference(checkpoints, tmp_path, scheme, isa, threads):
+    got = convert(checkpoints / scheme, tmp_path / "o.safetensors", isa, threads)
+    want = expected(checkpoints / scheme)
+    assert set(got) == set(want)
+    for name in want:
+        assert_bits_equal(name, got[name], want[name])
+
+
+@pytest.mark.parametrize("scheme", list(packed.SCHEMES))
+def test_load_verify_and_json(checkpoints, scheme):
+    r = run_ws("load", checkpoints / scheme, "--verify", "--json")
+    report = json.loads(r.stdout)
+    assert report["tensors"] == len(packed.LAYERS) + 1, report
+
+
+def write(tmp_path, tensors: dict, config: dict | None = None):
+    d = tmp_path / "ck"
+    d.mkdir()
+    save_file(tensors, str(d / "model.safetensors"))
+    if config:
+        (d / "config.json").write_text(json.dumps(config))
+    return d
+
+
+def e4m3(shape):
+    return np.full(shape, 1.0, dtype=np.float32).astype(packed.ml_dtypes.float8_e4m3fn)
+
+
+MALFORMED = {
+    "missing_group_scale": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_global_scale": np.ones(1, np.float32)},
+                            "bad_packed", "x.weight_packed"),
+    "missing_global_scale": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1))},
+                             "bad_packed", "x.weight_packed"),
+    "scale_wrong_shape": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 2)),
+                           "x.weight_global_scale": np.ones(1, np.float32)}, "scale_mismatch", "x.weight_scale"),
+    "scale_wrong_dtype": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": np.ones((4, 1), np.float32)},
+                          "scale_mismatch", "x.weight_scale"),
+    "global_zero": ({"x.weight": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
+                     "x.weight_scale_2": np.zeros(1, np.float32)}, "scale_mismatch", "x.weight_scale_2"),
+    "global_nan": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
+                    "x.weight_global_scale": np.full(1, np.nan, np.float32)}, "scale_mismatch", "x.weight_global_scale"),
+    "global_inf": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
+                    "x.weight_global_scale": np.full(1, np.inf, np.float32)}, "scale_mismatch", "x.weight_global_scale"),
+    "global_two_values": ({"x.weight": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
+                           "x.weight_scale_2": np.ones(2, np.float32)}, "scale_mismatch", "x.weight_scale_2"),
+    "gptoss_blocks_not_16_bytes": ({"e_blocks": np.zeros((2, 4, 8), np.uint8), "e_scales": np.zeros((2, 4), np.uint8)},
+                                   "bad_packed", "e_blocks"),
+    "gptoss_scales_wrong_shape": ({"e_blocks": np.zeros((2, 4, 16), np.uint8), "e_scales": np.zeros((2, 5), np.uint8)},
+                                  "scale_mismatch", "e_scales"),
+    "bf16_name_taken": ({"x.weight_packed": np.zeros((4, 16), np.uint8), "x.weight_scale": np.zeros((4, 1), np.uint8),
+                         "x.weight": np.zeros((4, 32), np.float32)}, "bad_packed", "x.weight_packed"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_pairings_are_refused(tmp_path, case):
+    tensors, kind, tensor = MALFORMED[case]
+    d = write(tmp_path, tensors)
+    for cmd in (["inspect", "--json", d], ["load", d, "--json"], ["convert", d, "-o", tmp_path / "out.safetensors", "--json"]):
+        r = run_ws(*cmd, check=False)
+        assert r.returncode == 1, (cmd, r.stdout, r.stderr)
+        err = json.loads(r.stderr)["error"]
+        assert err["kind"] == kind and err["tensor"] == tensor, err
+    assert not (tmp_path / "out.safetensors").exists()
+
+
+def test_byte_count_that_does_not_match_the_shape_is_refused(tmp_path):
+    """A packed weight whose data range is not its shape's bytes: the
+    safetensors header check refuses it before any pairing."""
+    d = write(tmp_path, {"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
+                         "x.weight_global_scale": np.ones(1, np.float32)})
+    f = d / "model.safetensors"
+    raw = f.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    header["x.weight_packed"]["shape"] = [4, 9]
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (n - len(text)) if len(text) <= n else b""
+    assert len(text) == n
+    f.write_bytes(raw[:8] + text + raw[8 + n:])
+    r = run_ws("inspect", "--json", d, check=False)
+    assert r.returncode == 1 and json.loads(r.stderr)["error"]["tensor"] == "x.weight_packed", r.stderr
