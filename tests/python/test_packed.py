@@ -110,6 +110,8 @@ MALFORMED = {
                     "x.weight_global_scale": np.full(1, np.nan, np.float32)}, "scale_mismatch", "x.weight_global_scale"),
     "global_inf": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
                     "x.weight_global_scale": np.full(1, np.inf, np.float32)}, "scale_mismatch", "x.weight_global_scale"),
+    "ct_global_0_dim": ({"x.weight_packed": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
+                        "x.weight_global_scale": np.array(2.0, np.float32)}, "scale_mismatch", "x.weight_global_scale"),
     "global_two_values": ({"x.weight": np.zeros((4, 8), np.uint8), "x.weight_scale": e4m3((4, 1)),
                            "x.weight_scale_2": np.ones(2, np.float32)}, "scale_mismatch", "x.weight_scale_2"),
     "gptoss_blocks_not_16_bytes": ({"e_blocks": np.zeros((2, 4, 8), np.uint8), "e_scales": np.zeros((2, 4), np.uint8)},
@@ -149,3 +151,24 @@ def test_byte_count_that_does_not_match_the_shape_is_refused(tmp_path):
     f.write_bytes(raw[:8] + text + raw[8 + n:])
     r = run_ws("inspect", "--json", d, check=False)
     assert r.returncode == 1 and json.loads(r.stderr)["error"]["tensor"] == "x.weight_packed", r.stderr
+
+
+@pytest.mark.parametrize("scheme", ["mxfp4_ct", "mxfp4_gptoss"])
+def test_exponent_255_is_refused_at_load(tmp_path, scheme):
+    """E8M0's NaN code: compressed-tensors decodes it as 2^128 = inf,
+    transformers' ldexp as a finite power for |x| < 1; no result would be
+    the reference's, so the load fails naming the tensor."""
+    if scheme == "mxfp4_ct":
+        tensors = {"x.weight_packed": np.full((4, 16), 0x11, np.uint8), "x.weight_scale": np.array([[127]] * 3 + [[255]], np.uint8)}
+        name = "x.weight"
+    else:
+        tensors = {"x_blocks": np.full((4, 1, 16), 0x11, np.uint8), "x_scales": np.array([[127]] * 3 + [[255]], np.uint8)}
+        name = "x"
+    d = write(tmp_path, tensors)
+    assert run_ws("inspect", d).returncode == 0
+    for cmd in (["load", d, "--json"], ["convert", d, "-o", tmp_path / "out.safetensors", "--json"]):
+        r = run_ws(*cmd, check=False)
+        assert r.returncode == 1, r.stdout
+        err = json.loads(r.stderr)["error"]
+        assert err["kind"] == "bad_scale" and err["tensor"] == name and "255" in err["message"], err
+    assert not (tmp_path / "out.safetensors").exists()

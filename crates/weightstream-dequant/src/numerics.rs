@@ -113,9 +113,10 @@ pub fn e8m0_to_f32(v: u8) -> f32 {
     }
 }
 
-/// A U8 biased exponent as transformers (gpt-oss) and compressed-tensors
-/// (`mxfp4-pack-quantized`) decode it: 2^(e - 127) in floating point, so
-/// 0 is the subnormal 2^-127 and 0xFF overflows to +inf (not E8M0's NaN).
+/// A U8 biased exponent of the MXFP4 safetensors schemes: 2^(e - 127), 0
+/// the subnormal 2^-127. 0xFF (NaN in OCP MX) is refused before any kernel
+/// runs (the loader checks); here it is +inf, compressed-tensors' reading
+/// (transformers' ldexp gives finite values for |x| < 1 instead).
 pub fn exp2_u8_to_f32(v: u8) -> f32 {
     match v {
         0xFF => f32::INFINITY,

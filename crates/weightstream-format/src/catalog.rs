@@ -107,9 +107,9 @@ pub enum ScaleDtype {
     E8M0,
     /// FP8 E4M3FN (NVFP4's group scales).
     E4M3,
-    /// U8 biased exponents as transformers (gpt-oss) and compressed-tensors
-    /// (`mxfp4-pack-quantized`) decode them: 2^(e - 127) computed in
-    /// floating point, so 0xFF is 2^128 = +inf (not OCP's NaN).
+    /// U8 biased exponents of the MXFP4 safetensors schemes (gpt-oss,
+    /// compressed-tensors `mxfp4-pack-quantized`): 2^(e - 127). 0xFF, NaN in
+    /// OCP MX, is refused at load: its producers decode it differently.
     Exp2U8,
 }
 

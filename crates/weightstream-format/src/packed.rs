@@ -253,8 +253,18 @@ fn resolve<'p>(
             };
             let gt = &tensors[g];
             let g_bad = |reason: String| mismatch_at(gt, &w.name, &gt.name, reason, file_path);
-            if gt.dtype != Dtype::St(StDtype::F32) || !matches!(gt.shape.as_slice(), [] | [1]) {
-                return Err(g_bad(format!("a global scale is one F32 value (shape [] or [1]), found {} {:?}", gt.dtype.name(), gt.shape)));
+            // compressed-tensors writes shape [1]: a 0-dim value would make
+            // its own decompression round s / g to the group scale's BF16
+            // (torch's type promotion), a layout it never produces.
+            let shapes: &[&[u64]] = if op == GlobalOp::Divide { &[&[1]] } else { &[&[], &[1]] };
+            if gt.dtype != Dtype::St(StDtype::F32) || !shapes.contains(&gt.shape.as_slice()) {
+                return Err(g_bad(format!(
+                    "a {} global scale is one F32 value of shape {}, found {} {:?}",
+                    scheme.name(),
+                    if op == GlobalOp::Divide { "[1]" } else { "[] or [1]" },
+                    gt.dtype.name(),
+                    gt.shape
+                )));
             }
             let value = read_f32(gt).map_err(|e| FormatError::io(file_path(gt.file), Some(gt.offset), &e).with_tensor(&gt.name))?;
             if !(value.is_finite() && value > 0.0) {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use weightstream_dequant::{fold_global, scales_to_f32, Kernel, ScaleGrid};
-use weightstream_format::{Catalog, Encoding};
+use weightstream_format::{Catalog, Encoding, ScaleDtype};
 
 use crate::alloc::zeroed;
 use crate::error::{Error, Result};
@@ -46,6 +46,21 @@ impl<'j> JobKernel<'j> {
             None => None,
             Some(s) => {
                 let raw = bytes(cat, s.file, s.bytes.clone(), &cat.tensors[s.tensor].name)?;
+                if s.scale.dtype == ScaleDtype::Exp2U8 {
+                    if let Some(k) = raw.iter().position(|&e| e == 0xFF) {
+                        // NaN in the OCP MX spec, and the producers' decoders
+                        // disagree on it (compressed-tensors: 2^128 = inf;
+                        // transformers' ldexp: finite for |x| < 1): no answer
+                        // would be the reference's.
+                        return Err(Error::BadScale {
+                            tensor: job.name.clone(),
+                            reason: format!(
+                                "group scale {k} of '{}' is exponent 255 (NaN in OCP MX; its producers decode it differently)",
+                                cat.tensors[s.tensor].name
+                            ),
+                        });
+                    }
+                }
                 let mut values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
                     tensor: job.name.clone(),
                     reason: format!("not a whole number of {:?} values", s.scale.dtype),

@@ -1,0 +1,91 @@
+"""Packed 4-bit safetensors schemes against the producers' own code, run
+from PyPI (pinned in requirements/vllm.txt), bit for bit:
+
+- compressed-tensors' NVFP4PackedCompressor / MXFP4PackedCompressor
+  `decompress` (nvfp4-pack-quantized, mxfp4-pack-quantized): they return
+  BF16 themselves (E2M1 values and group scales in BF16, s / global in
+  float32 by torch's promotion with the [1]-shaped global scale, the
+  product in float32, rounded to BF16 at the end);
+- transformers' gpt-oss `convert_moe_packed_tensors` (E2M1 in BF16, times
+  2^(e - 127) by torch.ldexp, i.e. a float32 product rounded to BF16),
+  which also transposes each expert to [in, out]: compared transposed.
+
+NaN bit patterns differ between torch and the numerics contract (every
+NaN is 0x7FC0 here), so NaNs are compared as NaN, everything else by bits.
+ModelOpt NVFP4 is checked against an independent numpy implementation in
+tests/python/test_packed.py.
+"""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file as st_load_file
+
+import weightstream
+from conftest import ROOT, SEED
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import packed  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    out = tmp_path_factory.mktemp("packed")
+    packed.generate(out, SEED)
+    return out
+
+
+def assert_same_bits(name: str, got: torch.Tensor, want: torch.Tensor) -> None:
+    assert got.dtype == torch.bfloat16 and want.dtype == torch.bfloat16, (name, got.dtype, want.dtype)
+    assert got.shape == want.shape, (name, got.shape, want.shape)
+    g, w = got.contiguous().view(torch.int16), want.contiguous().view(torch.int16)
+    both_nan = torch.isnan(got) & torch.isnan(want)
+    differ = (g != w) & ~both_nan
+    n = int(differ.sum())
+    if n:
+        i = int(differ.flatten().nonzero()[0])
+        raise AssertionError(f"{name}: {n} of {g.numel()} elements differ, first at {i}: "
+                             f"{int(g.flatten()[i]) & 0xFFFF:#06x} != {int(w.flatten()[i]) & 0xFFFF:#06x}")
+    assert torch.equal(torch.isnan(got), torch.isnan(want)), name
+
+
+@pytest.mark.parametrize("scheme", ["nvfp4_ct", "mxfp4_ct"])
+def test_compressed_tensors_decompress(checkpoints, scheme):
+    from compressed_tensors.compressors.mxfp4.base import MXFP4PackedCompressor
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+
+    compressor = NVFP4PackedCompressor if scheme == "nvfp4_ct" else MXFP4PackedCompressor
+    d = checkpoints / scheme
+    raw = st_load_file(d / "model.safetensors")
+    got = weightstream.load_file(d)
+    checked = 0
+    for name in raw:
+        if not name.endswith(".weight_packed"):
+            continue
+        base = name[: -len(".weight_packed")]
+        state = {k[len(base) + 1:]: v for k, v in raw.items() if k.startswith(base + ".weight_")}
+        # decompress reads only the tensors (the scheme is for compress).
+        want = compressor.decompress(state, None)["weight"]
+        assert_same_bits(base + ".weight", got[base + ".weight"], want)
+        checked += 1
+    assert checked == len(packed.LAYERS)
+
+
+def test_transformers_gpt_oss_dequantization(checkpoints):
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    d = checkpoints / "mxfp4_gptoss"
+    raw = st_load_file(d / "model.safetensors")
+    got = weightstream.load_file(d)
+    checked = 0
+    for name in raw:
+        if not name.endswith("_blocks"):
+            continue
+        base = name[: -len("_blocks")]
+        want = convert_moe_packed_tensors(raw[name], raw[base + "_scales"], dtype=torch.bfloat16)
+        # transformers hands gpt-oss its experts as [E, in, out]; the file (and weightstream) keep [E, out, in].
+        assert_same_bits(base, got[base].transpose(1, 2), want)
+        checked += 1
+    assert checked == len(packed.LAYERS)
