@@ -113,7 +113,7 @@ device() {
         ;;
       sanitizer)
         compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
-          "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 kernels_match_cpu_bitwise e2m1_matches_cpu pipeline_matches 2>&1 | tail -40 | tee "$out/sanitizer.log"
+          "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 kernels_match_cpu_bitwise e2m1_matches_cpu int_matches_cpu pipeline_matches 2>&1 | tail -40 | tee "$out/sanitizer.log"
         ;;
       python)
         WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" python3 -m pytest tests/vllm/test_torch_api.py -q -rs -p no:cacheprovider 2>&1 | tee "$out/python.log"

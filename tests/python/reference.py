@@ -99,3 +99,29 @@ def e2m1(raw: bytes, rows: int, cols: int, scales: np.ndarray, group: int, globa
             s = (s / np.float32(global_value)).astype(np.float32)
         x = (E2M1[codes] * np.repeat(s, group, axis=1)[:, :cols]).astype(np.float32)
     return to_bf16_bits(x.ravel())
+
+
+def packed_int(words: bytes, bits: int, rows: int, cols: int, scales: np.ndarray, scale_dtype, zeros: bytes | None) -> np.ndarray:
+    """compressed-tensors pack-quantized: values with a 2^(bits-1) offset,
+    the first in the low bits of little-endian int32 words; zero points
+    packed along the rows the same way. (q - zero) * scale computed in the
+    scale's dtype (exact in float32 for F16/BF16 scales, then rounded to it),
+    then BF16. `scales` is the stored [rows, G] or [1] array."""
+    per = 32 // bits
+    mask = (1 << bits) - 1
+    w = np.frombuffer(words, dtype=np.uint32).reshape(rows, cols // per)
+    q = ((w[:, :, None] >> (np.arange(per, dtype=np.uint32) * bits)) & mask).reshape(rows, cols).astype(np.int32) - (1 << (bits - 1))
+    s = np.asarray(scales)
+    g = 1 if s.size == 1 else s.shape[1]
+    sf = s.astype(np.float32).reshape(-1, g)
+    z = np.zeros_like(sf)
+    if zeros is not None:
+        zw = np.frombuffer(zeros, dtype=np.uint32).reshape(-1, g)
+        zz = ((zw[:, None, :] >> (np.arange(per, dtype=np.uint32)[None, :, None] * bits)) & mask).reshape(-1, g)[:rows]
+        z = zz.astype(np.float32) - (1 << (bits - 1))
+    group = cols // g
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = ((q.astype(np.float32) - np.repeat(z, group, axis=1)) * np.repeat(sf, group, axis=1)).astype(np.float32)
+        if s.dtype == np.float16:
+            x = x.astype(np.float16).astype(np.float32)
+    return to_bf16_bits(x.ravel())

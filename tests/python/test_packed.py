@@ -118,6 +118,17 @@ MALFORMED = {
                                    "bad_packed", "e_blocks"),
     "gptoss_scales_wrong_shape": ({"e_blocks": np.zeros((2, 4, 16), np.uint8), "e_scales": np.zeros((2, 5), np.uint8)},
                                   "scale_mismatch", "e_scales"),
+    "int_without_shape": ({"x.weight_packed": np.zeros((4, 2), np.int32), "x.weight_scale": np.ones((4, 1), np.float16)},
+                          "bad_packed", "x.weight_packed"),
+    "int_padded_rows": ({"x.weight_packed": np.zeros((4, 2), np.int32), "x.weight_shape": np.array([4, 13]),
+                         "x.weight_scale": np.ones((4, 1), np.float16)}, "bad_packed", "x.weight_packed"),
+    "int_scale_groups_do_not_divide": ({"x.weight_packed": np.zeros((4, 2), np.int32), "x.weight_shape": np.array([4, 16]),
+                                        "x.weight_scale": np.ones((4, 3), np.float16)}, "scale_mismatch", "x.weight_scale"),
+    "int_zero_point_wrong_shape": ({"x.weight_packed": np.zeros((4, 2), np.int32), "x.weight_shape": np.array([4, 16]),
+                                    "x.weight_scale": np.ones((4, 2), np.float16), "x.weight_zero_point": np.zeros((4, 2), np.int32)},
+                                   "scale_mismatch", "x.weight_zero_point"),
+    "int_g_idx": ({"x.weight_packed": np.zeros((4, 2), np.int32), "x.weight_shape": np.array([4, 16]),
+                   "x.weight_scale": np.ones((4, 2), np.float16), "x.weight_g_idx": np.zeros(16, np.int32)}, "bad_packed", "x.weight_packed"),
     "bf16_name_taken": ({"x.weight_packed": np.zeros((4, 16), np.uint8), "x.weight_scale": np.zeros((4, 1), np.uint8),
                          "x.weight": np.zeros((4, 32), np.float32)}, "bad_packed", "x.weight_packed"),
 }
@@ -172,3 +183,25 @@ def test_exponent_255_is_refused_at_load(tmp_path, scheme):
         err = json.loads(r.stderr)["error"]
         assert err["kind"] == "bad_scale" and err["tensor"] == name and "255" in err["message"], err
     assert not (tmp_path / "out.safetensors").exists()
+
+
+def test_int_packs_match_numpy_reference(checkpoints, tmp_path):
+    """compressed-tensors pack-quantized INT4/INT8 (every combination in
+    packed.INT_LAYERS) on every ISA: bitwise equal to numpy."""
+    d = checkpoints / "int_ct"
+    raw = {n: (bytes(t["data"]), t["dtype"], t["shape"]) for n, t in safetensors.deserialize((d / "model.safetensors").read_bytes())}
+    np_dtype = {"F32": np.float32, "F16": np.float16, "BF16": packed.ml_dtypes.bfloat16}
+    want = {"model.norm.weight": np.frombuffer(raw["model.norm.weight"][0], np.uint16)}
+    for name, bits, rows, cols, group, sdt, asym in packed.INT_LAYERS:
+        sdata, sdtype, sshape = raw[name + ".weight_scale"]
+        scales = np.frombuffer(sdata, np_dtype[sdtype]).reshape(sshape)
+        zeros = raw[name + ".weight_zero_point"][0] if asym else None
+        want[name + ".weight"] = reference.packed_int(raw[name + ".weight_packed"][0], bits, rows, cols, scales, sdtype, zeros)
+    info = {t["name"]: t for t in inspect_json(d)["tensors"]}
+    assert info[packed.INT_LAYERS[0][0] + ".weight_packed"]["encoding"] == "INT4"
+    assert info[packed.INT_LAYERS[2][0] + ".weight_packed"]["encoding"] == "INT8"
+    for isa in ISAS:
+        got = convert(d, tmp_path / f"{isa}.safetensors", isa, 2)
+        assert set(got) == set(want)
+        for name in want:
+            assert_bits_equal(name, got[name], want[name])

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream};
 use cudarc::nvrtc::Ptx;
-use weightstream_kernels::{fatbin, geometry, Launch};
+use weightstream_kernels::{fatbin, geometry, Element, Launch};
 
 use crate::error::{CudaError, Result};
 use crate::memory::{DeviceBuffer, PinnedBuffer};
@@ -143,6 +143,9 @@ impl Gpu {
         let mut args: Vec<u64> = vec![src, dst, n];
         if let Launch::Scaled(a) = launch {
             args.extend([a.scales, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols]);
+            if matches!(a.element, Element::Int4 | Element::Int8) {
+                args.extend([a.zeros, a.round_f16 as u64]);
+            }
         }
         let mut ptrs: Vec<*mut c_void> = args.iter_mut().map(|a| a as *mut u64 as *mut c_void).collect();
         // Enough blocks to fill every SM several times over; the kernels

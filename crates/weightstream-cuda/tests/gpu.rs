@@ -31,17 +31,36 @@ fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
 
 /// Launch on the device into a poisoned buffer; check every output and the guard.
 fn check_launch(g: &Gpu, name: &str, launch: Launch, src: &[u8], n: usize, scales: Option<&[f32]>, want: &[u16]) {
+    check_launch_zeros(g, name, launch, src, n, scales, None, want)
+}
+
+/// `check_launch` with an integer pack's zero points.
+#[allow(clippy::too_many_arguments)]
+fn check_launch_zeros(
+    g: &Gpu,
+    name: &str,
+    launch: Launch,
+    src: &[u8],
+    n: usize,
+    scales: Option<&[f32]>,
+    zeros: Option<&[f32]>,
+    want: &[u16],
+) {
     let s = g.alloc(src.len().max(1), "src").unwrap();
     s.from_host(src).unwrap();
     let dst = g.alloc(n * 2 + GUARD, "dst").unwrap();
     dst.from_host(&vec![POISON; n * 2 + GUARD]).unwrap();
-    let sc = scales.map(|v| {
-        let b = g.alloc(v.len() * 4, "scales").unwrap();
+    let upload = |v: &[f32]| {
+        let b = g.alloc(v.len() * 4, "grid").unwrap();
         b.from_host(&v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()).unwrap();
         b
-    });
+    };
+    let sc = scales.map(upload);
+    let zs = zeros.map(upload);
     let launch = match launch {
-        Launch::Scaled(a) => Launch::Scaled(ScaledArgs { scales: sc.as_ref().map_or(0, |b| b.ptr()), ..a }),
+        Launch::Scaled(a) => {
+            Launch::Scaled(ScaledArgs { scales: sc.as_ref().map_or(0, |b| b.ptr()), zeros: zs.as_ref().map_or(0, |b| b.ptr()), ..a })
+        }
         l => l,
     };
     let stream = g.new_stream().unwrap();
@@ -119,6 +138,8 @@ fn kernels_match_cpu_bitwise() {
                         block_rows: layout.block_rows,
                         block_cols: layout.block_cols,
                         grid_cols: layout.grid_cols,
+                        zeros: 0,
+                        round_f16: false,
                     };
                     let want = cpu(&kernel, a as u64, &w[a..b], b - a);
                     check_launch(
@@ -166,10 +187,63 @@ fn e2m1_matches_cpu_bitwise() {
                     block_rows: 1,
                     block_cols: group,
                     grid_cols: cols / group,
+                    zeros: 0,
+                    round_f16: false,
                 };
                 let want = cpu(&kernel, a as u64, &w[a / 2..b / 2], b - a);
                 let name = format!("E2M1 {rows}x{cols} groups of {group} [{a},{b})");
                 check_launch(&g, &name, Launch::Scaled(args), &w[a / 2..b / 2], b - a, Some(&values), &want);
+            }
+        }
+    }
+}
+
+/// Packed integers on the device against the CPU kernel: INT4 and INT8,
+/// with and without zero points and F16 rounding, group and channel
+/// scales, edge scales, chunks from any word.
+#[test]
+#[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
+fn int_matches_cpu_bitwise() {
+    let g = gpu();
+    let mut rng = Rng::from_env("int_matches_cpu_bitwise");
+    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 6.1e-5, 3e-8, 65504.0, 300.0, 3e38, f32::INFINITY, f32::NAN];
+    for (bits, element) in [(4u8, Element::Int4), (8, Element::Int8)] {
+        for (rows, cols) in [(3u64, 64u64), (17, 256), (1024, 4096)] {
+            let total = (rows * cols) as usize;
+            let w = rng.bytes(total * bits as usize / 8);
+            for block_cols in [128u64, cols] {
+                let layout =
+                    ScaleLayout { kind: ScaleKind::Group, block_rows: 1, block_cols, grid_rows: rows, grid_cols: cols / block_cols };
+                let ns = (rows * cols / block_cols) as usize;
+                let values: Vec<f32> = (0..ns)
+                    .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| (rng.next_u64() % 20000) as f32 / 4096.0 - 2.0))
+                    .collect();
+                let half = 1i64 << (bits - 1);
+                let zeros: Vec<f32> = (0..ns).map(|_| ((rng.next_u64() % (2 * half as u64)) as i64 - half) as f32).collect();
+                for (with_zeros, round_f16) in [(false, false), (true, true)] {
+                    let zgrid = with_zeros.then(|| ScaleGrid::new(&zeros, &layout, rows, cols).unwrap());
+                    let scales = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
+                    let kernel = Kernel::Int { bits, rows, cols, scales, zeros: zgrid, round_f16 };
+                    let per_word = 32 / bits as usize;
+                    for (a, b) in [(0usize, total), (total / 3 / per_word * per_word, total)] {
+                        let (sa, sb) = (a * bits as usize / 8, b * bits as usize / 8);
+                        let args = ScaledArgs {
+                            element,
+                            scales: 0,
+                            first: a as u64,
+                            cols,
+                            block_rows: 1,
+                            block_cols,
+                            grid_cols: cols / block_cols,
+                            zeros: 0,
+                            round_f16,
+                        };
+                        let want = cpu(&kernel, a as u64, &w[sa..sb], b - a);
+                        let name = format!("INT{bits} {rows}x{cols} groups of {block_cols} zeros={with_zeros} [{a},{b})");
+                        let z = with_zeros.then_some(&zeros[..]);
+                        check_launch_zeros(&g, &name, Launch::Scaled(args), &w[sa..sb], b - a, Some(&values), z, &want);
+                    }
+                }
             }
         }
     }

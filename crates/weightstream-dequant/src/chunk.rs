@@ -1,7 +1,7 @@
 //! One chunk on one thread: check it, then run the kernel for the ISA.
 
 use crate::isa::Isa;
-use crate::kernel::{fp8_runs, DequantError, Kernel, ScaleGrid};
+use crate::kernel::{fp8_runs, grid_runs, DequantError, Kernel, ScaleGrid};
 use crate::scalar;
 use weightstream_format::{BlockFormat, Fp8Format};
 
@@ -21,6 +21,14 @@ pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa:
         Kernel::BF16 => scalar::bf16(src, dst),
         Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, format, cols, scales.as_ref(), first, src, dst),
         Kernel::E2m1 { cols, scales, .. } => e2m1(isa, cols, &scales, first, src, dst),
+        Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
+            // Runs on whole words (Kernel::check): elements i.. are bytes i * bits / 8...
+            let per_byte = 8 / bits as usize;
+            grid_runs(cols, &scales, first, dst.len(), |k, i, len| {
+                let zero = zeros.as_ref().map_or(0.0, |z| z.value(k));
+                scalar::int_run(bits, scales.value(k), zero, round_f16, &src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len])
+            })
+        }
     }
     Ok(())
 }

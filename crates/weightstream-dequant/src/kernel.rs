@@ -14,7 +14,7 @@ pub enum DequantError {
     OutOfRange { first: u64, end: u64, total: u64 },
     #[error("scale grid has {actual} values, its layout needs {expected}")]
     ScaleCount { expected: u64, actual: u64 },
-    #[error("E2M1 pairs need an even row length and group, found {cols} columns in groups of {group}")]
+    #[error("packed values need whole bytes or words per row and group, found {cols} columns in groups of {group}")]
     OddPacking { cols: u64, group: u64 },
     #[error("a [{grid_rows}, {grid_cols}] grid of {block_rows}x{block_cols} blocks does not cover a [{rows}, {cols}] matrix")]
     ScaleCover { grid_rows: u64, grid_cols: u64, block_rows: u64, block_cols: u64, rows: u64, cols: u64 },
@@ -70,6 +70,20 @@ impl<'a> ScaleGrid<'a> {
         self.block_cols
     }
 
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Value `k` (an index from `grid_runs`).
+    #[inline]
+    pub fn value(&self, k: usize) -> f32 {
+        self.values[k]
+    }
+
     /// The one scale of a 1x1 grid (per-tensor), if that is what this is.
     pub fn uniform(&self) -> Option<f32> {
         (self.values.len() == 1).then(|| self.values[0])
@@ -98,6 +112,19 @@ pub enum Kernel<'a> {
         cols: u64,
         scales: ScaleGrid<'a>,
     },
+    /// Integers of `bits` bits (4, 8) packed in little-endian int32 words
+    /// with a `2^(bits-1)` offset, of a `[rows, cols]` matrix:
+    /// `(q - zero) * scale`, rounded to F16 first when the scales are F16
+    /// (`round_f16`: the reference computes in the scale's dtype). `zeros`
+    /// holds the zero points as exact f32 values, laid out like the scales.
+    Int {
+        bits: u8,
+        rows: u64,
+        cols: u64,
+        scales: ScaleGrid<'a>,
+        zeros: Option<ScaleGrid<'a>>,
+        round_f16: bool,
+    },
 }
 
 impl<'a> Kernel<'a> {
@@ -109,7 +136,7 @@ impl<'a> Kernel<'a> {
             Encoding::F16 => Kernel::F16,
             Encoding::BF16 => Kernel::BF16,
             Encoding::Block(f) => Kernel::Block(f),
-            Encoding::Fp8(_) | Encoding::E2m1 => return None,
+            Encoding::Fp8(_) | Encoding::E2m1 | Encoding::Int { .. } => return None,
         })
     }
 
@@ -121,6 +148,7 @@ impl<'a> Kernel<'a> {
             Kernel::Block(f) => Encoding::Block(*f),
             Kernel::Fp8 { format, .. } => Encoding::Fp8(*format),
             Kernel::E2m1 { .. } => Encoding::E2m1,
+            Kernel::Int { bits, .. } => Encoding::Int { bits: *bits },
         }
     }
 
@@ -143,7 +171,7 @@ impl<'a> Kernel<'a> {
         if first % g != 0 || dst_len % g != 0 {
             return Err(DequantError::Unaligned { first, end, granule: g });
         }
-        if let Kernel::Fp8 { rows, cols, .. } | Kernel::E2m1 { rows, cols, .. } = self {
+        if let Kernel::Fp8 { rows, cols, .. } | Kernel::E2m1 { rows, cols, .. } | Kernel::Int { rows, cols, .. } = self {
             let total = rows.saturating_mul(*cols);
             if end > total {
                 return Err(DequantError::OutOfRange { first, end, total });
@@ -154,6 +182,19 @@ impl<'a> Kernel<'a> {
             // that no byte's two values fall in different runs.
             if cols % 2 != 0 || scales.block_cols() % 2 != 0 {
                 return Err(DequantError::OddPacking { cols: *cols, group: scales.block_cols() });
+            }
+        }
+        if let Kernel::Int { bits, cols, scales, zeros, .. } = self {
+            // Runs split at rows and groups: whole int32 words, so that no
+            // word's values fall in different runs.
+            let per_word = 32 / *bits as u64;
+            if !matches!(bits, 4 | 8) || cols % per_word != 0 || (scales.block_cols() % per_word != 0 && scales.uniform().is_none()) {
+                return Err(DequantError::OddPacking { cols: *cols, group: scales.block_cols() });
+            }
+            if let Some(z) = zeros {
+                if z.len() != scales.len() || z.block_cols() != scales.block_cols() {
+                    return Err(DequantError::ScaleCount { expected: scales.len() as u64, actual: z.len() as u64 });
+                }
             }
         }
         let expected = self.src_bytes(dst_len);
@@ -167,35 +208,42 @@ impl<'a> Kernel<'a> {
 /// Split elements `[first, first + n)` of a `[rows, cols]` matrix into runs
 /// that share one scale (a block's width of one row, a whole row for
 /// per-channel scales, everything for one scale) and call `run(scale,
-/// offset, len)` for each. Row by row, the block boundary advanced by
-/// addition: no division per run.
+/// offset, len)` for each; no scales is scale 1.
 #[inline(always)]
 pub(crate) fn fp8_runs(cols: u64, scales: Option<&ScaleGrid>, first: u64, n: usize, mut run: impl FnMut(f32, usize, usize)) {
+    match scales {
+        None if n > 0 => run(1.0, 0, n),
+        None => {}
+        Some(g) => grid_runs(cols, g, first, n, |k, i, len| run(g.values[k], i, len)),
+    }
+}
+
+/// The runs of [`fp8_runs`], each with the index `k` of its value in the
+/// grid (where zero points, laid out like the scales, are found too).
+/// Row by row, the block boundary advanced by addition: no division per run.
+#[inline(always)]
+pub(crate) fn grid_runs(cols: u64, g: &ScaleGrid, first: u64, n: usize, mut run: impl FnMut(usize, usize, usize)) {
     if n == 0 {
         // Also the only case where cols may be 0 (an empty matrix): nothing
         // to split, and nothing to divide by (found by the dequant fuzzer).
         return;
     }
-    let g = match scales {
-        None => return run(1.0, 0, n),
-        Some(g) => match g.uniform() {
-            Some(scale) => return run(scale, 0, n),
-            None => g,
-        },
-    };
+    if g.uniform().is_some() {
+        return run(0, 0, n);
+    }
     let bc = g.block_cols() as usize;
     let cols = cols as usize;
     let mut i = 0usize;
     let mut row = first / cols as u64;
     let mut c = (first % cols as u64) as usize;
     while i < n {
-        let row_scales = g.row(row);
+        let row_start = ((row / g.block_rows) * g.grid_cols) as usize;
         let row_end = i + (cols - c).min(n - i);
         let mut block = c / bc;
         let mut boundary = (block + 1) * bc;
         while i < row_end {
             let len = (boundary.min(cols) - c).min(row_end - i);
-            run(row_scales[block], i, len);
+            run(row_start + block, i, len);
             i += len;
             c += len;
             block += 1;

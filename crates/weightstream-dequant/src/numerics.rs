@@ -124,9 +124,82 @@ pub fn exp2_u8_to_f32(v: u8) -> f32 {
     }
 }
 
+/// `x` rounded to IEEE binary16 precision (round to nearest even, past
+/// 65504 to infinity, f16 subnormals as multiples of 2^-24), as f32: what
+/// torch's f16 arithmetic keeps of a product. Two exact-or-rounded f32
+/// additions by a power of two whose ulp is f16's quantum there; the CUDA
+/// kernels do the same (common.cuh `round_f16`).
+pub fn round_f16(x: f32) -> f32 {
+    let a = x.abs();
+    let r = if a.is_nan() {
+        return x;
+    } else if a >= 65520.0 {
+        // 65520 is halfway from 65504 (odd mantissa) to 65536: ties go up.
+        f32::INFINITY
+    } else if a < 6.103_515_6e-5 {
+        // Below 2^-14: multiples of 2^-24, the ulp of 0.5.
+        (a + 0.5) - 0.5
+    } else {
+        // 2^(e + 13), whose ulp is 2^(e - 10), f16's quantum in a's binade.
+        let c = f32::from_bits((a.to_bits() & 0x7F80_0000) + (13 << 23));
+        (a + c) - c
+    };
+    r.copysign(x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// round_f16 against a search over every finite f16 value (nearest,
+    /// ties to the even code), on every f16 value, every midpoint and its
+    /// neighbours, and random f32 values.
+    #[test]
+    fn round_f16_is_nearest_even_f16() {
+        let pos: Vec<f32> = (0u16..0x7C00).map(f16_to_f32).collect(); // sorted, 0 .. 65504
+        let reference = |x: f32| -> f32 {
+            let a = x.abs();
+            if a.is_nan() {
+                return x;
+            }
+            let k = pos.partition_point(|&v| v <= a); // pos[k - 1] <= a < pos[k]
+            let r = if k == pos.len() {
+                if a >= 65520.0 {
+                    f32::INFINITY
+                } else {
+                    65504.0
+                }
+            } else {
+                let (lo, hi) = (pos[k - 1], pos[k]);
+                let (dl, dh) = (a as f64 - lo as f64, hi as f64 - a as f64);
+                if dl < dh || (dl == dh && (k - 1) % 2 == 0) {
+                    lo
+                } else {
+                    hi
+                }
+            };
+            r.copysign(x)
+        };
+        let mut xs: Vec<f32> = Vec::new();
+        for w in pos.windows(2) {
+            let mid = ((w[0] as f64 + w[1] as f64) / 2.0) as f32;
+            xs.extend([w[0], mid, f32::from_bits(mid.to_bits() - 1), f32::from_bits(mid.to_bits() + 1)]);
+        }
+        xs.extend([65504.0, 65519.996, 65520.0, 70000.0, f32::MAX, f32::INFINITY, 1e-30, 2.9802322e-8, 2.9802326e-8]);
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            xs.push(f32::from_bits(state as u32 & 0x7FFF_FFFF) % 70000.0);
+        }
+        for x in xs {
+            for v in [x, -x] {
+                assert_eq!(round_f16(v).to_bits(), reference(v).to_bits(), "{v:e}");
+            }
+        }
+        assert!(round_f16(f32::NAN).is_nan());
+    }
 
     #[test]
     fn rebias_constants_are_powers_of_two() {

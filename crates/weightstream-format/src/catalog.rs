@@ -63,6 +63,12 @@ pub enum Encoding {
     /// elements times its scale (the safetensors 4-bit schemes:
     /// `crate::packed`).
     E2m1,
+    /// Signed integers of `bits` bits (4 or 8) packed little-endian in
+    /// int32 words, stored with a `2^(bits-1)` offset (compressed-tensors
+    /// `pack-quantized`): `(q - zero_point) * scale` per group.
+    Int {
+        bits: u8,
+    },
 }
 
 impl Encoding {
@@ -75,6 +81,8 @@ impl Encoding {
             Encoding::Fp8(Fp8Format::E4M3) => "F8_E4M3",
             Encoding::Fp8(Fp8Format::E5M2) => "F8_E5M2",
             Encoding::E2m1 => "E2M1",
+            Encoding::Int { bits: 4 } => "INT4",
+            Encoding::Int { .. } => "INT8",
         }
     }
 
@@ -87,6 +95,8 @@ impl Encoding {
             Encoding::Block(f) => f.geometry(),
             Encoding::Fp8(_) => (1, 1),
             Encoding::E2m1 => (2, 1),
+            // One int32 word: 8 nibbles or 4 bytes.
+            Encoding::Int { bits } => (32 / bits as u64, 4),
         }
     }
 }
@@ -192,12 +202,17 @@ pub struct GlobalScale {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Packed {
     pub scheme: crate::packed::PackedScheme,
+    /// How its stored bytes become BF16 (E2M1, INT4, INT8).
+    pub encoding: Encoding,
     /// The BF16 tensor's name (`X.weight`; gpt-oss's `X_blocks` becomes `X`).
     pub name: String,
     /// The BF16 tensor's shape (the stored one with its last dimension in
     /// elements, not bytes).
     pub shape: Vec<u64>,
     pub global: Option<GlobalScale>,
+    /// Index of the zero-point tensor (asymmetric integer packs): int32
+    /// words packed along the rows, one value per group scale.
+    pub zeros: Option<usize>,
 }
 
 /// What a tensor is for.
@@ -272,7 +287,7 @@ impl TensorInfo {
     /// How this tensor becomes BF16, or why it cannot.
     pub fn encoding(&self) -> Result<Encoding, String> {
         if let Some(p) = &self.packed {
-            return Ok(p.scheme.encoding());
+            return Ok(p.encoding);
         }
         let enc = match self.dtype {
             Dtype::Ggml(t) => match t.name() {
@@ -298,7 +313,7 @@ impl TensorInfo {
 pub fn supported_encodings() -> String {
     let mut names = vec!["F32", "F16", "BF16"];
     names.extend(BlockFormat::ALL.iter().map(|f| f.name()));
-    names.extend(["F8_E4M3", "F8_E5M2", "E2M1 (NVFP4 and MXFP4 safetensors schemes)"]);
+    names.extend(["F8_E4M3", "F8_E5M2", "E2M1 (NVFP4 and MXFP4 safetensors schemes)", "INT4, INT8 (compressed-tensors pack-quantized)"]);
     names.join(", ")
 }
 

@@ -308,12 +308,12 @@ fn open_safetensors(
     let block = config_block_size(config.as_ref(), &config_path)?;
     let paths: Vec<PathBuf> = sources.iter().map(|s| s.path().to_path_buf()).collect();
     pair_scales(&mut tensors, block, |i| paths[i].as_path())?;
-    let read_f32 = |t: &TensorInfo| {
-        let mut b = [0u8; 4];
+    let read_small = |t: &TensorInfo| {
+        let mut b = vec![0u8; t.nbytes.min(crate::packed::MAX_READ) as usize];
         sources[t.file].read_at(t.offset, &mut b)?;
-        Ok(f32::from_le_bytes(b))
+        Ok(b)
     };
-    pair_packed(&mut tensors, read_f32, |i| paths[i].as_path())?;
+    pair_packed(&mut tensors, &read_small, |i| paths[i].as_path())?;
     Ok(Catalog {
         format: Format::Safetensors,
         root: root.to_path_buf(),

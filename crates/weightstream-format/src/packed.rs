@@ -11,8 +11,11 @@
 //! | NVFP4, compressed-tensors `nvfp4-pack-quantized` | `X.weight_packed` U8 | `X.weight_scale` F8_E4M3, groups of 16 | `X.weight_global_scale` F32, divided by | `X.weight` |
 //! | MXFP4, compressed-tensors `mxfp4-pack-quantized` | `X.weight_packed` U8 | `X.weight_scale` U8 exponents, groups of 32 | none | `X.weight` |
 //! | MXFP4, gpt-oss | `X_blocks` U8 `[.., G, 16]` | `X_scales` U8 `[.., G]` | none | `X`, `[.., G * 32]` |
+//! | INT4/INT8, compressed-tensors `pack-quantized` | `X.weight_packed` I32 `[R, C / (32 / bits)]`, `X.weight_shape` `[R, C]` | `X.weight_scale` F32/BF16/F16 `[R, G]` or `[1]`; `X.weight_zero_point` I32 `[ceil(R / (32 / bits)), G]` if asymmetric | none | `X.weight` |
 //!
-//! Every weight holds E2M1 values two per byte, the low nibble first. The
+//! The 4-bit float schemes hold E2M1 values two per byte, the low nibble
+//! first; the integer packs hold values with a `2^(bits-1)` offset, the
+//! first in the low bits of each little-endian int32 word. The
 //! activation scales beside them (`input_scale`, `input_global_scale`)
 //! are not needed to dequantize weights and are left out (`crate::fp8`).
 
@@ -43,6 +46,9 @@ pub enum PackedScheme {
     Mxfp4CompressedTensors,
     /// gpt-oss's MXFP4 experts (`*_blocks`, `*_scales`).
     Mxfp4GptOss,
+    /// compressed-tensors `pack-quantized` integers (GPTQ/AWQ-style W4A16,
+    /// W8A16), symmetric or with zero points.
+    IntCompressedTensors,
 }
 
 impl PackedScheme {
@@ -52,25 +58,22 @@ impl PackedScheme {
             PackedScheme::Nvfp4CompressedTensors => "NVFP4 (compressed-tensors nvfp4-pack-quantized)",
             PackedScheme::Mxfp4CompressedTensors => "MXFP4 (compressed-tensors mxfp4-pack-quantized)",
             PackedScheme::Mxfp4GptOss => "MXFP4 (gpt-oss)",
+            PackedScheme::IntCompressedTensors => "integers (compressed-tensors pack-quantized)",
         }
     }
 
-    pub fn encoding(self) -> Encoding {
-        Encoding::E2m1
-    }
-
-    /// Elements per group scale.
-    pub fn group(self) -> u64 {
+    /// Elements per group scale of the 4-bit float schemes.
+    fn fp4_group(self) -> u64 {
         match self {
             PackedScheme::Nvfp4Modelopt | PackedScheme::Nvfp4CompressedTensors => 16,
-            PackedScheme::Mxfp4CompressedTensors | PackedScheme::Mxfp4GptOss => 32,
+            _ => 32,
         }
     }
 
-    fn scale_dtype(self) -> (StDtype, ScaleDtype) {
+    fn fp4_scale_dtype(self) -> (StDtype, ScaleDtype) {
         match self {
             PackedScheme::Nvfp4Modelopt | PackedScheme::Nvfp4CompressedTensors => (StDtype::F8_E4M3, ScaleDtype::E4M3),
-            PackedScheme::Mxfp4CompressedTensors | PackedScheme::Mxfp4GptOss => (StDtype::U8, ScaleDtype::Exp2U8),
+            _ => (StDtype::U8, ScaleDtype::Exp2U8),
         }
     }
 
@@ -91,31 +94,40 @@ struct Candidate {
     out_name: String,
 }
 
+/// Reads the bytes of a small tensor (a global scale, a `weight_shape`);
+/// called only on tensors of at most [`MAX_READ`] bytes.
+pub type SmallReader<'a> = &'a dyn Fn(&TensorInfo) -> std::io::Result<Vec<u8>>;
+pub const MAX_READ: u64 = 64;
+
 /// Find the packed weights among `tensors`, check each against its scheme
-/// and link it to its scales. `read_f32(i)` reads the one F32 value of
-/// tensor `i` (a global scale); `file_path(i)` names file `i` for errors.
-pub fn pair_packed<'p>(
-    tensors: &mut [TensorInfo],
-    read_f32: impl Fn(&TensorInfo) -> std::io::Result<f32>,
-    file_path: impl Fn(usize) -> &'p Path,
-) -> Result<()> {
+/// and link it to its scales. `read` reads small tensors' values (global
+/// scales, `weight_shape`); `file_path(i)` names file `i` for errors.
+pub fn pair_packed<'p>(tensors: &mut [TensorInfo], read: SmallReader, file_path: impl Fn(usize) -> &'p Path) -> Result<()> {
     let found = {
         let index: HashMap<&str, usize> = tensors.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)).collect();
         let mut found = Vec::new();
         for (w, t) in tensors.iter().enumerate() {
-            if t.dtype != Dtype::St(StDtype::U8) || t.role != Role::Data {
+            if t.role != Role::Data {
+                continue;
+            }
+            if t.dtype == Dtype::St(StDtype::I32) && t.name.ends_with(".weight_packed") {
+                found.push(resolve_int(w, tensors, &index, read, &file_path)?);
+                continue;
+            }
+            if t.dtype != Dtype::St(StDtype::U8) {
                 continue;
             }
             let Some(c) = candidate(w, t, &index, tensors) else { continue };
-            found.push(resolve(&c, tensors, &index, &read_f32, &file_path)?);
+            found.push(resolve(&c, tensors, &index, read, &file_path)?);
         }
         found
     };
     if found.is_empty() {
         return Ok(());
     }
-    for (w, scale, packed) in found {
-        for s in std::iter::once(scale.tensor).chain(packed.global.map(|g| g.tensor)) {
+    for (w, scale, packed, aux) in found {
+        let consumed = [Some(scale.tensor), packed.global.map(|g| g.tensor), packed.zeros, aux];
+        for s in consumed.into_iter().flatten() {
             if let Role::Scale { weight } = tensors[s].role {
                 let (weight_name, scale_name) = (tensors[w].name.clone(), tensors[s].name.clone());
                 let reason = format!("the scale already belongs to '{}'", tensors[weight].name);
@@ -175,13 +187,17 @@ fn candidate(w: usize, t: &TensorInfo, index: &HashMap<&str, usize>, tensors: &[
     None
 }
 
+/// A paired weight: its index, group scale, what it becomes, and one more
+/// tensor it consumes (an integer pack's `weight_shape`).
+type Paired = (usize, ScaleRef, Packed, Option<usize>);
+
 fn resolve<'p>(
     c: &Candidate,
     tensors: &[TensorInfo],
     index: &HashMap<&str, usize>,
-    read_f32: &impl Fn(&TensorInfo) -> std::io::Result<f32>,
+    read: SmallReader,
     file_path: &impl Fn(usize) -> &'p Path,
-) -> Result<(usize, ScaleRef, Packed)> {
+) -> Result<Paired> {
     let w = &tensors[c.weight];
     let bad = |reason: String| {
         FormatError::at(file_path(w.file), w.offset, ErrorKind::BadPacked { weight: w.name.clone(), reason }).with_tensor(&w.name)
@@ -202,14 +218,14 @@ fn resolve<'p>(
     } else {
         PackedScheme::Nvfp4Modelopt
     };
-    let (want_dtype, scale_dtype) = scheme.scale_dtype();
+    let (want_dtype, scale_dtype) = scheme.fp4_scale_dtype();
     if st.dtype != Dtype::St(want_dtype) {
         return Err(scale_bad(format!("{} takes {} group scales, found {}", scheme.name(), want_dtype.name(), st.dtype.name())));
     }
 
     // Shapes: the weight's last dimension holds bytes of two elements
     // (gpt-oss: [.., G, 16] bytes of G groups of 32 elements).
-    let group = scheme.group();
+    let group = scheme.fp4_group();
     let (shape, grid) = if scheme == PackedScheme::Mxfp4GptOss {
         match w.shape.split_last() {
             Some((&16, lead)) if !lead.is_empty() => {
@@ -266,14 +282,138 @@ fn resolve<'p>(
                     gt.shape
                 )));
             }
-            let value = read_f32(gt).map_err(|e| FormatError::io(file_path(gt.file), Some(gt.offset), &e).with_tensor(&gt.name))?;
+            let raw = read_small(gt, read, file_path)?;
+            let value = f32::from_le_bytes(raw[..4].try_into().expect("one F32 value checked above"));
             if !(value.is_finite() && value > 0.0) {
                 return Err(g_bad(format!("the global scale is {value}, not a positive finite number")));
             }
             Some(GlobalScale { tensor: g, value, op })
         }
     };
-    Ok((c.weight, ScaleRef { tensor: s, dtype: scale_dtype, layout }, Packed { scheme, name: c.out_name.clone(), shape, global }))
+    let packed = Packed { scheme, encoding: Encoding::E2m1, name: c.out_name.clone(), shape, global, zeros: None };
+    Ok((c.weight, ScaleRef { tensor: s, dtype: scale_dtype, layout }, packed, None))
+}
+
+fn read_small<'p>(t: &TensorInfo, read: SmallReader, file_path: &impl Fn(usize) -> &'p Path) -> Result<Vec<u8>> {
+    debug_assert!(t.nbytes <= MAX_READ);
+    read(t).map_err(|e| FormatError::io(file_path(t.file), Some(t.offset), &e).with_tensor(&t.name))
+}
+
+/// A compressed-tensors `pack-quantized` weight: `X.weight_packed` I32
+/// `[R, P]`, its `X.weight_shape` `[R, C]` (which says the bits: C = 8P
+/// for INT4, 4P for INT8; rows padded to whole words are refused), group
+/// scales `[R, G]` (channel: G = 1) or one per-tensor scale, and for an
+/// asymmetric pack zero points packed along the rows.
+fn resolve_int<'p>(
+    w: usize,
+    tensors: &[TensorInfo],
+    index: &HashMap<&str, usize>,
+    read: SmallReader,
+    file_path: &impl Fn(usize) -> &'p Path,
+) -> Result<Paired> {
+    let t = &tensors[w];
+    let base = t.name.strip_suffix(".weight_packed").expect("checked by the caller");
+    let bad = |reason: String| {
+        FormatError::at(file_path(t.file), t.offset, ErrorKind::BadPacked { weight: t.name.clone(), reason }).with_tensor(&t.name)
+    };
+    let find = |suffix: &str| index.get(format!("{base}{suffix}").as_str()).copied();
+    if let Some(g) = find(".weight_g_idx") {
+        return Err(bad(format!("activation reordering ('{}') is not supported", tensors[g].name)));
+    }
+    let [rows, words] = t.shape[..] else {
+        return Err(bad(format!("an int32 pack is 2-D [rows, words], found {:?}", t.shape)));
+    };
+    let Some(shape_t) = find(".weight_shape") else {
+        return Err(bad(format!("its '{base}.weight_shape' (the unpacked shape) is missing")));
+    };
+    let st = &tensors[shape_t];
+    let elem = match st.dtype {
+        Dtype::St(StDtype::I64) => 8,
+        Dtype::St(StDtype::I32) => 4,
+        _ => 0,
+    };
+    if elem == 0 || st.shape.as_slice() != [2] {
+        return Err(bad(format!("'{}' must be two I64 or I32 values, found {} {:?}", st.name, st.dtype.name(), st.shape)));
+    }
+    let raw = read_small(st, read, file_path)?;
+    let dim = |i: usize| {
+        let b = &raw[i * elem..(i + 1) * elem];
+        if elem == 8 {
+            i64::from_le_bytes(b.try_into().expect("8 bytes"))
+        } else {
+            i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64
+        }
+    };
+    let (r, cols) = (dim(0), dim(1));
+    let bits = match (u64::try_from(r), u64::try_from(cols)) {
+        (Ok(r), Ok(c)) if r == rows && words > 0 && c == words * 8 => 4u8,
+        (Ok(r), Ok(c)) if r == rows && words > 0 && c == words * 4 => 8u8,
+        _ => {
+            return Err(bad(format!(
+                "'{}' says [{r}, {cols}]: a [{rows}, {words}] int32 pack holds [{rows}, {}] INT4 or [{rows}, {}] INT8 values                  (rows padded to whole words are not supported)",
+                st.name,
+                words * 8,
+                words * 4
+            )))
+        }
+    };
+    let cols = words * (32 / bits as u64);
+    let pf = 32 / bits as u64;
+
+    let Some(s) = find(".weight_scale") else {
+        return Err(bad(format!("its scale '{base}.weight_scale' is missing")));
+    };
+    let sc = &tensors[s];
+    let scale_bad = |reason: String| mismatch_at(sc, &t.name, &sc.name, reason, file_path);
+    let dtype = match sc.dtype {
+        Dtype::St(StDtype::F32) => ScaleDtype::F32,
+        Dtype::St(StDtype::BF16) => ScaleDtype::BF16,
+        Dtype::St(StDtype::F16) => ScaleDtype::F16,
+        d => return Err(scale_bad(format!("scale dtype {} is not F32, BF16 or F16", d.name()))),
+    };
+    let layout = match sc.shape.as_slice() {
+        [] | [1] => ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows.max(1), block_cols: cols, grid_rows: 1, grid_cols: 1 },
+        &[r, g] if r == rows && g > 0 && cols % g == 0 => {
+            let kind = if g == 1 { ScaleKind::PerChannel } else { ScaleKind::Group };
+            ScaleLayout { kind, block_rows: 1, block_cols: cols / g, grid_rows: rows, grid_cols: g }
+        }
+        other => {
+            return Err(scale_bad(format!(
+                "a [{rows}, {cols}] weight takes scales of shape [{rows}, G] for G groups dividing {cols} (G = 1: per channel) or [1], found {other:?}"
+            )))
+        }
+    };
+    let zeros = match find(".weight_zero_point") {
+        None => None,
+        Some(z) => {
+            let zt = &tensors[z];
+            let want = [rows.div_ceil(pf), layout.grid_cols];
+            if layout.kind == ScaleKind::PerTensor || zt.dtype != Dtype::St(StDtype::I32) || zt.shape.as_slice() != want {
+                return Err(mismatch_at(
+                    zt,
+                    &t.name,
+                    &zt.name,
+                    format!(
+                        "zero points of group or channel scales [{rows}, {}] are I32 packed along the rows, shape {want:?}; found {} {:?}",
+                        layout.grid_cols,
+                        zt.dtype.name(),
+                        zt.shape
+                    ),
+                    file_path,
+                ));
+            }
+            Some(z)
+        }
+    };
+    let packed = Packed {
+        scheme: PackedScheme::IntCompressedTensors,
+        encoding: Encoding::Int { bits },
+        name: format!("{base}.weight"),
+        shape: vec![rows, cols],
+        global: None,
+        zeros,
+    };
+    Ok((w, ScaleRef { tensor: s, dtype, layout }, packed, Some(shape_t)))
 }
 
 fn mismatch_at<'p>(s: &TensorInfo, weight: &str, scale: &str, reason: String, file_path: &impl Fn(usize) -> &'p Path) -> FormatError {
@@ -300,7 +440,7 @@ mod tests {
     }
 
     fn pair(ts: &mut [TensorInfo], global: f32) -> Result<()> {
-        pair_packed(ts, |_| Ok(global), |_| Path::new("f"))
+        pair_packed(ts, &|_| Ok(global.to_le_bytes().to_vec()), |_| Path::new("f"))
     }
 
     #[test]

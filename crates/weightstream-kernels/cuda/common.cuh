@@ -79,6 +79,24 @@ WS_HD float sub(float a, float b) {
 #endif
 }
 
+// x rounded to IEEE binary16 precision, as f32 (nearest even, past 65504
+// to infinity, f16 subnormals as multiples of 2^-24): what torch's f16
+// arithmetic keeps of a product. Two rounded adds by a power of two whose
+// ulp is f16's quantum there; the Rust kernels do the same (numerics.rs
+// round_f16).
+WS_HD float round_f16(float x) {
+    uint32_t bits = float_bits(x), sign = bits & 0x80000000u, mag = bits & 0x7FFFFFFFu;
+    if (mag > 0x7F800000u) return x;  // NaN
+    float a = bits_float(mag), r;
+    if (a >= 65520.0f) r = bits_float(0x7F800000u);
+    else if (a < 6.103515625e-05f) r = sub(add(a, 0.5f), 0.5f);
+    else {
+        float c = bits_float((mag & 0x7F800000u) + (13u << 23));
+        r = sub(add(a, c), c);
+    }
+    return bits_float(float_bits(r) | sign);
+}
+
 WS_HD uint16_t f32_to_bf16(float x) {
     uint32_t b = float_bits(x);
     if ((b & 0x7FFFFFFFu) > 0x7F800000u) return CANONICAL_NAN;

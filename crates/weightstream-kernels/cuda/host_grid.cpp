@@ -27,6 +27,7 @@
 #include "float.cu"
 #include "fp8.cu"
 #include "e2m1.cu"
+#include "int.cu"
 
 namespace {
 template <class F>
@@ -78,16 +79,23 @@ void ws_host_f32(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint
 void ws_host_f16(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
     grid(g, b, [&](ws::Coords c) { ws::f16_thread(src, dst, n, c); });
 }
-// The scaled kernels: element 0 E4M3, 1 E5M2, 2 E2M1 (launch.rs Element).
+// The scaled kernels: element 0 E4M3, 1 E5M2, 2 E2M1, 3 INT4, 4 INT8
+// (launch.rs Element); zeros and round_f16 for the integers.
 void ws_host_scaled(int element, const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first,
-                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, uint32_t g, uint32_t b) {
+                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, const float* zeros,
+                    int round_f16, uint32_t g, uint32_t b) {
     ws::ScaleParams p{scales, first, cols, block_rows, block_cols, grid_cols};
+    ws::IntParams ip{p, zeros, round_f16 != 0};
     if (element == 0)
         grid(g, b, [&](ws::Coords c) { ws::fp8_thread<true>(src, dst, n, p, c); });
     else if (element == 1)
         grid(g, b, [&](ws::Coords c) { ws::fp8_thread<false>(src, dst, n, p, c); });
-    else
+    else if (element == 2)
         grid(g, b, [&](ws::Coords c) { ws::e2m1_thread(src, dst, n, p, c); });
+    else if (element == 3)
+        grid(g, b, [&](ws::Coords c) { ws::int_thread<4>(src, dst, n, ip, c); });
+    else
+        grid(g, b, [&](ws::Coords c) { ws::int_thread<8>(src, dst, n, ip, c); });
 }
 
 // formats.cuh as compiled, for the mirror test: entry i's name, ggml id,

@@ -21,6 +21,8 @@ extern "C" {
         block_rows: u64,
         block_cols: u64,
         grid_cols: u64,
+        zeros: *const f32,
+        round_f16: i32,
         grid: u32,
         block: u32,
     );
@@ -66,16 +68,19 @@ fn src_bytes(launch: &Launch, n: usize) -> usize {
     }
 }
 
-/// Run `launch` over `n` elements with a `grid` x `block` launch. For FP8
-/// and E2M1, `scales` holds the scale grid (`ScaledArgs::scales` is ignored here: the
+/// Run `launch` over `n` elements with a `grid` x `block` launch. For the
+/// scaled launches, `scales` holds the scale grid and `zeros` an integer
+/// pack's zero points (`ScaledArgs::scales` is ignored here: the
 /// host address comes from the slice). Checks every length first: the
 /// kernels index exactly what a correct launch covers.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     launch: &Launch,
     src: &[u8],
     dst: &mut [u16],
     n: u64,
     scales: Option<&[f32]>,
+    zeros: Option<&[f32]>,
     grid: u32,
     block: u32,
 ) -> Result<(), HostGridError> {
@@ -125,8 +130,31 @@ pub fn run(
                     Element::E4m3 => 0,
                     Element::E5m2 => 1,
                     Element::E2m1 => 2,
+                    Element::Int4 => 3,
+                    Element::Int8 => 4,
                 };
-                ws_host_scaled(element, s, d, n, scale_ptr, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols, grid, block)
+                // Zero points are laid out like the scales: the same length.
+                let zeros_ptr = match zeros {
+                    Some(z) if z.len() == scales.map_or(0, |s| s.len()) => z.as_ptr(),
+                    Some(z) => return Err(HostGridError::ScalesTooShort { needed: scales.map_or(0, |s| s.len()), got: z.len() }),
+                    None => std::ptr::null(),
+                };
+                ws_host_scaled(
+                    element,
+                    s,
+                    d,
+                    n,
+                    scale_ptr,
+                    a.first,
+                    a.cols,
+                    a.block_rows,
+                    a.block_cols,
+                    a.grid_cols,
+                    zeros_ptr,
+                    a.round_f16 as i32,
+                    grid,
+                    block,
+                )
             }
         }
     }

@@ -5,22 +5,26 @@ use weightstream_format::BlockFormat;
 /// Threads per block: 8 warps, each writing 512 contiguous bytes per step.
 pub const BLOCK_DIM: u32 = 256;
 
-/// The element code of a scaled kernel: one byte per FP8 value, or two
-/// E2M1 values per byte (low nibble first).
+/// The element code of a scaled kernel: one byte per FP8 value, two E2M1
+/// values per byte (low nibble first), or packed integers (INT4: two per
+/// byte, low nibble first; INT8: one per byte; both with a 2^(bits-1)
+/// offset and zero points).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Element {
     #[default]
     E4m3,
     E5m2,
     E2m1,
+    Int4,
+    Int8,
 }
 
 impl Element {
     /// Source bytes of `n` elements (`n` even for E2M1).
     pub fn bytes(self, n: u64) -> u64 {
         match self {
-            Element::E4m3 | Element::E5m2 => n,
-            Element::E2m1 => n.div_ceil(2),
+            Element::E4m3 | Element::E5m2 | Element::Int8 => n,
+            Element::E2m1 | Element::Int4 => n.div_ceil(2),
         }
     }
 }
@@ -39,6 +43,10 @@ pub struct ScaledArgs {
     pub block_rows: u64,
     pub block_cols: u64,
     pub grid_cols: u64,
+    /// Integer elements: address of the f32 zero points laid out like the
+    /// scales (0 = none), and whether products round to F16 first.
+    pub zeros: u64,
+    pub round_f16: bool,
 }
 
 /// One kernel launch over `n` elements.
@@ -64,6 +72,8 @@ impl Launch {
             scaled(Element::E4m3),
             scaled(Element::E5m2),
             scaled(Element::E2m1),
+            scaled(Element::Int4),
+            scaled(Element::Int8),
         ])
     }
 
@@ -77,6 +87,8 @@ impl Launch {
                 Element::E4m3 => ("fp8", "ws_fp8_e4m3"),
                 Element::E5m2 => ("fp8", "ws_fp8_e5m2"),
                 Element::E2m1 => ("e2m1", "ws_e2m1"),
+                Element::Int4 => ("int", "ws_int4"),
+                Element::Int8 => ("int", "ws_int8"),
             },
         }
     }
@@ -115,7 +127,7 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(names.len(), BlockFormat::ALL.len() + 5);
+        assert_eq!(names.len(), BlockFormat::ALL.len() + 7);
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
         for (module, function) in names {
             let text = std::fs::read_to_string(dir.join(format!("{module}.cu"))).unwrap();

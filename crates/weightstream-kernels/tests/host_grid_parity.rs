@@ -21,9 +21,14 @@ fn geometries(groups: u64) -> Vec<(u32, u32)> {
 }
 
 fn check(name: &str, launch: &Launch, src: &[u8], n: usize, scales: Option<&[f32]>, want: &[u16]) {
+    check_zeros(name, launch, src, n, scales, None, want)
+}
+
+/// `check` with an integer pack's zero points.
+fn check_zeros(name: &str, launch: &Launch, src: &[u8], n: usize, scales: Option<&[f32]>, zeros: Option<&[f32]>, want: &[u16]) {
     for (g, b) in geometries(launch.groups(n as u64)) {
         let mut out = vec![POISON; n + GUARD];
-        host_grid::run(launch, src, &mut out, n as u64, scales, g, b).unwrap();
+        host_grid::run(launch, src, &mut out, n as u64, scales, zeros, g, b).unwrap();
         if let Some(i) = (0..n).find(|&i| out[i] != want[i]) {
             panic!("{name} grid {g}x{b}: element {i} is {:#06x}, CPU kernel gives {:#06x}", out[i], want[i]);
         }
@@ -67,7 +72,7 @@ fn every_block_format() {
         }
         // Not a whole number of blocks: refused before any thread runs.
         let mut out = vec![0u16; l.elems];
-        assert!(host_grid::run(&launch, &vec![0u8; l.bytes], &mut out, (l.elems - 8) as u64, None, 1, 32).is_err(), "{}", l.name);
+        assert!(host_grid::run(&launch, &vec![0u8; l.bytes], &mut out, (l.elems - 8) as u64, None, None, 1, 32).is_err(), "{}", l.name);
     }
 }
 
@@ -151,6 +156,8 @@ fn fp8_every_layout_chunk_and_code() {
                             block_rows: layout.block_rows,
                             block_cols: layout.block_cols,
                             grid_cols: layout.grid_cols,
+                            zeros: 0,
+                            round_f16: false,
                         };
                         let want = cpu(&kernel, a as u64, &w[a..b], b - a);
                         let name = format!("{format:?} {rows}x{cols} {:?} scaled={scaled} [{a},{b})", layout.kind);
@@ -196,6 +203,8 @@ fn e2m1_every_code_group_and_chunk() {
                     block_rows: 1,
                     block_cols: group,
                     grid_cols: layout.grid_cols,
+                    zeros: 0,
+                    round_f16: false,
                 };
                 let want = cpu(&kernel, a as u64, &w[a / 2..b / 2], b - a);
                 let name = format!("E2M1 {rows}x{cols} groups of {group} [{a},{b})");
@@ -205,16 +214,87 @@ fn e2m1_every_code_group_and_chunk() {
     }
 }
 
+/// Packed integers (compressed-tensors pack-quantized): INT4 and INT8,
+/// symmetric and with zero points, group, channel and per-tensor scales,
+/// F16 rounding on and off, edge scales (F16 overflow and subnormals
+/// included), chunks starting on any word.
+#[test]
+fn int_every_value_layout_and_chunk() {
+    let mut rng = Rng::from_env("int_every_value_layout_and_chunk");
+    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 6.1e-5, 3e-8, 65504.0, 300.0, 3e38, f32::INFINITY, f32::NAN];
+    for (bits, element) in [(4u8, Element::Int4), (8, Element::Int8)] {
+        for (rows, cols) in [(1u64, 32u64), (3, 64), (17, 256), (65, 512)] {
+            let total = (rows * cols) as usize;
+            let nbytes = total * bits as usize / 8;
+            let mut w: Vec<u8> = (0..=255u8).cycle().take(nbytes.min(256)).collect();
+            w.extend(rng.bytes(nbytes - w.len()));
+            let layouts = [
+                ScaleLayout { kind: ScaleKind::Group, block_rows: 1, block_cols: 32, grid_rows: rows, grid_cols: cols / 32 },
+                ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols, grid_rows: rows, grid_cols: 1 },
+                ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows, block_cols: cols, grid_rows: 1, grid_cols: 1 },
+            ];
+            for layout in layouts {
+                let ns = (layout.grid_rows * layout.grid_cols) as usize;
+                let values: Vec<f32> = (0..ns)
+                    .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| (rng.next_u64() % 20000) as f32 / 4096.0 - 2.0))
+                    .collect();
+                let half = 1i64 << (bits - 1);
+                let zeros: Vec<f32> = (0..ns).map(|_| ((rng.next_u64() % (2 * half as u64)) as i64 - half) as f32).collect();
+                for (with_zeros, round_f16) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
+                    let zgrid = with_zeros.then(|| ScaleGrid::new(&zeros, &layout, rows, cols).unwrap());
+                    let kernel = Kernel::Int { bits, rows, cols, scales: grid, zeros: zgrid, round_f16 };
+                    let per_word = 32 / bits as usize;
+                    let mut ranges = vec![(0usize, total)];
+                    for _ in 0..4 {
+                        let a = (rng.next_u64() % (total / per_word) as u64) as usize * per_word;
+                        let b = a + (rng.next_u64() % ((total - a) / per_word + 1) as u64) as usize * per_word;
+                        ranges.push((a, b));
+                    }
+                    for (a, b) in ranges {
+                        let (sa, sb) = (a * bits as usize / 8, b * bits as usize / 8);
+                        let args = ScaledArgs {
+                            element,
+                            scales: 0,
+                            first: a as u64,
+                            cols,
+                            block_rows: layout.block_rows,
+                            block_cols: layout.block_cols,
+                            grid_cols: layout.grid_cols,
+                            zeros: 0,
+                            round_f16,
+                        };
+                        let want = cpu(&kernel, a as u64, &w[sa..sb], b - a);
+                        let name = format!("INT{bits} {rows}x{cols} {:?} zeros={with_zeros} f16={round_f16} [{a},{b})", layout.kind);
+                        let z = with_zeros.then_some(&zeros[..]);
+                        check_zeros(&name, &Launch::Scaled(args), &w[sa..sb], b - a, Some(&values[..]), z, &want);
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn lengths_are_checked_before_running() {
     let mut out = vec![0u16; 32];
-    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 17], &mut out, 32, None, 1, 32).is_err());
-    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out[..31], 32, None, 1, 32).is_err());
-    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out, 31, None, 1, 32).is_err());
-    let a = ScaledArgs { element: Element::E4m3, scales: 0, first: 0, cols: 16, block_rows: 1, block_cols: 16, grid_cols: 1 };
-    assert!(host_grid::run(&Launch::Scaled(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 17], &mut out, 32, None, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out[..31], 32, None, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out, 31, None, None, 1, 32).is_err());
+    let a = ScaledArgs {
+        element: Element::E4m3,
+        scales: 0,
+        first: 0,
+        cols: 16,
+        block_rows: 1,
+        block_cols: 16,
+        grid_cols: 1,
+        zeros: 0,
+        round_f16: false,
+    };
+    assert!(host_grid::run(&Launch::Scaled(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), None, 1, 32).is_err());
     let a = ScaledArgs { element: Element::E2m1, ..a };
-    assert!(host_grid::run(&Launch::Scaled(a), &[0u8; 15], &mut out, 32, Some(&[1.0, 1.0]), 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Scaled(a), &[0u8; 15], &mut out, 32, Some(&[1.0, 1.0]), None, 1, 32).is_err());
 }
 
 /// Scales that are not an f16 field, at their edges

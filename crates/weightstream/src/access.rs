@@ -38,6 +38,9 @@ pub fn read_into(cat: &Catalog, file: usize, offset: u64, buf: &mut [u8], tensor
 pub struct JobKernel<'j> {
     job: &'j Job,
     scales: Option<Vec<f32>>,
+    /// Zero points of an asymmetric integer pack, as exact f32, laid out
+    /// like the scales.
+    zeros: Option<Vec<f32>>,
 }
 
 impl<'j> JobKernel<'j> {
@@ -71,7 +74,20 @@ impl<'j> JobKernel<'j> {
                 Some(values)
             }
         };
-        Ok(JobKernel { job, scales })
+        let zeros = match (job.encoding, cat.tensors[job.tensor].packed.as_ref().and_then(|p| p.zeros), &job.scale) {
+            (Encoding::Int { bits }, Some(z), Some(s)) => {
+                let zt = &cat.tensors[z];
+                let raw = bytes(cat, zt.file, zt.offset..zt.offset + zt.nbytes, &zt.name)?;
+                Some(unpack_zeros(&raw, bits, job.matrix.0, s.scale.layout.grid_cols))
+            }
+            _ => None,
+        };
+        Ok(JobKernel { job, scales, zeros })
+    }
+
+    /// Zero points as f32 (asymmetric integer packs).
+    pub fn zeros(&self) -> Option<&[f32]> {
+        self.zeros.as_deref()
     }
 
     pub fn job(&self) -> &Job {
@@ -103,7 +119,39 @@ impl<'j> JobKernel<'j> {
                 };
                 Kernel::E2m1 { rows, cols, scales: ScaleGrid::new(v, &s.scale.layout, rows, cols).map_err(wrap)? }
             }
+            Encoding::Int { bits } => {
+                let (rows, cols) = job.matrix;
+                let (Some(s), Some(v)) = (&job.scale, &self.scales) else {
+                    return Err(Error::BadScale { tensor: job.name.clone(), reason: "an integer pack without its scales".into() });
+                };
+                let layout = &s.scale.layout;
+                let zeros = match &self.zeros {
+                    Some(z) => Some(ScaleGrid::new(z, layout, rows, cols).map_err(wrap)?),
+                    None => None,
+                };
+                let scales = ScaleGrid::new(v, layout, rows, cols).map_err(wrap)?;
+                Kernel::Int { bits, rows, cols, scales, zeros, round_f16: s.scale.dtype == ScaleDtype::F16 }
+            }
             e => Kernel::for_encoding(e).expect("every encoding without scales has a kernel"),
         })
     }
+}
+
+/// compressed-tensors' zero points: `bits`-bit values with a `2^(bits-1)`
+/// offset packed along the rows into int32 words (`[ceil(rows / per_word),
+/// groups]`, the first row in the low bits), as an f32 `[rows, groups]`
+/// grid. The caller's layout check (format/packed.rs) fixed the shape.
+fn unpack_zeros(raw: &[u8], bits: u8, rows: u64, groups: u64) -> Vec<f32> {
+    let per_word = 32 / bits as u64;
+    let mask = (1u32 << bits) - 1;
+    let offset = 1i32 << (bits - 1);
+    let mut out = Vec::with_capacity((rows * groups) as usize);
+    for r in 0..rows {
+        for g in 0..groups {
+            let w = ((r / per_word) * groups + g) as usize * 4;
+            let word = raw.get(w..w + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            out.push((((word >> (bits as u64 * (r % per_word))) & mask) as i32 - offset) as f32);
+        }
+    }
+    out
 }

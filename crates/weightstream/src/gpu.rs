@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gds, GdsFile, Gpu, StagingConfig, StagingRing};
 use weightstream_format::io::GdsUse;
-use weightstream_format::{Catalog, Encoding, Fp8Format};
+use weightstream_format::{Catalog, Encoding, Fp8Format, ScaleDtype};
 use weightstream_kernels::{Element, Launch, ScaledArgs};
 
 use crate::access::JobKernel;
@@ -226,21 +226,23 @@ impl GpuExecutor {
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         // Scales as f32 on the device (FP8, packed 4-bit with the global
         // scale folded in), one small buffer per scaled tensor.
-        let mut scales: Vec<Option<DeviceBuffer>> = Vec::with_capacity(plan.jobs.len());
+        // Zero points of integer packs likewise.
+        let mut scales: Vec<(Option<DeviceBuffer>, Option<DeviceBuffer>)> = Vec::with_capacity(plan.jobs.len());
+        let upload = |v: Option<&[f32]>, what: &str| -> Result<Option<DeviceBuffer>> {
+            let Some(v) = v else { return Ok(None) };
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let b = self.gpu.alloc(bytes.len(), what).map_err(device_error)?;
+            b.from_host(&bytes).map_err(device_error)?;
+            Ok(Some(b))
+        };
         for job in &plan.jobs {
             let jk = JobKernel::new(cat, job)?;
-            // The CPU kernel's checks (scale count and cover, E2M1 pairing)
+            // The CPU kernel's checks (scale count and cover, packing)
             // before any launch reads the scales.
             jk.kernel()?;
-            scales.push(match jk.scales() {
-                None => None,
-                Some(v) => {
-                    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                    let b = self.gpu.alloc(bytes.len(), &format!("scales of '{}'", job.name)).map_err(device_error)?;
-                    b.from_host(&bytes).map_err(device_error)?;
-                    Some(b)
-                }
-            });
+            let s = upload(jk.scales(), &format!("scales of '{}'", job.name))?;
+            let z = upload(jk.zeros(), &format!("zero points of '{}'", job.name))?;
+            scales.push((s, z));
         }
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         if ring.is_none() {
@@ -255,8 +257,8 @@ impl GpuExecutor {
                 tracker.tensor_done();
                 continue;
             }
-            let scale = scales[i].as_ref().map(|b| b.ptr());
-            chunks_for(cat, job, i, dsts[i], scale, gds[job.file].clone(), self.staging.slot_bytes, &mut work)?;
+            let grids = (scales[i].0.as_ref().map(|b| b.ptr()), scales[i].1.as_ref().map(|b| b.ptr()));
+            chunks_for(cat, job, i, dsts[i], grids, gds[job.file].clone(), self.staging.slot_bytes, &mut work)?;
         }
         let cancelled = || control.check().is_err();
         // The sink's own error, kept whole (the pipeline only carries CudaError).
@@ -301,7 +303,7 @@ fn chunks_for(
     job: &Job,
     index: usize,
     dst: u64,
-    scales: Option<u64>,
+    (scales, zeros): (Option<u64>, Option<u64>),
     gds: Option<Arc<GdsFile>>,
     slot_bytes: usize,
     out: &mut Vec<ChunkWork>,
@@ -323,12 +325,14 @@ fn chunks_for(
             Encoding::Block(f) => ChunkOp::Kernel(Launch::Block(f)),
             Encoding::F32 => ChunkOp::Kernel(Launch::F32),
             Encoding::F16 => ChunkOp::Kernel(Launch::F16),
-            Encoding::Fp8(_) | Encoding::E2m1 => {
+            Encoding::Fp8(_) | Encoding::E2m1 | Encoding::Int { .. } => {
                 let (rows, cols) = job.matrix;
                 let layout = job.scale.as_ref().map(|s| s.scale.layout);
                 let element = match job.encoding {
                     Encoding::Fp8(Fp8Format::E4M3) => Element::E4m3,
                     Encoding::Fp8(Fp8Format::E5M2) => Element::E5m2,
+                    Encoding::Int { bits: 4 } => Element::Int4,
+                    Encoding::Int { .. } => Element::Int8,
                     _ => Element::E2m1,
                 };
                 ChunkOp::Kernel(Launch::Scaled(ScaledArgs {
@@ -339,6 +343,9 @@ fn chunks_for(
                     block_rows: layout.map_or(rows.max(1), |l| l.block_rows),
                     block_cols: layout.map_or(cols.max(1), |l| l.block_cols),
                     grid_cols: layout.map_or(1, |l| l.grid_cols),
+                    zeros: zeros.unwrap_or(0),
+                    round_f16: job.scale.as_ref().is_some_and(|s| s.scale.dtype == ScaleDtype::F16)
+                        && matches!(job.encoding, Encoding::Int { .. }),
                 }))
             }
         };

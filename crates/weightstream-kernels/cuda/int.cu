@@ -1,0 +1,88 @@
+// Packed integers -> BF16 (compressed-tensors pack-quantized INT4/INT8):
+// x = f32(q - zero) * scale, rounded to F16 first when the scales are F16
+// (round_f16: the reference computes in the scale's dtype), then BF16.
+// Values are stored with a 2^(bits-1) offset, INT4 two per byte (low
+// nibble first), INT8 one per byte; zero points (f32, exact) are laid out
+// like the scales (scale_grid.cuh), null for symmetric packs. Thread group
+// g writes chunk elements 8g..8g+7, one scale and zero lookup when the 8
+// share them.
+#include "common.cuh"
+#include "scale_grid.cuh"
+
+namespace ws {
+
+struct IntParams {
+    ScaleParams s;
+    const float* zeros;
+    bool round_f16;
+};
+
+WS_HD float zero_at(const IntParams& p, uint64_t e) {
+    if (!p.zeros) return 0.0f;
+    uint64_t r = e / p.s.cols, c = e % p.s.cols;
+    return p.zeros[(r / p.s.block_rows) * p.s.grid_cols + c / p.s.block_cols];
+}
+
+WS_HD uint16_t int_value(int q, float zero, float scale, bool to_f16) {
+    float x = mul(sub((float)q, zero), scale);
+    return f32_to_bf16(to_f16 ? round_f16(x) : x);
+}
+
+template <int BITS>
+WS_HD void int_group(const uint8_t* src, uint16_t* dst, uint64_t n, const IntParams& p, uint64_t g) {
+    uint64_t i = g * 8;
+    uint32_t count = (uint32_t)((n - i) < 8 ? (n - i) : 8);
+    const uint8_t* s = src + (BITS == 4 ? i / 2 : i);
+    uint32_t nbytes = BITS == 4 ? (count + 1) / 2 : count;
+    uint8_t b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#ifdef __CUDA_ARCH__
+    if (count == 8 && (reinterpret_cast<uintptr_t>(s) & (BITS == 4 ? 3u : 7u)) == 0) {
+        if (BITS == 4) {
+            uint32_t u = *reinterpret_cast<const uint32_t*>(s);
+        WS_UNROLL
+            for (int j = 0; j < 4; j++) b[j] = (uint8_t)(u >> (8 * j));
+        } else {
+            uint2 u = *reinterpret_cast<const uint2*>(s);
+        WS_UNROLL
+            for (int j = 0; j < 4; j++) {
+                b[j] = (uint8_t)(u.x >> (8 * j));
+                b[j + 4] = (uint8_t)(u.y >> (8 * j));
+            }
+        }
+    } else
+#endif
+    {
+        for (uint32_t j = 0; j < nbytes; j++) b[j] = s[j];
+    }
+    int q[8];
+    for (uint32_t j = 0; j < count; j++)
+        q[j] = BITS == 4 ? (int)((b[j / 2] >> (4 * (j & 1))) & 15u) - 8 : (int)b[j] - 128;
+    uint64_t e = p.s.first + i;  // matrix element index of the group's first element
+    uint16_t out[8];
+    if (one_scale(p.s, e, count)) {
+        float sc = scale_at(p.s, e), z = zero_at(p, e);
+        for (uint32_t j = 0; j < count; j++) out[j] = int_value(q[j], z, sc, p.round_f16);
+    } else {
+        for (uint32_t j = 0; j < count; j++) out[j] = int_value(q[j], zero_at(p, e + j), scale_at(p.s, e + j), p.round_f16);
+    }
+    store_bf16(dst + i, out, count);
+}
+
+template <int BITS>
+WS_HD void int_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const IntParams& p, Coords c) {
+    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) int_group<BITS>(src, dst, n, p, g);
+}
+
+}  // namespace ws
+
+#ifdef __CUDACC__
+#define WS_INT_KERNEL(NAME, BITS)                                                                                      \
+    extern "C" __global__ void NAME(const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first, \
+                                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols,        \
+                                    const float* zeros, uint64_t round_f16) {                                           \
+        ws::IntParams p{{scales, first, cols, block_rows, block_cols, grid_cols}, zeros, round_f16 != 0};               \
+        ws::int_thread<BITS>(src, dst, n, p, ws::coords());                                                             \
+    }
+WS_INT_KERNEL(ws_int4, 4)
+WS_INT_KERNEL(ws_int8, 8)
+#endif
