@@ -89,3 +89,24 @@ def test_transformers_gpt_oss_dequantization(checkpoints):
         assert_same_bits(base, got[base].transpose(1, 2), want)
         checked += 1
     assert checked == len(packed.LAYERS)
+
+
+def test_compressed_tensors_pack_quantized(checkpoints):
+    """INT4/INT8, symmetric and with zero points, group, channel and tensor
+    scales in F32, BF16 and F16: compressed-tensors' own decompress returns
+    the scale's dtype (F16 products rounded to F16), then RNE to BF16."""
+    from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
+    from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
+
+    d = checkpoints / "int_ct"
+    raw = st_load_file(d / "model.safetensors")
+    got = weightstream.load_file(d)
+    for name, bits, rows, cols, group, sdt, asym in packed.INT_LAYERS:
+        strategy = "tensor" if group is None else "channel" if group == cols else "group"
+        args = QuantizationArgs(num_bits=bits, type="int", symmetric=not asym, strategy=strategy,
+                                group_size=group if strategy == "group" else None)
+        scheme = QuantizationScheme(targets=["Linear"], weights=args)
+        state = {k[len(name) + 1:]: v for k, v in raw.items() if k.startswith(name + ".weight_")}
+        want = PackedQuantizationCompressor.decompress(state, scheme)["weight"]
+        assert want.dtype == getattr(torch, sdt), (name, want.dtype)
+        assert_same_bits(name + ".weight", got[name + ".weight"], want.to(torch.bfloat16))
