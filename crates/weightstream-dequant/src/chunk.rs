@@ -75,7 +75,7 @@ fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
                 let bf16 = rounding == Rounding::Best && avx512::has_bf16();
                 match k {
                     Simd::Block(f) => avx512::block_kernel(f, bf16).or_else(|| avx2_fn(k)),
-                    Simd::F32 => Some(avx512::f32(bf16)),
+                    Simd::F32 => Some(avx512::f32()),
                     Simd::F16 => Some(avx512::f16(bf16)),
                 }
             }

@@ -182,8 +182,8 @@ fn floats_all_isas_with_odd_lengths() {
 }
 
 /// One f32 subnormal (or NaN) at every position of a 32-value vector among
-/// ordinary values: `vcvtne2ps2bf16` flushes subnormals, so the AVX-512
-/// F32 kernel must notice one in either half of its pair of vectors.
+/// ordinary values: `vcvtne2ps2bf16` flushes subnormals, which is why the
+/// AVX-512 F32 kernel rounds with the integer formula; this holds it to that.
 #[test]
 fn f32_one_special_value_at_every_lane() {
     let ordinary = 0x3F80_1234u32;

@@ -18,7 +18,9 @@
 //!   that may hold a subnormal goes through `IntRound` instead, decided
 //!   where it is cheap: never for Q4_0, Q8_0 and F16 (products of an f16
 //!   value and a small integer are zero or at least 2^-24), per run of one
-//!   scale for FP8 (`fp8_cvt_exact`), per 32 values for F32. The rest of
+//!   scale for FP8 (`fp8_cvt_exact`); F32 always takes `IntRound` (checking
+//!   every value for subnormals cost more than the instruction saved).
+//!   The rest of
 //!   the instruction's results equal the formula's: every f32 bit pattern
 //!   was compared on this project's AMD EPYC (Zen 5) while writing it.
 //!
@@ -215,21 +217,9 @@ unsafe fn q8_0_body<R: Round>(src: &[u8], dst: &mut [u16]) {
     }
 }
 
-/// Whether any lane of `a` or `b` is an f32 subnormal (exponent 0,
-/// mantissa not).
-#[inline(always)]
-unsafe fn any_subnormal(a: __m512, b: __m512) -> bool {
-    // SAFETY: inside a kernel with avx512f enabled.
-    unsafe {
-        let exp = _mm512_set1_epi32(0x7F80_0000);
-        let man = _mm512_set1_epi32(0x007F_FFFF);
-        let (a, b) = (_mm512_castps_si512(a), _mm512_castps_si512(b));
-        let ka = _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(a, exp), a, man);
-        let kb = _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(b, exp), b, man);
-        (ka | kb) != 0
-    }
-}
-
+/// F32 runs with `IntRound` only (`f32` below): any f32 may be a subnormal,
+/// and checking for them cost more than `vcvtne2ps2bf16` saved
+/// (docs/PERFORMANCE.md, CPU experiment 11).
 #[inline(always)]
 unsafe fn f32_body<R: Round>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: inside a kernel with this module's features.
@@ -240,8 +230,7 @@ unsafe fn f32_body<R: Round>(src: &[u8], dst: &mut [u16]) {
             // SAFETY: i + 32 <= n <= dst.len(), and src holds 4 bytes per element.
             let p = src.as_ptr().add(i * 4) as *const f32;
             let (a, b) = (_mm512_loadu_ps(p), _mm512_loadu_ps(p.add(16)));
-            let v = if R::CVT && any_subnormal(a, b) { IntRound::pack(a, b) } else { R::pack(a, b) };
-            store(dst.as_mut_ptr().add(i), v);
+            store(dst.as_mut_ptr().add(i), R::pack(a, b));
             i += 32;
         }
         scalar::f32(&src[n * 4..], &mut dst[n..]);
@@ -383,7 +372,6 @@ macro_rules! kernels {
 kernels! {
     q4_0_int, q4_0_bf16 => q4_0_body;
     q8_0_int, q8_0_bf16 => q8_0_body;
-    f32_int, f32_bf16 => f32_body;
     f16_int, f16_bf16 => f16_body;
 }
 
@@ -398,12 +386,16 @@ pub fn block_kernel(f: BlockFormat, bf16: bool) -> Option<KernelFn> {
     })
 }
 
-pub fn f32(bf16: bool) -> KernelFn {
-    if bf16 {
-        f32_bf16
-    } else {
-        f32_int
-    }
+/// F32: the integer rounding whatever the CPU has (see `f32_body`).
+pub fn f32() -> KernelFn {
+    f32_int
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
+unsafe fn f32_int(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: the caller confirmed these features (Isa::Avx512) and the
+    // lengths (Kernel::check).
+    unsafe { f32_body::<IntRound>(src, dst) }
 }
 
 pub fn f16(bf16: bool) -> KernelFn {
