@@ -22,7 +22,8 @@
 //!   every value for subnormals cost more than the instruction saved).
 //!   The rest of
 //!   the instruction's results equal the formula's: every f32 bit pattern
-//!   was compared on this project's AMD EPYC (Zen 5) while writing it.
+//!   was compared on this project's AMD EPYC (family 25 model 17, Zen 4)
+//!   while writing it.
 //!
 //! Every public function is `unsafe`: callers must have checked
 //! `Isa::Avx512.supported()`, and for the `bf16` variants
