@@ -17,15 +17,24 @@ import edge_cases
 import reference
 from conftest import SEED, inspect_json, run_ws
 
-ISAS = ["scalar", "avx2"]
+ISAS = ["scalar", "avx2", "avx512"]
+
+
+def cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return {f for line in text.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
 
 
 def cpu_has_avx2() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return " avx2" in flags and " f16c" in flags
+    return {"avx2", "f16c"} <= cpu_flags()
+
+
+def cpu_has_avx512() -> bool:
+    """What `Isa::Avx512.supported()` asks for."""
+    return {"avx512f", "avx512bw", "avx512vl", "f16c", "avx2"} <= cpu_flags()
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +47,8 @@ def edges(tmp_path_factory):
 def convert(src: Path, out: Path, isa: str, threads: int) -> dict[str, np.ndarray]:
     if isa == "avx2" and not cpu_has_avx2():
         pytest.skip("this CPU has no AVX2+F16C")
+    if isa == "avx512" and not cpu_has_avx512():
+        pytest.skip("this CPU has no AVX-512 F/BW/VL + F16C")
     env = {**os.environ, "WEIGHTSTREAM_ISA": isa}
     run_ws("convert", src, "-o", out, "--threads", threads, "--skip-unsupported", env=env)
     files = [out] if out.suffix == ".safetensors" else sorted(out.glob("*.safetensors"))

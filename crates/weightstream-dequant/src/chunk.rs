@@ -11,15 +11,35 @@ use weightstream_format::{BlockFormat, Fp8Format};
 /// `isa` must be supported by this CPU (`Isa::detect()` always is); an
 /// unsupported one runs the scalar kernel.
 pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa) -> Result<(), DequantError> {
+    dequantize_with(kernel, first, src, dst, isa, Rounding::Best)
+}
+
+/// [`dequantize`] with `Isa::Avx512`'s integer BF16 rounding even where the
+/// CPU has `vcvtne2ps2bf16`: what a CPU without AVX512_BF16 runs, for the
+/// parity tests to check both on one machine.
+#[doc(hidden)]
+pub fn dequantize_avx512_integer_rounding(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16]) -> Result<(), DequantError> {
+    dequantize_with(kernel, first, src, dst, Isa::Avx512, Rounding::Integer)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rounding {
+    /// The fastest the CPU has.
+    Best,
+    /// No `vcvtne2ps2bf16`.
+    Integer,
+}
+
+fn dequantize_with(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa, rounding: Rounding) -> Result<(), DequantError> {
     kernel.check(first, dst.len() as u64, src.len() as u64)?;
     let isa = if isa.supported() { isa } else { Isa::Scalar };
     match *kernel {
-        Kernel::Block(f) => run(isa, src, dst, scalar::block_kernel(f), avx2_fn(Avx2Kernel::Block(f))),
-        Kernel::F32 => run(isa, src, dst, scalar::f32, avx2_fn(Avx2Kernel::F32)),
-        Kernel::F16 => run(isa, src, dst, scalar::f16, avx2_fn(Avx2Kernel::F16)),
+        Kernel::Block(f) => run(src, dst, scalar::block_kernel(f), simd_fn(isa, rounding, Simd::Block(f))),
+        Kernel::F32 => run(src, dst, scalar::f32, simd_fn(isa, rounding, Simd::F32)),
+        Kernel::F16 => run(src, dst, scalar::f16, simd_fn(isa, rounding, Simd::F16)),
         // A copy: no ISA does better than the compiler's memcpy.
         Kernel::BF16 => scalar::bf16(src, dst),
-        Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, format, cols, scales.as_ref(), first, src, dst),
+        Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, rounding, format, cols, scales.as_ref(), first, src, dst),
         Kernel::E2m1 { cols, scales, .. } => e2m1(isa, cols, &scales, first, src, dst),
         Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
             // Runs on whole words (Kernel::check): elements i.. are bytes i * bits / 8...
@@ -34,7 +54,7 @@ pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa:
 }
 
 #[derive(Clone, Copy)]
-enum Avx2Kernel {
+enum Simd {
     Block(BlockFormat),
     F32,
     F16,
@@ -42,47 +62,76 @@ enum Avx2Kernel {
 
 type KernelFn = fn(&[u8], &mut [u16]);
 
-/// An AVX2 kernel: callable only where AVX2 and F16C are present.
-type Avx2Fn = unsafe fn(&[u8], &mut [u16]);
+/// A vector kernel: callable only where its ISA's features are present.
+type SimdFn = unsafe fn(&[u8], &mut [u16]);
 
-fn avx2_fn(k: Avx2Kernel) -> Option<Avx2Fn> {
+/// The kernel `isa` runs for `k`, `None` for the portable one. Under
+/// `Isa::Avx512`, a format without an AVX-512 kernel runs its AVX2 one.
+/// `isa` must be supported (checked by the caller).
+fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
     #[cfg(target_arch = "x86_64")]
     {
-        use crate::x86::avx2;
-        Some(match k {
-            Avx2Kernel::Block(f) => return avx2::block_kernel(f),
-            Avx2Kernel::F32 => avx2::f32,
-            Avx2Kernel::F16 => avx2::f16,
-        })
+        use crate::x86::{avx2, avx512};
+        let avx2_fn = |k| match k {
+            Simd::Block(f) => avx2::block_kernel(f),
+            Simd::F32 => Some(avx2::f32 as SimdFn),
+            Simd::F16 => Some(avx2::f16 as SimdFn),
+        };
+        match isa {
+            Isa::Scalar => None,
+            Isa::Avx2 => avx2_fn(k),
+            Isa::Avx512 => {
+                let bf16 = rounding == Rounding::Best && avx512::has_bf16();
+                match k {
+                    Simd::Block(f) => avx512::block_kernel(f, bf16).or_else(|| avx2_fn(k)),
+                    Simd::F32 => Some(avx512::f32()),
+                    Simd::F16 => Some(avx512::f16(bf16)),
+                }
+            }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = k;
+        let _ = (isa, rounding, k);
         None
     }
 }
 
-fn run(isa: Isa, src: &[u8], dst: &mut [u16], portable: KernelFn, avx2: Option<Avx2Fn>) {
-    match (isa, avx2) {
-        // SAFETY: `isa` is Avx2 only when `Isa::Avx2.supported()` confirmed
-        // AVX2 and F16C (`dequantize` falls back to scalar otherwise); the
+fn run(src: &[u8], dst: &mut [u16], portable: KernelFn, simd: Option<SimdFn>) {
+    match simd {
+        // SAFETY: simd_fn returns a kernel only for a supported ISA
+        // (`dequantize_with` falls back to scalar otherwise): AVX2 and F16C
+        // for Isa::Avx2; AVX-512 F/BW/VL, F16C and AVX2 for Isa::Avx512,
+        // AVX512_BF16 confirmed by `has_bf16` for its bf16 kernels; the
         // slice lengths were checked by Kernel::check.
-        (Isa::Avx2, Some(f)) => unsafe { f(src, dst) },
-        _ => portable(src, dst),
+        Some(f) => unsafe { f(src, dst) },
+        None => portable(src, dst),
     }
 }
 
 /// FP8 chunks go to the ISA's kernel whole: the run loop below is inlined
 /// into it, so no call crosses the target-feature boundary per run
 /// (docs/PERFORMANCE.md, CPU experiments 4-6).
-fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+#[allow(clippy::too_many_arguments)]
+fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2 {
-        // SAFETY: AVX2 and F16C confirmed by the caller; src.len() == dst.len().
-        unsafe { crate::x86::avx2::fp8(format, cols, scales, first, src, dst) };
-        return;
+    match isa {
+        Isa::Scalar => {}
+        Isa::Avx2 => {
+            // SAFETY: AVX2 and F16C confirmed by the caller; src.len() == dst.len().
+            unsafe { crate::x86::avx2::fp8(format, cols, scales, first, src, dst) };
+            return;
+        }
+        Isa::Avx512 => {
+            use crate::x86::avx512;
+            let bf16 = rounding == Rounding::Best && avx512::has_bf16();
+            // SAFETY: Isa::Avx512 supported (checked by the caller), AVX512_BF16
+            // by has_bf16 where bf16; src.len() == dst.len().
+            unsafe { avx512::fp8(bf16, format, cols, scales, first, src, dst) };
+            return;
+        }
     }
-    let _ = isa;
+    let _ = (isa, rounding);
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]));
 }
 

@@ -1,5 +1,5 @@
 //! Which instruction set the kernels use: the best the CPU has, unless
-//! `WEIGHTSTREAM_ISA` (scalar | avx2) or the caller says otherwise.
+//! `WEIGHTSTREAM_ISA` (scalar | avx2 | avx512) or the caller says otherwise.
 
 use std::sync::OnceLock;
 
@@ -9,17 +9,23 @@ pub enum Isa {
     Scalar,
     /// x86-64 AVX2 + F16C.
     Avx2,
+    /// x86-64 AVX-512 (F, BW, VL) + F16C, with AVX2 for the formats that have
+    /// no AVX-512 kernel; BF16 rounding by `vcvtne2ps2bf16` where the CPU
+    /// also has AVX512_BF16 (x86/avx512.rs).
+    Avx512,
 }
 
 pub const ENV_VAR: &str = "WEIGHTSTREAM_ISA";
 
 impl Isa {
-    pub const ALL: [Isa; 2] = [Isa::Scalar, Isa::Avx2];
+    /// Every ISA, worst to best: `detect` picks the last one supported.
+    pub const ALL: [Isa; 3] = [Isa::Scalar, Isa::Avx2, Isa::Avx512];
 
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
             Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
         }
     }
 
@@ -33,8 +39,17 @@ impl Isa {
             Isa::Scalar => true,
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c"),
+            // AVX2 too: formats without an AVX-512 kernel run their AVX2 one.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512bw")
+                    && is_x86_feature_detected!("avx512vl")
+                    && is_x86_feature_detected!("f16c")
+                    && is_x86_feature_detected!("avx2")
+            }
             #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2 => false,
+            Isa::Avx2 | Isa::Avx512 => false,
         }
     }
 

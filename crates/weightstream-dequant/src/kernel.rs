@@ -168,7 +168,7 @@ impl<'a> Kernel<'a> {
     pub fn check(&self, first: u64, dst_len: u64, src_len: u64) -> Result<(), DequantError> {
         let end = first.saturating_add(dst_len);
         let g = self.granule();
-        if first % g != 0 || dst_len % g != 0 {
+        if !first.is_multiple_of(g) || !dst_len.is_multiple_of(g) {
             return Err(DequantError::Unaligned { first, end, granule: g });
         }
         if let Kernel::Fp8 { rows, cols, .. } | Kernel::E2m1 { rows, cols, .. } | Kernel::Int { rows, cols, .. } = self {

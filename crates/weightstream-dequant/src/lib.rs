@@ -1,6 +1,6 @@
 //! weightstream-dequant: CPU kernels from stored bytes to BF16.
 //!
-//! Bit-exact by contract (see [`numerics`]): the scalar kernels, the AVX2
+//! Bit-exact by contract (see [`numerics`]): the scalar kernels, the AVX2 and AVX-512
 //! kernels, any thread count and any chunking produce the same bits, and so
 //! do the CUDA kernels, which the parity tests check against these.
 
@@ -14,7 +14,7 @@ pub mod scales;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use chunk::dequantize;
+pub use chunk::{dequantize, dequantize_avx512_integer_rounding};
 pub use isa::Isa;
 pub use kernel::{DequantError, Kernel, ScaleGrid};
 pub use par::{dequantize_par, dequantize_par_fetch, FetchError, DEFAULT_PIECE};

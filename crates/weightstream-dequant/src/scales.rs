@@ -8,7 +8,7 @@ use weightstream_format::{GlobalOp, ScaleDtype};
 /// number of values.
 pub fn scales_to_f32(dtype: ScaleDtype, bytes: &[u8]) -> Option<Vec<f32>> {
     let size = dtype.size() as usize;
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         return None;
     }
     Some(match dtype {

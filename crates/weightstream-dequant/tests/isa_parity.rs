@@ -1,10 +1,11 @@
 //! Every ISA, every chunking and every thread count give the scalar
-//! kernels' bits.
+//! kernels' bits. An ISA this CPU lacks is skipped, and said so on stderr
+//! (`cargo test -- --nocapture` shows it).
 
 mod common;
 
 use common::{block_source, Rng, F16_EDGES, F32_EDGES};
-use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
+use weightstream_dequant::{dequantize, dequantize_avx512_integer_rounding, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
 use weightstream_format::block::{E8M0_EDGES, UE4M3_EDGES};
 use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
@@ -14,12 +15,75 @@ fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> 
     out
 }
 
+/// A way this CPU can run a kernel: an ISA as `dequantize` runs it, or
+/// `Isa::Avx512` with its integer BF16 rounding (what CPUs without
+/// AVX512_BF16 run; `Avx512` itself uses `vcvtne2ps2bf16` where there is one).
+#[derive(Clone, Copy, Debug)]
+enum Path {
+    Isa(Isa),
+    Avx512Int,
+}
+
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Isa(isa) => isa.name(),
+            Path::Avx512Int => "avx512 (integer rounding)",
+        }
+    }
+
+    fn run(self, kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
+        match self {
+            Path::Isa(isa) => run(kernel, first, src, n, isa),
+            Path::Avx512Int => {
+                let mut out = vec![0xDEADu16; n];
+                dequantize_avx512_integer_rounding(kernel, first, src, &mut out).unwrap();
+                out
+            }
+        }
+    }
+}
+
+/// Every path this CPU supports; the ISAs it lacks are reported as skipped.
+fn paths() -> Vec<Path> {
+    let mut paths = Vec::new();
+    for isa in Isa::ALL {
+        if !isa.supported() {
+            eprintln!("skipped: this CPU cannot run {} (Isa::{isa:?})", isa.name());
+            continue;
+        }
+        paths.push(Path::Isa(isa));
+        if isa == Isa::Avx512 {
+            paths.push(Path::Avx512Int);
+        }
+    }
+    paths
+}
+
+#[test]
+fn every_isa_runs_or_is_reported_skipped() {
+    let paths = paths();
+    for isa in Isa::ALL {
+        let ran = paths.iter().any(|p| matches!(p, Path::Isa(i) if *i == isa));
+        eprintln!("{}: {}", isa.name(), if ran { "tested" } else { "SKIPPED (not supported by this CPU)" });
+    }
+    #[cfg(target_arch = "x86_64")]
+    if Isa::Avx512.supported() {
+        let bf16 = std::arch::is_x86_feature_detected!("avx512bf16");
+        eprintln!(
+            "avx512: rounding by {}",
+            if bf16 { "vcvtne2ps2bf16 and the integer formula, both tested" } else { "the integer formula (no AVX512_BF16)" }
+        );
+    }
+    assert!(matches!(paths[0], Path::Isa(Isa::Scalar)));
+}
+
 fn assert_isas_agree(what: &str, kernel: &Kernel, src: &[u8], n: usize) {
     let reference = run(kernel, 0, src, n, Isa::Scalar);
-    for isa in Isa::all_supported() {
-        let got = run(kernel, 0, src, n, isa);
+    for path in paths() {
+        let got = path.run(kernel, 0, src, n);
         if let Some(i) = (0..n).find(|&i| got[i] != reference[i]) {
-            panic!("{what}: {} differs from scalar at element {i}: {:#06x} vs {:#06x}", isa.name(), got[i], reference[i]);
+            panic!("{what}: {} differs from scalar at element {i}: {:#06x} vs {:#06x}", path.name(), got[i], reference[i]);
         }
     }
 }
@@ -77,8 +141,8 @@ fn every_q_value_matches_the_formula() {
     for j in 0..16 {
         src[2 + j] = (j as u8) | ((15 - j as u8) << 4);
     }
-    for isa in Isa::all_supported() {
-        let out = run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, 32, isa);
+    for path in paths() {
+        let out = path.run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, 32);
         for j in 0..16 {
             assert_eq!(out[j], numerics::f32_to_bf16(j as f32 - 8.0));
             assert_eq!(out[j + 16], numerics::f32_to_bf16(7.0 - j as f32));
@@ -91,8 +155,8 @@ fn every_q_value_matches_the_formula() {
             src[b * 34 + 2 + j] = (b * 32 + j) as u8;
         }
     }
-    for isa in Isa::all_supported() {
-        let out = run(&Kernel::Block(BlockFormat::Q8_0), 0, &src, 256, isa);
+    for path in paths() {
+        let out = path.run(&Kernel::Block(BlockFormat::Q8_0), 0, &src, 256);
         for (v, o) in out.iter().enumerate() {
             assert_eq!(*o, numerics::f32_to_bf16(2.0 * (v as u8 as i8) as f32));
         }
@@ -106,15 +170,53 @@ fn floats_all_isas_with_odd_lengths() {
     f32src.extend(rng.bytes(4 * 1001));
     let mut f16src: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
     f16src.extend(rng.bytes(2 * 37));
-    for n in [0, 1, 7, 15, 16, 17, 33, F32_EDGES.len() + 1001] {
+    for n in [0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, F32_EDGES.len() + 1001] {
         assert_isas_agree("F32", &Kernel::F32, &f32src[..4 * n], n);
     }
-    for n in [0, 1, 15, 16, 17, 65536 + 37] {
+    for n in [0, 1, 15, 16, 17, 31, 32, 33, 65536 + 37] {
         assert_isas_agree("F16", &Kernel::F16, &f16src[..2 * n], n);
     }
     let bf: Vec<u8> = rng.bytes(2 * 99);
     let out = run(&Kernel::BF16, 0, &bf, 99, Isa::detect());
     assert!(out.iter().enumerate().all(|(i, &v)| v == u16::from_le_bytes([bf[2 * i], bf[2 * i + 1]])));
+}
+
+/// One f32 subnormal (or NaN) at every position of a 32-value vector among
+/// ordinary values: `vcvtne2ps2bf16` flushes subnormals, which is why the
+/// AVX-512 F32 kernel rounds with the integer formula; this holds it to that.
+#[test]
+fn f32_one_special_value_at_every_lane() {
+    let ordinary = 0x3F80_1234u32;
+    for special in [0x0000_0001u32, 0x8040_0000, 0x007F_FFFF, 0x0001_8000, 0x7FC0_0001, 0xFF80_0001] {
+        for lane in 0..64 {
+            let vals: Vec<u32> = (0..64 + 5).map(|i| if i == lane { special } else { ordinary + i as u32 }).collect();
+            let src: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_isas_agree(&format!("F32 {special:#x} at {lane}"), &Kernel::F32, &src, vals.len());
+        }
+    }
+}
+
+/// FP8 scales around the magnitude below which the AVX-512 kernel leaves
+/// `vcvtne2ps2bf16` for the integer rounding (products that may be f32
+/// subnormals), every code under each.
+#[test]
+fn fp8_scales_near_the_subnormal_products() {
+    let src: Vec<u8> = (0..=255u8).cycle().take(256 * 3 + 17).collect();
+    let n = src.len();
+    for e in [-90i32, -99, -100, -101, -110, -116, -117, -118, -126, -127, -140, -149] {
+        for sign in [1.0f32, -1.0] {
+            for m in [1.0f32, 1.75] {
+                let scale = sign * m * 2f32.powi(e);
+                let layout = ScaleLayout { kind: ScaleKind::PerTensor, block_rows: 1, block_cols: n as u64, grid_rows: 1, grid_cols: 1 };
+                let values = [scale];
+                let grid = ScaleGrid::new(&values, &layout, 1, n as u64).unwrap();
+                for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
+                    let k = Kernel::Fp8 { format, rows: 1, cols: n as u64, scales: Some(grid) };
+                    assert_isas_agree(&format!("{format:?} scale {scale:e}"), &k, &src, n);
+                }
+            }
+        }
+    }
 }
 
 fn layouts(rows: u64, cols: u64) -> Vec<(ScaleLayout, &'static str)> {
@@ -171,8 +273,8 @@ fn fp8_all_isas_layouts_and_chunkings() {
                 for _ in 0..20 {
                     let a = rng.below(n as u64 + 1) as usize;
                     let b = a + rng.below((n - a) as u64 + 1) as usize;
-                    for isa in Isa::all_supported() {
-                        assert_eq!(run(&k, a as u64, &src[a..b], b - a, isa), want[a..b], "{what} [{a},{b}) {isa:?}");
+                    for path in paths() {
+                        assert_eq!(path.run(&k, a as u64, &src[a..b], b - a), want[a..b], "{what} [{a},{b}) {}", path.name());
                     }
                 }
             }
@@ -186,11 +288,13 @@ fn parallel_equals_serial_for_any_piece_size() {
     let src = rng.bytes(18 * 3001);
     let n = 3001 * 32;
     let want = run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, n, Isa::Scalar);
-    for piece in [1, 32, 33, 1000, 4096, 1 << 20] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
-        let mut out = vec![0u16; n];
-        pool.install(|| dequantize_par(&Kernel::Block(BlockFormat::Q4_0), 0, &src, &mut out, Isa::detect(), piece)).unwrap();
-        assert_eq!(out, want, "piece {piece}");
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    for isa in Isa::all_supported() {
+        for piece in [1, 32, 33, 1000, 4096, 1 << 20] {
+            let mut out = vec![0u16; n];
+            pool.install(|| dequantize_par(&Kernel::Block(BlockFormat::Q4_0), 0, &src, &mut out, isa, piece)).unwrap();
+            assert_eq!(out, want, "piece {piece} {isa:?}");
+        }
     }
 }
 
@@ -215,8 +319,8 @@ fn an_empty_matrix_with_per_channel_scales_is_fine() {
     let layout = ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: 1, grid_rows: 5, grid_cols: 1 };
     let values = [1.0f32; 5];
     let grid = ScaleGrid::new(&values, &layout, 5, 0).unwrap();
-    for isa in Isa::all_supported() {
+    for path in paths() {
         let k = Kernel::Fp8 { format: Fp8Format::E4M3, rows: 5, cols: 0, scales: Some(grid) };
-        dequantize(&k, 0, &[], &mut [], isa).unwrap();
+        assert!(path.run(&k, 0, &[], 0).is_empty());
     }
 }

@@ -22,7 +22,8 @@ are part of the cost.",
     after_help = "Examples:\n  \
 weightstream bench                       every kernel, all cores\n  \
 weightstream bench --format q4_0 --threads 1\n  \
-WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels"
+WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels\n  \
+WEIGHTSTREAM_ISA=avx2 weightstream bench --format q4_0   one ISA: scalar, avx2 or avx512 (default: the best the CPU has)"
 )]
 pub struct Args {
     /// Kernels to run (repeatable): every block format by name (`weightstream formats` lists
