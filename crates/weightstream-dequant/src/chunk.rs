@@ -42,12 +42,7 @@ fn dequantize_with(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa
         Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, rounding, format, cols, scales.as_ref(), first, src, dst),
         Kernel::E2m1 { cols, scales, .. } => e2m1(isa, cols, &scales, first, src, dst),
         Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
-            // Runs on whole words (Kernel::check): elements i.. are bytes i * bits / 8...
-            let per_byte = 8 / bits as usize;
-            grid_runs(cols, &scales, first, dst.len(), |k, i, len| {
-                let zero = zeros.as_ref().map_or(0.0, |z| z.value(k));
-                scalar::int_run(bits, scales.value(k), zero, round_f16, &src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len])
-            })
+            int(isa, bits, cols, &scales, zeros.as_ref(), round_f16, first, src, dst)
         }
     }
     Ok(())
@@ -136,10 +131,47 @@ fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Optio
 }
 
 /// E2M1 chunks: a run per group scale; each run starts on an even element
-/// (Kernel::check: even rows and groups, chunks on pairs).
+/// (Kernel::check: even rows and groups, chunks on pairs). AVX-512 has a
+/// kernel (x86/packed512.rs); AVX2 runs the portable one.
 fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 {
+        // SAFETY: Isa::Avx512 supported (checked by the caller); Kernel::check
+        // matched src to dst.
+        unsafe { crate::x86::packed512::e2m1(cols, scales, first, src, dst) };
+        return;
+    }
     let _ = isa;
     fp8_runs(cols, Some(scales), first, dst.len(), |scale, i, len| {
         scalar::e2m1_run(scale, &src[i / 2..(i + len) / 2], &mut dst[i..i + len])
+    });
+}
+
+/// Integer-pack chunks: a run per group scale and zero point, on whole
+/// words (Kernel::check). AVX-512 has a kernel (x86/packed512.rs).
+#[allow(clippy::too_many_arguments)]
+fn int(
+    isa: Isa,
+    bits: u8,
+    cols: u64,
+    scales: &ScaleGrid,
+    zeros: Option<&ScaleGrid>,
+    to_f16: bool,
+    first: u64,
+    src: &[u8],
+    dst: &mut [u16],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 {
+        // SAFETY: Isa::Avx512 supported (checked by the caller); Kernel::check
+        // matched src to dst.
+        unsafe { crate::x86::packed512::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+        return;
+    }
+    let _ = isa;
+    let per_byte = 8 / bits as usize;
+    grid_runs(cols, scales, first, dst.len(), |k, i, len| {
+        let zero = zeros.map_or(0.0, |z| z.value(k));
+        scalar::int_run(bits, scales.value(k), zero, to_f16, &src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len])
     });
 }

@@ -324,3 +324,108 @@ fn an_empty_matrix_with_per_channel_scales_is_fine() {
         assert!(path.run(&k, 0, &[], 0).is_empty());
     }
 }
+
+/// Group scales for the packed kernels: edge values first (zero, signed,
+/// subnormal products, F16 overflow, infinities, NaN), then ordinary ones.
+fn packed_scales(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let edges = [0.0f32, -0.0, -0.75, 1e-40, 2f32.powi(-127), 3e-8, 6.1e-5, 65504.0, 3e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    (0..n).map(|i| edges.get(i).copied().unwrap_or_else(|| (rng.next_u64() % 40000) as f32 / 8192.0 - 2.0)).collect()
+}
+
+/// E2M1 pairs with group scales (the NVFP4 and MXFP4 safetensors packs):
+/// every path, groups of 16 and 32, whole matrices and chunks on any pair
+/// (runs shorter than a vector, and tails, included).
+#[test]
+fn e2m1_all_isas_groups_and_chunkings() {
+    let mut rng = Rng::from_env("e2m1_all_isas_groups_and_chunkings");
+    for (rows, cols) in [(1u64, 16u64), (3, 48), (7, 160), (33, 512)] {
+        let total = (rows * cols) as usize;
+        let mut w: Vec<u8> = (0..=255u8).cycle().take((total / 2).min(256)).collect();
+        w.extend(rng.bytes(total / 2 - w.len()));
+        for group in [16u64, 32] {
+            if cols % group != 0 {
+                continue;
+            }
+            let layout = ScaleLayout { kind: ScaleKind::Group, block_rows: 1, block_cols: group, grid_rows: rows, grid_cols: cols / group };
+            let values = packed_scales(&mut rng, (rows * cols / group) as usize);
+            let kernel = Kernel::E2m1 { rows, cols, scales: ScaleGrid::new(&values, &layout, rows, cols).unwrap() };
+            let mut ranges = vec![(0usize, total)];
+            for _ in 0..8 {
+                let a = (rng.next_u64() % (total as u64 / 2)) as usize * 2;
+                let b = a + (rng.next_u64() % ((total - a) as u64 / 2 + 1)) as usize * 2;
+                ranges.push((a, b));
+            }
+            for (a, b) in ranges {
+                let what = format!("E2M1 {rows}x{cols} groups of {group} [{a},{b})");
+                assert_isas_agree_at(&what, &kernel, a as u64, &w[a / 2..b / 2], b - a);
+            }
+        }
+    }
+}
+
+/// INT4 and INT8 packs: every path, group, channel and per-tensor scales,
+/// with and without zero points and F16 rounding, chunks on any word.
+#[test]
+fn int_all_isas_layouts_and_chunkings() {
+    let mut rng = Rng::from_env("int_all_isas_layouts_and_chunkings");
+    for bits in [4u8, 8] {
+        let per_word = 32 / bits as usize;
+        for (rows, cols) in [(1u64, 32u64), (5, 64), (9, 384), (17, 1024)] {
+            let total = (rows * cols) as usize;
+            let nbytes = total * bits as usize / 8;
+            let mut w: Vec<u8> = (0..=255u8).cycle().take(nbytes.min(256)).collect();
+            w.extend(rng.bytes(nbytes - w.len()));
+            let mut layouts = vec![
+                ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols, grid_rows: rows, grid_cols: 1 },
+                ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows, block_cols: cols, grid_rows: 1, grid_cols: 1 },
+            ];
+            for group in [8u64, 32, 128] {
+                if cols % group == 0 && group as usize % per_word == 0 {
+                    layouts.push(ScaleLayout {
+                        kind: ScaleKind::Group,
+                        block_rows: 1,
+                        block_cols: group,
+                        grid_rows: rows,
+                        grid_cols: cols / group,
+                    });
+                }
+            }
+            for layout in layouts {
+                let ns = (layout.grid_rows * layout.grid_cols) as usize;
+                let values = packed_scales(&mut rng, ns);
+                let half = 1i64 << (bits - 1);
+                let zeros: Vec<f32> = (0..ns).map(|_| ((rng.next_u64() % (2 * half as u64)) as i64 - half) as f32).collect();
+                for (with_zeros, round_f16) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let scales = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
+                    let zgrid = with_zeros.then(|| ScaleGrid::new(&zeros, &layout, rows, cols).unwrap());
+                    let kernel = Kernel::Int { bits, rows, cols, scales, zeros: zgrid, round_f16 };
+                    let mut ranges = vec![(0usize, total)];
+                    for _ in 0..6 {
+                        let a = (rng.next_u64() % (total / per_word) as u64) as usize * per_word;
+                        let b = a + (rng.next_u64() % ((total - a) / per_word + 1) as u64) as usize * per_word;
+                        ranges.push((a, b));
+                    }
+                    for (a, b) in ranges {
+                        let what = format!(
+                            "INT{bits} {rows}x{cols} {:?}/{} zeros={with_zeros} f16={round_f16} [{a},{b})",
+                            layout.kind, layout.block_cols
+                        );
+                        let (sa, sb) = (a * bits as usize / 8, b * bits as usize / 8);
+                        assert_isas_agree_at(&what, &kernel, a as u64, &w[sa..sb], b - a);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `assert_isas_agree` for a chunk starting at element `first`.
+fn assert_isas_agree_at(what: &str, kernel: &Kernel, first: u64, src: &[u8], n: usize) {
+    let want = run(kernel, first, src, n, Isa::Scalar);
+    for path in paths() {
+        let got = path.run(kernel, first, src, n);
+        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+            panic!("{what}: {} element {i}: {:#06x}, scalar {:#06x}", path.name(), got[i], want[i]);
+        }
+    }
+}

@@ -28,7 +28,9 @@ WEIGHTSTREAM_ISA=avx2 weightstream bench --format q4_0   one ISA: scalar, avx2 o
 pub struct Args {
     /// Kernels to run (repeatable): every block format by name (`weightstream formats` lists
     /// them: q4_0 ... q6_k, iq4_xs, mxfp4, iq2_xxs, tq1_0, ...), fp8-tensor, fp8-channel,
-    /// fp8-block, e5m2-block, f16, f32, bf16
+    /// fp8-block, e5m2-block, the safetensors packs nvfp4-st (E2M1, groups of 16), mxfp4-st
+    /// (groups of 32), int4-g128, int4-g128-zp (with zero points), int8-channel-f16 (F16 scales),
+    /// f16, f32, bf16
     #[arg(long = "format", value_name = "F")]
     pub formats: Vec<String>,
     /// Threads (default: all cores)
@@ -53,7 +55,20 @@ const MAX_THREADS: usize = 1024;
 /// Every kernel's name: the block formats (lower-case), then the others.
 fn all_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = BlockFormat::ALL.iter().map(|f| f.layout().module).collect();
-    names.extend(["fp8-tensor", "fp8-channel", "fp8-block", "e5m2-block", "f16", "f32", "bf16"]);
+    names.extend([
+        "fp8-tensor",
+        "fp8-channel",
+        "fp8-block",
+        "e5m2-block",
+        "nvfp4-st",
+        "mxfp4-st",
+        "int4-g128",
+        "int4-g128-zp",
+        "int8-channel-f16",
+        "f16",
+        "f32",
+        "bf16",
+    ]);
     names
 }
 
@@ -64,12 +79,20 @@ struct Input {
 
 enum InputKind {
     Plain(Kernel<'static>),
-    /// FP8 kernels borrow their scales: built where `scales` lives.
-    Fp8 {
-        format: Fp8Format,
+    /// Kernels with scale grids borrow them: built where `scales` lives.
+    Grid {
+        element: GridElement,
         layout: ScaleLayout,
         scales: Vec<f32>,
+        zeros: Option<Vec<f32>>,
     },
+}
+
+#[derive(Clone, Copy)]
+enum GridElement {
+    Fp8(Fp8Format),
+    E2m1,
+    Int { bits: u8, round_f16: bool },
 }
 
 /// Deterministic pseudo-random bytes (xorshift), fast enough for 100 MB.
@@ -98,13 +121,19 @@ fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
         }
         src
     };
+    let ordinary = |layout: ScaleLayout| (0..layout.grid_rows * layout.grid_cols).map(|i| 1.0 + i as f32 / 1024.0).collect();
     let fp8 = |format: Fp8Format, layout: ScaleLayout| Input {
         // No NaN codes: they would take no different path, but keep outputs ordinary.
         src: bytes(n, 11).into_iter().map(|b| if b & 0x7F == 0x7F { b ^ 1 } else { b }).collect(),
-        kind: InputKind::Fp8 {
-            format,
+        kind: InputKind::Grid { element: GridElement::Fp8(format), layout, scales: ordinary(layout), zeros: None },
+    };
+    let packed = |element: GridElement, bits: usize, layout: ScaleLayout, zeros: bool| Input {
+        src: bytes(n * bits / 8, 13),
+        kind: InputKind::Grid {
+            element,
             layout,
-            scales: (0..layout.grid_rows * layout.grid_cols).map(|i| 1.0 + i as f32 / 1024.0).collect(),
+            scales: ordinary(layout),
+            zeros: zeros.then(|| (0..layout.grid_rows * layout.grid_cols).map(|i| (i % 16) as f32 - 8.0).collect()),
         },
     };
     let block = |br: u64, bc: u64, kind| ScaleLayout {
@@ -126,6 +155,11 @@ fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
         "fp8-channel" => fp8(Fp8Format::E4M3, block(1, cols, ScaleKind::PerChannel)),
         "fp8-block" => fp8(Fp8Format::E4M3, block(128, 128, ScaleKind::Block)),
         "e5m2-block" => fp8(Fp8Format::E5M2, block(128, 128, ScaleKind::Block)),
+        "nvfp4-st" => packed(GridElement::E2m1, 4, block(1, 16, ScaleKind::Group), false),
+        "mxfp4-st" => packed(GridElement::E2m1, 4, block(1, 32, ScaleKind::Group), false),
+        "int4-g128" => packed(GridElement::Int { bits: 4, round_f16: false }, 4, block(1, 128, ScaleKind::Group), false),
+        "int4-g128-zp" => packed(GridElement::Int { bits: 4, round_f16: false }, 4, block(1, 128, ScaleKind::Group), true),
+        "int8-channel-f16" => packed(GridElement::Int { bits: 8, round_f16: true }, 8, block(1, cols, ScaleKind::PerChannel), false),
         _ => return None,
     })
 }
@@ -200,11 +234,24 @@ pub fn run(args: &Args) -> CmdResult {
     for name in names {
         let inp = input(name, rows, cols).expect("every name in all_names() has an input");
         let kernel = match &inp.kind {
-            InputKind::Fp8 { format, layout, scales } => {
-                let grid = ScaleGrid::new(scales, layout, rows, cols)
-                    .map_err(|e| weightstream::Error::InvalidArgument(e.to_string()))
-                    .or_fail(args.json)?;
-                Kernel::Fp8 { format: *format, rows, cols, scales: Some(grid) }
+            InputKind::Grid { element, layout, scales, zeros } => {
+                let grid = |v| {
+                    ScaleGrid::new(v, layout, rows, cols)
+                        .map_err(|e| weightstream::Error::InvalidArgument(e.to_string()))
+                        .or_fail(args.json)
+                };
+                let scales = grid(scales)?;
+                match *element {
+                    GridElement::Fp8(format) => Kernel::Fp8 { format, rows, cols, scales: Some(scales) },
+                    GridElement::E2m1 => Kernel::E2m1 { rows, cols, scales },
+                    GridElement::Int { bits, round_f16 } => {
+                        let zeros = match zeros {
+                            Some(z) => Some(grid(z)?),
+                            None => None,
+                        };
+                        Kernel::Int { bits, rows, cols, scales, zeros, round_f16 }
+                    }
+                }
             }
             InputKind::Plain(k) => *k,
         };

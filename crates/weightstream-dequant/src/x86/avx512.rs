@@ -49,7 +49,7 @@ pub fn has_bf16() -> bool {
 /// The methods are `#[inline(always)]` without target features: they are
 /// only called from the `#[target_feature]` kernels below, into which they
 /// (and the intrinsics in them) are inlined.
-trait Round {
+pub(super) trait Round {
     /// Whether this is `vcvtne2ps2bf16`, which must not see subnormals.
     const CVT: bool;
     /// Any input but (for `CVT`) subnormals; NaN -> 0x7FC0.
@@ -59,7 +59,7 @@ trait Round {
 }
 
 /// The scalar formula `(b + 0x7FFF + ((b >> 16) & 1)) >> 16`, lane by lane.
-struct IntRound;
+pub(super) struct IntRound;
 
 /// `vcvtne2ps2bf16`, NaNs made canonical after it.
 struct Bf16Round;

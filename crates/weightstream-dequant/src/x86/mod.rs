@@ -4,3 +4,4 @@ pub mod avx2;
 pub mod avx512;
 mod blocks;
 mod lookup;
+pub mod packed512;

@@ -1,0 +1,190 @@
+//! AVX-512 kernels of the safetensors packs (format/packed.rs): E2M1
+//! (NVFP4, MXFP4) and INT4 through a table of the 16 outputs a run of one
+//! scale can have, INT8 value by value. Each reproduces its scalar kernel
+//! (`scalar::e2m1_run`, `scalar::int_run`) bit for bit:
+//!
+//! - a table entry is the scalar kernel's own operations on one code: the
+//!   exact f32 level (E2M1 value, or `q - zero` for integers, whose `vsubps`
+//!   is exact), one `vmulps` by the scale, F16 rounding where the scales
+//!   are F16 (`round_f16`: the same two rounded adds as numerics.rs), and
+//!   the integer BF16 rounding (avx512.rs `IntRound`: subnormal results
+//!   rounded as the scalar formula does, every NaN 0x7FC0);
+//! - each value's output is then its table entry (`vpermw` on its code,
+//!   the codes in element order: low nibble of a byte first).
+//!
+//! Runs come from `kernel::grid_runs` (whole rows' groups, whole words);
+//! what a run leaves under 16 values goes through the scalar kernel.
+//! Every function is `unsafe`: callers must have checked
+//! `Isa::Avx512.supported()`.
+
+use std::arch::x86_64::*;
+
+use super::avx512::{IntRound, Round};
+use crate::kernel::{grid_runs, ScaleGrid};
+use crate::scalar;
+use weightstream_format::E2M1_VALUES;
+
+/// INT4 codes 0..16 as values, before the zero point: q - 8.
+const INT4_LEVELS: [f32; 16] = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
+
+/// `numerics::round_f16` on 16 lanes: the same two rounded adds by a power
+/// of two (0.5 below 2^-14, else 2^(e + 13)), infinity from 65520 up, NaN
+/// kept, the sign restored.
+#[inline(always)]
+unsafe fn round_f16(x: __m512) -> __m512 {
+    // SAFETY: inside a kernel with avx512f enabled.
+    unsafe {
+        let bits = _mm512_castps_si512(x);
+        let sign = _mm512_and_si512(bits, _mm512_set1_epi32(i32::MIN));
+        let mag = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF_FFFF));
+        let a = _mm512_castsi512_ps(mag);
+        let half = _mm512_set1_ps(0.5);
+        let small = _mm512_sub_ps(_mm512_add_ps(a, half), half);
+        let c = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_and_si512(mag, _mm512_set1_epi32(0x7F80_0000)), _mm512_set1_epi32(13 << 23)));
+        let normal = _mm512_sub_ps(_mm512_add_ps(a, c), c);
+        let is_small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(6.103_515_6e-5));
+        let is_big = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, _mm512_set1_ps(65520.0));
+        let r = _mm512_mask_mov_ps(normal, is_small, small);
+        let r = _mm512_mask_mov_ps(r, is_big, _mm512_set1_ps(f32::INFINITY));
+        let r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+        _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
+    }
+}
+
+/// The 16 outputs of a run, in words 0..16: BF16(R(level * scale)).
+#[inline(always)]
+unsafe fn table16(levels: __m512, scale: f32, to_f16: bool) -> __m512i {
+    // SAFETY: inside a kernel with avx512f and avx512bw enabled.
+    unsafe {
+        let x = _mm512_mul_ps(levels, _mm512_set1_ps(scale));
+        let x = if to_f16 { round_f16(x) } else { x };
+        IntRound::pack(x, x)
+    }
+}
+
+/// The codes of 16 bytes of nibble pairs in element order (low nibble of
+/// each byte first): 32 code bytes.
+#[inline(always)]
+unsafe fn nibbles32(b: __m128i) -> __m256i {
+    // SAFETY: inside a kernel with avx2 enabled.
+    unsafe {
+        let m = _mm_set1_epi8(0x0F);
+        let (lo, hi) = (_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16::<4>(b), m));
+        _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi))
+    }
+}
+
+/// Values `[0, n - n % 16)` of a run of nibble pairs through `table`;
+/// returns how many were written.
+#[inline(always)]
+unsafe fn nibble_run(table: __m512i, src: &[u8], dst: &mut [u16]) -> usize {
+    let n = dst.len();
+    let mut i = 0;
+    // SAFETY: inside a kernel with avx512f/bw/vl and avx2 enabled; every
+    // load reads src[i / 2..i / 2 + 16 or 8] and every store writes
+    // dst[i..i + 32 or 16], inside the run (src holds n / 2 bytes).
+    unsafe {
+        while i + 32 <= n {
+            let b = _mm_loadu_si128(src.as_ptr().add(i / 2) as *const __m128i);
+            let idx = _mm512_cvtepu8_epi16(nibbles32(b));
+            _mm512_storeu_si512(dst.as_mut_ptr().add(i) as *mut __m512i, _mm512_permutexvar_epi16(idx, table));
+            i += 32;
+        }
+        if i + 16 <= n {
+            let b = _mm_loadl_epi64(src.as_ptr().add(i / 2) as *const __m128i);
+            let idx = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(nibbles32(b)));
+            _mm256_storeu_si256(dst.as_mut_ptr().add(i) as *mut __m256i, _mm256_permutexvar_epi16(idx, _mm512_castsi512_si256(table)));
+            i += 16;
+        }
+    }
+    i
+}
+
+/// A whole E2M1 chunk (chunk.rs checked it: even rows and groups).
+///
+/// # Safety
+/// `Isa::Avx512.supported()`; `src.len() * 2 == dst.len()`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
+pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    // SAFETY: 16 readable f32.
+    let levels = unsafe { _mm512_loadu_ps(E2M1_VALUES.as_ptr()) };
+    grid_runs(cols, scales, first, dst.len(), |k, i, len| {
+        let scale = scales.value(k);
+        let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
+        // SAFETY: this function's features; the run lies within src and dst.
+        let done = unsafe { nibble_run(table16(levels, scale, false), s, d) };
+        scalar::e2m1_run(scale, &s[done / 2..], &mut d[done..]);
+    });
+}
+
+/// A whole INT4 or INT8 chunk (chunk.rs checked it: whole words per row
+/// and group).
+///
+/// # Safety
+/// `Isa::Avx512.supported()`; `src` holds `dst.len()` values of `bits` bits.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn int(
+    bits: u8,
+    cols: u64,
+    scales: &ScaleGrid,
+    zeros: Option<&ScaleGrid>,
+    to_f16: bool,
+    first: u64,
+    src: &[u8],
+    dst: &mut [u16],
+) {
+    // SAFETY: 16 readable f32.
+    let int4 = unsafe { _mm512_loadu_ps(INT4_LEVELS.as_ptr()) };
+    let per_byte = 8 / bits as usize;
+    grid_runs(cols, scales, first, dst.len(), |k, i, len| {
+        let (scale, zero) = (scales.value(k), zeros.map_or(0.0, |z| z.value(k)));
+        let (s, d) = (&src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len]);
+        // SAFETY: this function's features; the run lies within src and dst.
+        let done = unsafe {
+            if bits == 4 {
+                nibble_run(table16(_mm512_sub_ps(int4, _mm512_set1_ps(zero)), scale, to_f16), s, d)
+            } else {
+                int8_run(scale, zero, to_f16, s, d)
+            }
+        };
+        scalar::int_run(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
+    });
+}
+
+/// 16 INT8 values (offset bytes) as f32 outputs before BF16:
+/// R((q - zero) * scale).
+#[inline(always)]
+unsafe fn int8_values(b: __m128i, s: __m512, z: __m512, to_f16: bool) -> __m512 {
+    // SAFETY: inside a kernel with avx512f enabled.
+    unsafe {
+        let q = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(128)));
+        let x = _mm512_mul_ps(_mm512_sub_ps(q, z), s);
+        if to_f16 {
+            round_f16(x)
+        } else {
+            x
+        }
+    }
+}
+
+/// INT8 values `[0, n - n % 32)` of a run, value by value: returns how
+/// many were written.
+#[inline(always)]
+unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
+    let n = dst.len();
+    let mut i = 0;
+    // SAFETY: inside a kernel with avx512f/bw/vl enabled; each step reads
+    // src[i..i + 32] and writes dst[i..i + 32], inside the run.
+    unsafe {
+        let (s, z) = (_mm512_set1_ps(scale), _mm512_set1_ps(zero));
+        while i + 32 <= n {
+            let p = src.as_ptr().add(i);
+            let (a, b) = (_mm_loadu_si128(p as *const __m128i), _mm_loadu_si128(p.add(16) as *const __m128i));
+            let packed = IntRound::pack(int8_values(a, s, z, to_f16), int8_values(b, s, z, to_f16));
+            _mm512_storeu_si512(dst.as_mut_ptr().add(i) as *mut __m512i, packed);
+            i += 32;
+        }
+    }
+    i
+}
