@@ -107,7 +107,9 @@ device() {
         local fx=/tmp/ws-fixtures
         python3 tests/fixtures/generate.py "$fx" >/dev/null
         python3 -c "import sys; sys.path.insert(0, 'tests/fixtures'); import edge_cases; from pathlib import Path; edge_cases.generate(Path('$fx'), 1)"
-        for f in all_types.gguf v2.gguf plain.safetensors sharded unindexed fp8_deepseek fp8_compressed_tensors fp8_single edges.gguf fp8_edges; do
+        python3 tests/fixtures/packed.py "$fx/packed"
+        for f in all_types.gguf v2.gguf plain.safetensors sharded unindexed fp8_deepseek fp8_compressed_tensors fp8_single edges.gguf fp8_edges \
+                 packed/nvfp4_modelopt packed/nvfp4_ct packed/mxfp4_ct packed/mxfp4_gptoss packed/int_ct; do
           "$CARRY/bin/weightstream" load "$fx/$f" --device cuda --verify --skip-unsupported | tail -1 | sed "s|^|$f: |"
         done 2>&1 | tee -a "$out/parity.log"
         ;;

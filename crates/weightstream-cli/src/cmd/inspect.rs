@@ -82,6 +82,7 @@ fn tensor_json(cat: &Catalog, t: &TensorInfo) -> Json {
             "name": p.name,
             "shape": p.shape,
             "global": p.global.map(|g| json!({"tensor": cat.tensors[g.tensor].name, "value": g.value, "op": g.op})),
+            "zero_points": p.zeros.map(|z| &cat.tensors[z].name),
         });
     }
     o
@@ -195,8 +196,10 @@ fn scale_column(cat: &Catalog, t: &TensorInfo) -> String {
                 }
                 None => String::new(),
             };
+            let zeros = p.zeros.map_or(String::new(), |z| format!(", zero points <- {}", cat.tensors[z].name));
             format!(
-                "{} {} {:?} <- {}{global} -> {} {}",
+                "{} {} {} {:?} <- {}{global}{zeros} -> {} {}",
+                p.encoding.name(),
                 p.scheme.name(),
                 s.layout.describe(),
                 s.dtype,
