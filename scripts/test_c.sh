@@ -4,6 +4,8 @@
 #   - weightstream.h compiles as C11 and as C++;
 #   - tests/capi/test_capi.c: every C API function, error path and
 #     cancellation, under valgrind (definite or indirect leaks fail);
+#   - the packed safetensors fixtures (tests/fixtures/packed.py) through the
+#     C API under valgrind: BF16 names and the CLI convert's bits;
 #   - tests/llamacpp/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0, Q8_0 with
 #     tied embeddings, and a Q4_K_M and an IQ4_XS written by the real
 #     llama-quantize) loaded through the adapter give logits identical to
@@ -39,6 +41,27 @@ echo "test_c: the example in docs/c-api.md"
 cc -std=c11 -Wall -Wextra -Werror -o "$tmp/load_gguf" docs/examples/load_gguf.c $INC -L"$LIB" -lweightstream_c -Wl,-rpath,"$LIB"
 valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
   "$tmp/load_gguf" "$tmp/fx/all_types.gguf" 2>/dev/null | tail -3
+
+echo "test_c: packed safetensors (NVFP4, MXFP4, INT4/INT8) through the C API: BF16 names, the CLI's bits"
+"$WS_VENV/bin/python" tests/fixtures/packed.py "$tmp/packed"
+for d in "$tmp/packed"/*/; do
+  valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+    "$tmp/load_gguf" "$d" 2>/dev/null >"$tmp/capi.txt"
+  target/release/weightstream convert "$d" -o "$tmp/packed.safetensors" --force >/dev/null
+  "$WS_VENV/bin/python" - "$tmp/packed.safetensors" "$tmp/capi.txt" "$d" <<'PY'
+import sys
+import numpy as np
+import safetensors
+got = {line.split()[0]: line.split()[-1] for line in open(sys.argv[2])}
+want = {}
+for name, t in safetensors.deserialize(open(sys.argv[1], "rb").read()):
+    s = 0
+    for v in np.frombuffer(bytes(t["data"]), np.uint16).tolist():
+        s = (s * 31 + v) & (2**64 - 1)
+    want[name] = f"{s:016x}"
+assert got == want and len(want) > 1, (sys.argv[3], got, want)
+PY
+done
 
 echo "test_c: the llama.cpp adapter against llama.cpp"
 "$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" "$LLAMA/bin/llama-quantize" >/dev/null

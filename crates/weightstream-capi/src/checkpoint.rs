@@ -51,10 +51,11 @@ impl Checkpoint {
         let mut entries = Vec::new();
         for (i, t) in cat.data_tensors() {
             entries.push(Entry {
-                name: c_string(&t.name)?,
+                // A packed weight is listed as the BF16 tensor it becomes.
+                name: c_string(t.out_name())?,
                 dtype: c_string(t.dtype.name())?,
-                shape: t.shape.clone(),
-                n_elems: t.n_elems(),
+                shape: t.out_shape().to_vec(),
+                n_elems: t.out_elems(),
                 tensor: i,
                 job: job_of.get(&i).copied(),
                 encoding: t.encoding().ok(),
