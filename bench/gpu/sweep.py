@@ -24,8 +24,9 @@ import cupy as cp
 import numpy as np
 
 SIZES_MIB = [1, 4, 16, 64, 256, 1024]
-OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "f16", "f32"]
-OTHER_FUNCTIONS = {"float": ["ws_f32", "ws_f16"], "fp8": ["ws_fp8_e4m3", "ws_fp8_e5m2"]}
+OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16",
+                 "f16", "f32"]
+OTHER_FUNCTIONS = {"float": ["ws_f32", "ws_f16"], "fp8": ["ws_fp8_e4m3", "ws_fp8_e5m2"], "e2m1": ["ws_e2m1"], "int": ["ws_int4", "ws_int8"]}
 BLOCK = 256
 
 FUNCTIONS = {}
@@ -81,6 +82,22 @@ def inputs(kernel: str, n: int):
         return "ws_f32", src, (), src.nbytes
     cols = 8192
     rows = n // cols
+    if kernel in ("nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16"):
+        # The safetensors packs (format/packed.rs): E2M1 pairs in groups of
+        # 16 or 32, INT4 in groups of 128 with zero points, INT8 per channel
+        # with F16 rounding; f32 scales (and zero points) as the executor uploads them.
+        group = {"nvfp4_st": 16, "mxfp4_st": 32, "int4_g128_zp": 128, "int8_channel_f16": cols}[kernel]
+        bits = 8 if kernel.startswith("int8") else 4
+        src = cp.random.randint(0, 256, n * bits // 8, dtype=cp.uint8)
+        scales = cp.random.uniform(0.5, 2, rows * (cols // group)).astype(cp.float32)
+        zeros = cp.random.randint(-8, 8, scales.size).astype(cp.float32)
+        grid_args = (scales, u64(0), u64(cols), u64(1), u64(group), u64(cols // group))
+        if kernel.endswith("_st"):
+            return "ws_e2m1", src, grid_args, src.nbytes + scales.nbytes
+        if bits == 4:
+            return "ws_int4", src, grid_args + (zeros, u64(0)), src.nbytes + 2 * scales.nbytes
+        # No zero points (a null pointer), F16 rounding on.
+        return "ws_int8", src, grid_args + (u64(0), u64(1)), src.nbytes + scales.nbytes
     src = cp.random.randint(0, 256, n, dtype=cp.uint8)
     src[(src & 0x7F) == 0x7F] ^= 1
     if kernel.endswith("_tensor"):

@@ -110,3 +110,33 @@ def test_compressed_tensors_pack_quantized(checkpoints):
         want = PackedQuantizationCompressor.decompress(state, scheme)["weight"]
         assert want.dtype == getattr(torch, sdt), (name, want.dtype)
         assert_same_bits(name + ".weight", got[name + ".weight"], want.to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("scale_dtype", [torch.bfloat16, torch.float32])
+def test_compressed_tensors_fp8_blocks(tmp_path, scale_dtype):
+    """compressed-tensors float-quantized FP8 with 128x128 block
+    `weight_scale` (its `block_structure`): the naive compressor's own
+    decompress, in the scale's dtype (the FP8 x BF16 product is exact, so
+    one rounding), against weightstream's FP8 block kernel. Every FP8 code
+    occurs; rows and columns are whole blocks (compressed-tensors infers the
+    block size by integer division, so a partial block would be read with
+    another size on its side)."""
+    from compressed_tensors.compressors.naive_quantized.base import NaiveQuantizationCompressor
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(SEED)
+    rows, cols = 256, 384
+    codes = torch.cat([torch.arange(256, dtype=torch.uint8), torch.randint(0, 256, (rows * cols - 256,), dtype=torch.uint8, generator=g)])
+    weight = codes.view(torch.float8_e4m3fn).reshape(rows, cols)
+    scale = (torch.rand(rows // 128, cols // 128, generator=g) * 4 + 0.01).to(scale_dtype)
+    d = tmp_path / "ck"
+    d.mkdir()
+    save_file({"x.weight": weight, "x.weight_scale": scale}, str(d / "model.safetensors"))
+    q = {"quant_method": "compressed-tensors", "format": "float-quantized",
+         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "block",
+                                                                          "block_structure": [128, 128], "symmetric": True}}}}
+    (d / "config.json").write_text(__import__("json").dumps({"quantization_config": q}))
+    want = NaiveQuantizationCompressor.decompress({"weight": weight, "weight_scale": scale}, None)["weight"]
+    assert want.dtype == scale_dtype
+    got = weightstream.load_file(d)["x.weight"]
+    assert_same_bits("x.weight", got, want.to(torch.bfloat16))
