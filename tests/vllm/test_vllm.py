@@ -2,8 +2,9 @@
 registers, and `load_format="weightstream"` generates exactly the greedy
 tokens of vLLM's default loader on a BF16 checkpoint of the
 reference-dequantized weights, for BF16, GGUF Q8_0 and Q4_0 (with llama.cpp's
-q/k permutation, and with tied embeddings), block-FP8 checkpoints, and the
-Q4_K_M and Q3_K_M files the real llama-quantize writes."""
+q/k permutation, and with tied embeddings), block-FP8 checkpoints, the
+Q4_K_M and Q3_K_M files the real llama-quantize writes, and packed 4-bit
+safetensors (ModelOpt and compressed-tensors NVFP4, gpt-oss MXFP4 experts)."""
 from __future__ import annotations
 
 import json
@@ -274,3 +275,78 @@ def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(variants,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 1 and files[1].name in r.stderr and "missing" in r.stderr, r.stderr[-3000:]
     assert not (tmp_path / "bad" / "config.json").exists()
+
+
+# --- Packed 4-bit safetensors -------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def packed_variants(tmp_path_factory):
+    """{kind: (checkpoint, BF16 reference)} for nvfp4-modelopt, nvfp4-ct
+    (one reference for both: models.nvfp4_variants checks they are the same
+    bits) and gpt-oss-mxfp4."""
+    import models
+
+    return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
+
+
+_reference_tokens: dict = {}
+
+
+def reference_tokens(reference) -> list[list[int]]:
+    """vLLM's default loader on a BF16 reference, once per reference."""
+    if reference not in _reference_tokens:
+        _reference_tokens[reference] = tokens(reference, "auto")
+    return _reference_tokens[reference]
+
+
+def test_packed_checkpoints_are_what_vllm_takes_for_quantized_models(packed_variants, tmp_path):
+    """Without the plugin vLLM would build these as quantized models: their
+    configs select ModelOpt NVFP4 (from hf_quant_config.json, or from
+    config.json as ModelOpt 0.31+ writes it), compressed-tensors and gpt-oss
+    MXFP4. (No engine is started: vLLM's ModelConfig only.)"""
+    modelopt_json = tmp_path / "modelopt-config-json"
+    modelopt_json.mkdir()
+    config = json.loads((packed_variants["nvfp4-modelopt"][0] / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                                     "ignore": ["lm_head"], "producer": {"name": "modelopt", "version": "0.31.0"}}
+    (modelopt_json / "config.json").write_text(json.dumps(config))
+    want = {str(packed_variants["nvfp4-modelopt"][0]): "modelopt_fp4", str(modelopt_json): "modelopt_fp4",
+            str(packed_variants["nvfp4-ct"][0]): "compressed-tensors",
+            str(packed_variants["gpt-oss-mxfp4"][0]): "gpt_oss_mxfp4"}
+    code = (
+        "import json, sys\n"
+        "from vllm.config import ModelConfig\n"
+        "print('QUANT ' + json.dumps({d: ModelConfig(model=d, skip_tokenizer_init=True).quantization for d in sys.argv[1:]}))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, *want], capture_output=True, text=True, timeout=300)
+    line = next((l for l in r.stdout.splitlines() if l.startswith("QUANT ")), None)
+    assert r.returncode == 0 and line is not None, r.stderr[-3000:]
+    assert json.loads(line[len("QUANT "):]) == want
+
+
+def test_packed_references_differ_from_the_unquantized_weights(packed_variants):
+    """NVFP4 changes the weights (equality of tokens is not trivial)."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    ref = load_file(str(packed_variants["nvfp4-ct"][1] / "model.safetensors"))
+    bf16 = load_file(str(packed_variants["nvfp4-ct"][1].parent / "packed-bf16" / "model.safetensors"))
+    name = "model.layers.0.mlp.down_proj.weight"
+    assert not np.array_equal(ref[name].view(np.uint16), bf16[name].view(np.uint16))
+
+
+@pytest.mark.parametrize("kind", ["nvfp4-modelopt", "nvfp4-ct", "gpt-oss-mxfp4"])
+def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants, kind):
+    """The checkpoint served as BF16 (quantization_config dropped; gpt-oss
+    expert stacks handed over as [E, in, out]) gives exactly the tokens of
+    vLLM's default loader on the BF16 checkpoint of its reference
+    dequantization (ModelOpt: numpy; compressed-tensors: its own
+    NVFP4PackedCompressor.decompress; gpt-oss: transformers'
+    convert_moe_packed_tensors)."""
+    checkpoint, reference = packed_variants[kind]
+    want = reference_tokens(reference)
+    log: list = []
+    assert tokens(checkpoint, "weightstream", log=log) == want, f"{kind}: weightstream differs from the default loader"
+    method = {"nvfp4-modelopt": "modelopt_fp4", "nvfp4-ct": "compressed-tensors", "gpt-oss-mxfp4": "gpt_oss_mxfp4"}[kind]
+    assert f"{method} checkpoint (packed 4-bit weights) served as BF16" in log[0], log[0][-3000:]
