@@ -67,6 +67,20 @@ def dequantized_kinds(dtypes) -> list[str]:
     return sorted(kinds)
 
 
+def drop_hf_quantization_config(model_config: ModelConfig, only_none: bool = False) -> None:
+    """Remove `quantization_config` from the model's Hugging Face config(s):
+    some models read it while loading (vLLM's gpt-oss picks its MXFP4 weight
+    loading from it, and fails on a None one: what `--hf-overrides
+    '{"quantization_config": null}'` leaves; `only_none` removes only that)."""
+    for cfg in {id(c): c for c in (model_config.hf_config, model_config.hf_text_config)}.values():
+        if not hasattr(cfg, "quantization_config") or (only_none and cfg.quantization_config is not None):
+            continue
+        try:
+            delattr(cfg, "quantization_config")
+        except AttributeError:  # a class attribute: shadow it
+            cfg.quantization_config = None
+
+
 def is_packed_expert_stack(ck, name: str) -> bool:
     """A packed 3-D tensor: a gpt-oss expert stack (`X_blocks`, served as
     `X`), stored [experts, out, in]."""
@@ -114,11 +128,9 @@ class WeightstreamModelLoader(BaseModelLoader):
                             model_config.quantization, " and ".join(kinds))
                 vllm_config.quant_config = None
                 model_config.quantization = None
-                # Some models read the HF config's own quantization_config while
-                # loading (gpt-oss picks its MXFP4 weight loading from it).
-                for cfg in {id(c): c for c in (model_config.hf_config, model_config.hf_text_config)}.values():
-                    if getattr(cfg, "quantization_config", None) is not None:
-                        delattr(cfg, "quantization_config")
+                drop_hf_quantization_config(model_config)
+        else:
+            drop_hf_quantization_config(model_config, only_none=True)
         return super().load_model(vllm_config, model_config, prefix)
 
     def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
