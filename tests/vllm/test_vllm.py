@@ -290,14 +290,31 @@ def packed_variants(tmp_path_factory):
     return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
 
 
-_reference_tokens: dict = {}
+@pytest.fixture(scope="session")
+def packed_tokens(packed_variants):
+    """({(model dir, load format): tokens or "FAILED <error>"}, the log):
+    every reference with the default loader and every checkpoint with
+    weightstream, one after the other in one generate.py process (vLLM
+    imported once: these five starts fit the suite's time budget)."""
+    runs = sorted({(str(ref), "auto") for _, ref in packed_variants.values()})
+    runs += sorted((str(ck), "weightstream") for ck, _ in packed_variants.values())
+    r = subprocess.run([sys.executable, GENERATE, "--each", json.dumps(runs)], capture_output=True, text=True, timeout=900)
+    log = r.stdout + r.stderr
+    got = {}
+    for line in r.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind in ("TOKENS", "FAILED"):
+            i, _, value = rest.partition(" ")
+            got[tuple(runs[int(i)])] = json.loads(value) if kind == "TOKENS" else f"FAILED {json.loads(value)}"
+    return got, log
 
 
-def reference_tokens(reference) -> list[list[int]]:
-    """vLLM's default loader on a BF16 reference, once per reference."""
-    if reference not in _reference_tokens:
-        _reference_tokens[reference] = tokens(reference, "auto")
-    return _reference_tokens[reference]
+def packed_result(packed_tokens, model, load_format: str) -> list[list[int]]:
+    got, log = packed_tokens
+    value = got.get((str(model), load_format))
+    if not isinstance(value, list):
+        raise AssertionError(f"vLLM ({load_format}) on {model}: {value or 'no tokens'}\n{log[-4000:]}")
+    return value
 
 
 def test_packed_checkpoints_are_what_vllm_takes_for_quantized_models(packed_variants, tmp_path):
@@ -314,15 +331,27 @@ def test_packed_checkpoints_are_what_vllm_takes_for_quantized_models(packed_vari
     want = {str(packed_variants["nvfp4-modelopt"][0]): "modelopt_fp4", str(modelopt_json): "modelopt_fp4",
             str(packed_variants["nvfp4-ct"][0]): "compressed-tensors",
             str(packed_variants["gpt-oss-mxfp4"][0]): "gpt_oss_mxfp4"}
+    # And the plugin removes the HF config's quantization_config, which
+    # vLLM's gpt-oss reads while loading: the checkpoint's own, or the None
+    # that --hf-overrides '{"quantization_config": null}' leaves.
     code = (
         "import json, sys\n"
         "from vllm.config import ModelConfig\n"
+        "from weightstream_vllm.loader import drop_hf_quantization_config\n"
         "print('QUANT ' + json.dumps({d: ModelConfig(model=d, skip_tokenizer_init=True).quantization for d in sys.argv[1:]}))\n"
+        "gpt_oss = sys.argv[-1]\n"
+        "m = ModelConfig(model=gpt_oss, skip_tokenizer_init=True)\n"
+        "drop_hf_quantization_config(m)\n"
+        "n = ModelConfig(model=gpt_oss, skip_tokenizer_init=True, hf_overrides={'quantization_config': None})\n"
+        "q = n.quantization, hasattr(n.hf_config, 'quantization_config')\n"
+        "drop_hf_quantization_config(n, only_none=True)\n"
+        "print('DROPPED ' + json.dumps([hasattr(m.hf_config, 'quantization_config'), *q, hasattr(n.hf_config, 'quantization_config')]))\n"
     )
     r = subprocess.run([sys.executable, "-c", code, *want], capture_output=True, text=True, timeout=300)
-    line = next((l for l in r.stdout.splitlines() if l.startswith("QUANT ")), None)
-    assert r.returncode == 0 and line is not None, r.stderr[-3000:]
-    assert json.loads(line[len("QUANT "):]) == want
+    lines = {l.split(" ", 1)[0]: json.loads(l.split(" ", 1)[1]) for l in r.stdout.splitlines() if l.startswith(("QUANT ", "DROPPED "))}
+    assert r.returncode == 0 and len(lines) == 2, r.stderr[-3000:]
+    assert lines["QUANT"] == want
+    assert lines["DROPPED"] == [False, None, True, False]
 
 
 def test_packed_references_differ_from_the_unquantized_weights(packed_variants):
@@ -337,7 +366,7 @@ def test_packed_references_differ_from_the_unquantized_weights(packed_variants):
 
 
 @pytest.mark.parametrize("kind", ["nvfp4-modelopt", "nvfp4-ct", "gpt-oss-mxfp4"])
-def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants, kind):
+def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants, packed_tokens, kind):
     """The checkpoint served as BF16 (quantization_config dropped; gpt-oss
     expert stacks handed over as [E, in, out]) gives exactly the tokens of
     vLLM's default loader on the BF16 checkpoint of its reference
@@ -345,8 +374,9 @@ def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants
     NVFP4PackedCompressor.decompress; gpt-oss: transformers'
     convert_moe_packed_tensors)."""
     checkpoint, reference = packed_variants[kind]
-    want = reference_tokens(reference)
-    log: list = []
-    assert tokens(checkpoint, "weightstream", log=log) == want, f"{kind}: weightstream differs from the default loader"
+    want = packed_result(packed_tokens, reference, "auto")
+    got = packed_result(packed_tokens, checkpoint, "weightstream")
+    assert got == want, f"{kind}: weightstream {got} != default loader {want}"
     method = {"nvfp4-modelopt": "modelopt_fp4", "nvfp4-ct": "compressed-tensors", "gpt-oss-mxfp4": "gpt_oss_mxfp4"}[kind]
-    assert f"{method} checkpoint (packed 4-bit weights) served as BF16" in log[0], log[0][-3000:]
+    log = packed_tokens[1]
+    assert f"{method} checkpoint (packed 4-bit weights) served as BF16" in log, log[-3000:]
