@@ -2,8 +2,9 @@
 registers, and `load_format="weightstream"` generates exactly the greedy
 tokens of vLLM's default loader on a BF16 checkpoint of the
 reference-dequantized weights, for BF16, GGUF Q8_0 and Q4_0 (with llama.cpp's
-q/k permutation, and with tied embeddings), block-FP8 checkpoints, and the
-Q4_K_M and Q3_K_M files the real llama-quantize writes."""
+q/k permutation, and with tied embeddings), block-FP8 checkpoints, the
+Q4_K_M and Q3_K_M files the real llama-quantize writes, and packed 4-bit
+safetensors (ModelOpt and compressed-tensors NVFP4, gpt-oss MXFP4 experts)."""
 from __future__ import annotations
 
 import json
@@ -274,3 +275,108 @@ def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(variants,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 1 and files[1].name in r.stderr and "missing" in r.stderr, r.stderr[-3000:]
     assert not (tmp_path / "bad" / "config.json").exists()
+
+
+# --- Packed 4-bit safetensors -------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def packed_variants(tmp_path_factory):
+    """{kind: (checkpoint, BF16 reference)} for nvfp4-modelopt, nvfp4-ct
+    (one reference for both: models.nvfp4_variants checks they are the same
+    bits) and gpt-oss-mxfp4."""
+    import models
+
+    return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
+
+
+@pytest.fixture(scope="session")
+def packed_tokens(packed_variants):
+    """({(model dir, load format): tokens or "FAILED <error>"}, the log):
+    every reference with the default loader and every checkpoint with
+    weightstream, one after the other in one generate.py process (vLLM
+    imported once: these five starts fit the suite's time budget)."""
+    runs = sorted({(str(ref), "auto") for _, ref in packed_variants.values()})
+    runs += sorted((str(ck), "weightstream") for ck, _ in packed_variants.values())
+    r = subprocess.run([sys.executable, GENERATE, "--each", json.dumps(runs)], capture_output=True, text=True, timeout=900)
+    log = r.stdout + r.stderr
+    got = {}
+    for line in r.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind in ("TOKENS", "FAILED"):
+            i, _, value = rest.partition(" ")
+            got[tuple(runs[int(i)])] = json.loads(value) if kind == "TOKENS" else f"FAILED {json.loads(value)}"
+    return got, log
+
+
+def packed_result(packed_tokens, model, load_format: str) -> list[list[int]]:
+    got, log = packed_tokens
+    value = got.get((str(model), load_format))
+    if not isinstance(value, list):
+        raise AssertionError(f"vLLM ({load_format}) on {model}: {value or 'no tokens'}\n{log[-4000:]}")
+    return value
+
+
+def test_packed_checkpoints_are_what_vllm_takes_for_quantized_models(packed_variants, tmp_path):
+    """Without the plugin vLLM would build these as quantized models: their
+    configs select ModelOpt NVFP4 (from hf_quant_config.json, or from
+    config.json as ModelOpt 0.31+ writes it), compressed-tensors and gpt-oss
+    MXFP4. (No engine is started: vLLM's ModelConfig only.)"""
+    modelopt_json = tmp_path / "modelopt-config-json"
+    modelopt_json.mkdir()
+    config = json.loads((packed_variants["nvfp4-modelopt"][0] / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                                     "ignore": ["lm_head"], "producer": {"name": "modelopt", "version": "0.31.0"}}
+    (modelopt_json / "config.json").write_text(json.dumps(config))
+    want = {str(packed_variants["nvfp4-modelopt"][0]): "modelopt_fp4", str(modelopt_json): "modelopt_fp4",
+            str(packed_variants["nvfp4-ct"][0]): "compressed-tensors",
+            str(packed_variants["gpt-oss-mxfp4"][0]): "gpt_oss_mxfp4"}
+    # And the plugin removes the HF config's quantization_config, which
+    # vLLM's gpt-oss reads while loading: the checkpoint's own, or the None
+    # that --hf-overrides '{"quantization_config": null}' leaves.
+    code = (
+        "import json, sys\n"
+        "from vllm.config import ModelConfig\n"
+        "from weightstream_vllm.loader import drop_hf_quantization_config\n"
+        "print('QUANT ' + json.dumps({d: ModelConfig(model=d, skip_tokenizer_init=True).quantization for d in sys.argv[1:]}))\n"
+        "gpt_oss = sys.argv[-1]\n"
+        "m = ModelConfig(model=gpt_oss, skip_tokenizer_init=True)\n"
+        "drop_hf_quantization_config(m)\n"
+        "n = ModelConfig(model=gpt_oss, skip_tokenizer_init=True, hf_overrides={'quantization_config': None})\n"
+        "q = n.quantization, hasattr(n.hf_config, 'quantization_config')\n"
+        "drop_hf_quantization_config(n, only_none=True)\n"
+        "print('DROPPED ' + json.dumps([hasattr(m.hf_config, 'quantization_config'), *q, hasattr(n.hf_config, 'quantization_config')]))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, *want], capture_output=True, text=True, timeout=300)
+    lines = {l.split(" ", 1)[0]: json.loads(l.split(" ", 1)[1]) for l in r.stdout.splitlines() if l.startswith(("QUANT ", "DROPPED "))}
+    assert r.returncode == 0 and len(lines) == 2, r.stderr[-3000:]
+    assert lines["QUANT"] == want
+    assert lines["DROPPED"] == [False, None, True, False]
+
+
+def test_packed_references_differ_from_the_unquantized_weights(packed_variants):
+    """NVFP4 changes the weights (equality of tokens is not trivial)."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    ref = load_file(str(packed_variants["nvfp4-ct"][1] / "model.safetensors"))
+    bf16 = load_file(str(packed_variants["nvfp4-ct"][1].parent / "packed-bf16" / "model.safetensors"))
+    name = "model.layers.0.mlp.down_proj.weight"
+    assert not np.array_equal(ref[name].view(np.uint16), bf16[name].view(np.uint16))
+
+
+@pytest.mark.parametrize("kind", ["nvfp4-modelopt", "nvfp4-ct", "gpt-oss-mxfp4"])
+def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants, packed_tokens, kind):
+    """The checkpoint served as BF16 (quantization_config dropped; gpt-oss
+    expert stacks handed over as [E, in, out]) gives exactly the tokens of
+    vLLM's default loader on the BF16 checkpoint of its reference
+    dequantization (ModelOpt: numpy; compressed-tensors: its own
+    NVFP4PackedCompressor.decompress; gpt-oss: transformers'
+    convert_moe_packed_tensors)."""
+    checkpoint, reference = packed_variants[kind]
+    want = packed_result(packed_tokens, reference, "auto")
+    got = packed_result(packed_tokens, checkpoint, "weightstream")
+    assert got == want, f"{kind}: weightstream {got} != default loader {want}"
+    method = {"nvfp4-modelopt": "modelopt_fp4", "nvfp4-ct": "compressed-tensors", "gpt-oss-mxfp4": "gpt_oss_mxfp4"}[kind]
+    log = packed_tokens[1]
+    assert f"{method} checkpoint (packed 4-bit weights) served as BF16" in log, log[-3000:]

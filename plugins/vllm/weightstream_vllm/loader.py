@@ -5,8 +5,12 @@
   Face names, llama-family q/k rows un-permuted, output.weight absent means
   tied embeddings (vLLM's model ties them itself).
 - FP8 safetensors (block weight_scale_inv, per-tensor or per-channel
-  weight_scale): dequantized to BF16; the checkpoint's quantization_config is
-  dropped before the model is built, so vLLM builds a plain BF16 model.
+  weight_scale) and packed 4-bit safetensors (NVFP4: ModelOpt, compressed-
+  tensors nvfp4-pack-quantized; MXFP4: compressed-tensors
+  mxfp4-pack-quantized, gpt-oss *_blocks/*_scales): dequantized to BF16; the
+  checkpoint's quantization_config is dropped before the model is built, so
+  vLLM builds a plain BF16 model. gpt-oss expert stacks, stored [E, out, in],
+  are handed over as [E, in, out], the layout of the BF16 gpt-oss checkpoints.
 - Tensors are produced on the model's device: by the GPU kernels when vLLM
   runs on CUDA, by the CPU kernels otherwise.
 """
@@ -49,6 +53,49 @@ def _tensor_parallel() -> tuple[int, int]:
         return 0, 1
 
 
+def dequantized_kinds(dtypes) -> list[str]:
+    """What weightstream dequantizes among a checkpoint's tensors (dtypes as
+    `Checkpoint.dtype` gives them): "FP8" (F8_*), "packed 4-bit" (U8: the
+    packed NVFP4 and MXFP4 weights; weightstream refuses any other U8
+    tensor)."""
+    kinds = set()
+    for d in dtypes:
+        if d.startswith("F8_"):
+            kinds.add("FP8")
+        elif d == "U8":
+            kinds.add("packed 4-bit")
+    return sorted(kinds)
+
+
+def drop_hf_quantization_config(model_config: ModelConfig, only_none: bool = False) -> None:
+    """Remove `quantization_config` from the model's Hugging Face config(s):
+    some models read it while loading (vLLM's gpt-oss picks its MXFP4 weight
+    loading from it, and fails on a None one: what `--hf-overrides
+    '{"quantization_config": null}'` leaves; `only_none` removes only that)."""
+    for cfg in {id(c): c for c in (model_config.hf_config, model_config.hf_text_config)}.values():
+        if not hasattr(cfg, "quantization_config") or (only_none and cfg.quantization_config is not None):
+            continue
+        try:
+            delattr(cfg, "quantization_config")
+        except AttributeError:  # a class attribute: shadow it
+            cfg.quantization_config = None
+
+
+def is_packed_expert_stack(ck, name: str) -> bool:
+    """A packed 3-D tensor: a gpt-oss expert stack (`X_blocks`, served as
+    `X`), stored [experts, out, in]."""
+    return ck.dtype(name) == "U8" and len(ck.shape(name)) == 3
+
+
+def expert_layout(ck, name: str, t):
+    """gpt-oss MXFP4 expert stacks are stored [E, out, in] (`gate_up_proj`
+    [E, 2I, H], `down_proj` [E, H, I]); the BF16 gpt-oss checkpoints, and
+    so vLLM's BF16 weight loading, hold [E, in, out] (transformers'
+    convert_moe_packed_tensors transposes them the same way). A view: the
+    model's loader copies it into its own layout."""
+    return t.transpose(1, 2) if is_packed_expert_stack(ck, name) else t
+
+
 @register_model_loader(LOAD_FORMAT)
 class WeightstreamModelLoader(BaseModelLoader):
     def __init__(self, load_config: LoadConfig):
@@ -69,16 +116,21 @@ class WeightstreamModelLoader(BaseModelLoader):
             raise RuntimeError(f"weightstream cannot load {path}: {e}. {hint}.") from e
 
     def load_model(self, vllm_config: VllmConfig, model_config: ModelConfig, prefix: str = "") -> nn.Module:
-        # An FP8 checkpoint becomes a BF16 model: no quantized linear methods.
+        # A checkpoint of weights weightstream dequantizes (FP8, packed NVFP4
+        # or MXFP4) becomes a BF16 model: no quantized linear or MoE methods.
         # (vLLM has already accepted the checkpoint's quantization_config; where
-        # it refuses FP8 outright, --hf-overrides '{"quantization_config": null}'.)
+        # it refuses it outright, --hf-overrides '{"quantization_config": null}'.)
         if vllm_config.quant_config is not None or model_config.quantization is not None:
-            ck = self._open(model_config, "cpu")
-            if any(d.startswith("F8_") for d in (ck.dtype(n) for n in ck.keys())):
-                logger.info("weightstream: %s checkpoint served as BF16: ignoring its quantization_config",
-                            model_config.quantization)
+            with self._open(model_config, "cpu") as ck:
+                kinds = dequantized_kinds(ck.dtype(n) for n in ck.keys())
+            if kinds:
+                logger.info("weightstream: %s checkpoint (%s weights) served as BF16: ignoring its quantization_config",
+                            model_config.quantization, " and ".join(kinds))
                 vllm_config.quant_config = None
                 model_config.quantization = None
+                drop_hf_quantization_config(model_config)
+        else:
+            drop_hf_quantization_config(model_config, only_none=True)
         return super().load_model(vllm_config, model_config, prefix)
 
     def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
@@ -98,6 +150,8 @@ class WeightstreamModelLoader(BaseModelLoader):
                 weights = iter(ck)
                 if ck.format() == "gguf":
                     weights = gguf_names.to_hf(weights, ck.metadata(), model_config.hf_config)
+                else:
+                    weights = ((n, expert_layout(ck, n, t)) for n, t in weights)
             loaded = model.load_weights(weights)
         expected = {n for n, _ in model.named_parameters()}
         if loaded is not None:
@@ -121,9 +175,10 @@ class WeightstreamModelLoader(BaseModelLoader):
         else:
             names = [(n, n) for n in ck.keys()]
             rows_per_head = lambda n: 0  # noqa: E731
-            fixup = lambda n, t: t  # noqa: E731
+            fixup = lambda n, t: expert_layout(ck, n, t)  # noqa: E731
         t0 = time.perf_counter()
-        planned = sharding.plan(ck, model, names, rows_per_head)
+        planned = sharding.plan(ck, model, names, rows_per_head,
+                                transposed=lambda n: ck.format() != "gguf" and is_packed_expert_stack(ck, n))
         probe_s = time.perf_counter() - t0
         whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
         for p in whole:

@@ -135,17 +135,26 @@ class Planned:
     note: str
 
 
-def plan(ck, model, names: list[tuple[str, str]], fixup_rows: Callable[[str], int]) -> list[Planned]:
+def plan(ck, model, names: list[tuple[str, str]], fixup_rows: Callable[[str], int],
+         transposed: Callable[[str], bool] = lambda n: False) -> list[Planned]:
     """For each (checkpoint name, HF name): the region this rank reads.
 
     `fixup_rows(ck_name)` > 0 means the tensor's rows are transformed in
     groups of that many after loading (GGUF q/k un-permutation per head):
-    a row range must then cover whole groups."""
+    a row range must then cover whole groups. `transposed(ck_name)`: the
+    model is given the tensor with its last two dimensions swapped (gpt-oss
+    MXFP4 expert stacks); it is probed in that shape and read whole."""
     out = []
     for ck_name, hf_name in names:
-        shape = ck.shape(ck_name)
+        shape = list(ck.shape(ck_name))
+        swap = transposed(ck_name)
+        if swap:
+            shape[-2], shape[-1] = shape[-1], shape[-2]
         region, why = probe(model, hf_name, shape)
         matrix = ck.matrix(ck_name)
+        if swap and why != "skipped":
+            out.append(Planned(ck_name, hf_name, None, "stored transposed"))
+            continue
         if region is None:
             out.append(Planned(ck_name, hf_name, None, why))
             continue
