@@ -131,15 +131,24 @@ fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Optio
 }
 
 /// E2M1 chunks: a run per group scale; each run starts on an even element
-/// (Kernel::check: even rows and groups, chunks on pairs). AVX-512 has a
-/// kernel (x86/packed512.rs); AVX2 runs the portable one.
+/// (Kernel::check: even rows and groups, chunks on pairs). AVX2 and AVX-512
+/// have kernels (x86/packed256.rs, packed512.rs).
 fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx512 {
-        // SAFETY: Isa::Avx512 supported (checked by the caller); Kernel::check
-        // matched src to dst.
-        unsafe { crate::x86::packed512::e2m1(cols, scales, first, src, dst) };
-        return;
+    match isa {
+        Isa::Scalar => {}
+        Isa::Avx2 => {
+            // SAFETY: AVX2 and F16C supported (checked by the caller);
+            // Kernel::check matched src to dst.
+            unsafe { crate::x86::packed256::e2m1(cols, scales, first, src, dst) };
+            return;
+        }
+        Isa::Avx512 => {
+            // SAFETY: Isa::Avx512 supported (checked by the caller);
+            // Kernel::check matched src to dst.
+            unsafe { crate::x86::packed512::e2m1(cols, scales, first, src, dst) };
+            return;
+        }
     }
     let _ = isa;
     fp8_runs(cols, Some(scales), first, dst.len(), |scale, i, len| {
@@ -148,7 +157,8 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
 }
 
 /// Integer-pack chunks: a run per group scale and zero point, on whole
-/// words (Kernel::check). AVX-512 has a kernel (x86/packed512.rs).
+/// words (Kernel::check). AVX2 and AVX-512 have kernels (x86/packed256.rs,
+/// packed512.rs).
 #[allow(clippy::too_many_arguments)]
 fn int(
     isa: Isa,
@@ -162,11 +172,20 @@ fn int(
     dst: &mut [u16],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx512 {
-        // SAFETY: Isa::Avx512 supported (checked by the caller); Kernel::check
-        // matched src to dst.
-        unsafe { crate::x86::packed512::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
-        return;
+    match isa {
+        Isa::Scalar => {}
+        Isa::Avx2 => {
+            // SAFETY: AVX2 and F16C supported (checked by the caller);
+            // Kernel::check matched src to dst.
+            unsafe { crate::x86::packed256::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+            return;
+        }
+        Isa::Avx512 => {
+            // SAFETY: Isa::Avx512 supported (checked by the caller);
+            // Kernel::check matched src to dst.
+            unsafe { crate::x86::packed512::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+            return;
+        }
     }
     let _ = isa;
     let per_byte = 8 / bits as usize;

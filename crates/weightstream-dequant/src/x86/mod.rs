@@ -4,4 +4,5 @@ pub mod avx2;
 pub mod avx512;
 mod blocks;
 mod lookup;
+pub mod packed256;
 pub mod packed512;
