@@ -205,3 +205,24 @@ def test_int_packs_match_numpy_reference(checkpoints, tmp_path):
         assert set(got) == set(want)
         for name in want:
             assert_bits_equal(name, got[name], want[name])
+
+
+@pytest.mark.parametrize("scale_dtype", ["F32", "F8_E8M0"])
+def test_fp8_ue8m0_block_scales(tmp_path, scale_dtype):
+    """DeepSeek-V3.1-style FP8 (`scale_fmt: ue8m0`): 128x128 block scales
+    that are powers of two, stored as F32 or as F8_E8M0 exponents; every
+    FP8 code; odd edges (partial blocks). Bitwise equal to numpy."""
+    rng = np.random.default_rng(SEED)
+    rows, cols = 300, 200
+    codes = np.concatenate([np.arange(256, dtype=np.uint8), rng.integers(0, 256, rows * cols - 256, dtype=np.uint8)])
+    w = codes.reshape(rows, cols).view(packed.ml_dtypes.float8_e4m3fn)
+    exps = rng.integers(-20, 5, (3, 2)).astype(np.int32)
+    scales = np.ldexp(np.float32(1.0), exps).astype(np.float32)
+    stored = scales if scale_dtype == "F32" else (exps + 127).astype(np.uint8).view(packed.ml_dtypes.float8_e8m0fnu)
+    d = write(tmp_path, {"x.weight": w, "x.weight_scale_inv": stored},
+              {"quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128], "scale_fmt": "ue8m0"}})
+    info = {t["name"]: t for t in inspect_json(d)["tensors"]}
+    assert info["x.weight"]["scale"]["layout"] == "block" and info["x.weight"]["scale"]["dtype"] == ("F32" if scale_dtype == "F32" else "E8M0")
+    got = convert(d, tmp_path / "o.safetensors", "scalar", 1)
+    want = reference.fp8(codes.tobytes(), "F8_E4M3", [rows, cols], scales, (128, 128))
+    assert_bits_equal("x.weight", got["x.weight"], want)

@@ -406,11 +406,64 @@ def gpt_oss_variant(root: Path, seed: int) -> tuple[Path, Path]:
     return d, ref
 
 
+def int4_variant(root: Path, hf_dir: Path, weights: dict[str, np.ndarray]) -> tuple[Path, Path]:
+    """The Llama's linear layers as compressed-tensors pack-quantized INT4
+    with zero points in groups of 32 and BF16 scales (llm-compressor's
+    asymmetric W4A16): `X.weight_packed` I32, `X.weight_shape`,
+    `X.weight_scale`, `X.weight_zero_point` packed along the rows. The
+    reference is compressed-tensors' own PackedQuantizationCompressor.decompress."""
+    import sys
+
+    import torch
+    from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
+    from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
+    from safetensors.numpy import save_file
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from packed import pack_int32
+
+    args = QuantizationArgs(num_bits=4, type="int", symmetric=False, strategy="group", group_size=32)
+    packed, reference = {}, {}
+    for name, x in weights.items():
+        x = bf16(x).astype(np.float32)
+        if not name.endswith(LINEAR):
+            packed[name] = bf16(x)
+            reference[name] = x
+            continue
+        base = name[: -len(".weight")]
+        rows, cols = x.shape
+        g = x.reshape(rows, cols // 32, 32)
+        lo, hi = np.minimum(g.min(axis=-1), 0), np.maximum(g.max(axis=-1), 0)
+        scale = bf16(np.where(hi > lo, (hi - lo) / 15, 1.0)).astype(np.float32)
+        zero = np.clip(np.round(-lo / scale) - 8, -8, 7)
+        q = np.clip(np.round(g / scale[..., None]) + zero[..., None], -8, 7).reshape(rows, cols)
+        packed[base + ".weight_packed"] = pack_int32((q + 8).astype(np.uint32), 4, 1)
+        packed[base + ".weight_shape"] = np.array([rows, cols], dtype=np.int64)
+        packed[base + ".weight_scale"] = bf16(scale)
+        packed[base + ".weight_zero_point"] = pack_int32((zero + 8).astype(np.uint32), 4, 0)
+        state = {k[len(base) + 1:]: torch.from_numpy(v) if v.dtype != ml_dtypes.bfloat16 else torch.from_numpy(v.view(np.int16)).view(torch.bfloat16)
+                 for k, v in packed.items() if k.startswith(base + ".weight_")}
+        scheme = QuantizationScheme(targets=["Linear"], weights=args)
+        reference[name] = PackedQuantizationCompressor.decompress(state, scheme)["weight"].float().numpy()
+    d = root / "int4-ct"
+    d.mkdir(parents=True, exist_ok=True)
+    save_file(packed, str(d / "model.safetensors"))
+    config = json.loads((hf_dir / "config.json").read_text())
+    weights_args = {"num_bits": 4, "type": "int", "symmetric": False, "strategy": "group", "group_size": 32, "dynamic": False}
+    config["quantization_config"] = {
+        "quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed", "ignore": ["lm_head"],
+        "config_groups": {"group_0": {"targets": ["Linear"], "format": "pack-quantized", "weights": weights_args}}}
+    (d / "config.json").write_text(json.dumps(config))
+    save_reference(root / "int4-ref", hf_dir, reference)
+    return d, root / "int4-ref"
+
+
 def build_packed(root: Path, seed: int) -> dict[str, tuple[Path, Path]]:
-    """{kind: (packed 4-bit checkpoint, BF16 reference)}: nvfp4-modelopt,
-    nvfp4-ct (one reference for both) and gpt-oss-mxfp4."""
+    """{kind: (packed checkpoint, BF16 reference)}: nvfp4-modelopt,
+    nvfp4-ct (one reference for both), int4-ct and gpt-oss-mxfp4."""
     hf_dir = root / "packed-bf16"
     weights = hf_model(hf_dir, seed + 3)
     out = nvfp4_variants(root, hf_dir, weights)
+    out["int4-ct"] = int4_variant(root, hf_dir, weights)
     out["gpt-oss-mxfp4"] = gpt_oss_variant(root, seed + 4)
     return out

@@ -4,7 +4,8 @@ tokens of vLLM's default loader on a BF16 checkpoint of the
 reference-dequantized weights, for BF16, GGUF Q8_0 and Q4_0 (with llama.cpp's
 q/k permutation, and with tied embeddings), block-FP8 checkpoints, the
 Q4_K_M and Q3_K_M files the real llama-quantize writes, and packed 4-bit
-safetensors (ModelOpt and compressed-tensors NVFP4, gpt-oss MXFP4 experts)."""
+safetensors (ModelOpt and compressed-tensors NVFP4, compressed-tensors
+INT4 pack-quantized with zero points, gpt-oss MXFP4 experts)."""
 from __future__ import annotations
 
 import json
@@ -295,7 +296,7 @@ def packed_tokens(packed_variants):
     """({(model dir, load format): tokens or "FAILED <error>"}, the log):
     every reference with the default loader and every checkpoint with
     weightstream, one after the other in one generate.py process (vLLM
-    imported once: these five starts fit the suite's time budget)."""
+    imported once: these six starts fit the suite's time budget)."""
     runs = sorted({(str(ref), "auto") for _, ref in packed_variants.values()})
     runs += sorted((str(ck), "weightstream") for ck, _ in packed_variants.values())
     r = subprocess.run([sys.executable, GENERATE, "--each", json.dumps(runs)], capture_output=True, text=True, timeout=900)
@@ -365,18 +366,20 @@ def test_packed_references_differ_from_the_unquantized_weights(packed_variants):
     assert not np.array_equal(ref[name].view(np.uint16), bf16[name].view(np.uint16))
 
 
-@pytest.mark.parametrize("kind", ["nvfp4-modelopt", "nvfp4-ct", "gpt-oss-mxfp4"])
+@pytest.mark.parametrize("kind", ["nvfp4-modelopt", "nvfp4-ct", "int4-ct", "gpt-oss-mxfp4"])
 def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants, packed_tokens, kind):
     """The checkpoint served as BF16 (quantization_config dropped; gpt-oss
     expert stacks handed over as [E, in, out]) gives exactly the tokens of
     vLLM's default loader on the BF16 checkpoint of its reference
     dequantization (ModelOpt: numpy; compressed-tensors: its own
-    NVFP4PackedCompressor.decompress; gpt-oss: transformers'
-    convert_moe_packed_tensors)."""
+    NVFP4PackedCompressor / PackedQuantizationCompressor.decompress;
+    gpt-oss: transformers' convert_moe_packed_tensors)."""
     checkpoint, reference = packed_variants[kind]
     want = packed_result(packed_tokens, reference, "auto")
     got = packed_result(packed_tokens, checkpoint, "weightstream")
     assert got == want, f"{kind}: weightstream {got} != default loader {want}"
-    method = {"nvfp4-modelopt": "modelopt_fp4", "nvfp4-ct": "compressed-tensors", "gpt-oss-mxfp4": "gpt_oss_mxfp4"}[kind]
+    method = {"nvfp4-modelopt": "modelopt_fp4", "nvfp4-ct": "compressed-tensors", "int4-ct": "compressed-tensors",
+              "gpt-oss-mxfp4": "gpt_oss_mxfp4"}[kind]
+    weights = "packed integer" if kind == "int4-ct" else "packed 4-bit"
     log = packed_tokens[1]
-    assert f"{method} checkpoint (packed 4-bit weights) served as BF16" in log, log[-3000:]
+    assert f"{method} checkpoint ({weights} weights) served as BF16" in log, log[-3000:]

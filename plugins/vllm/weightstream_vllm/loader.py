@@ -7,7 +7,8 @@
 - FP8 safetensors (block weight_scale_inv, per-tensor or per-channel
   weight_scale) and packed 4-bit safetensors (NVFP4: ModelOpt, compressed-
   tensors nvfp4-pack-quantized; MXFP4: compressed-tensors
-  mxfp4-pack-quantized, gpt-oss *_blocks/*_scales): dequantized to BF16; the
+  mxfp4-pack-quantized, gpt-oss *_blocks/*_scales) and compressed-tensors
+  pack-quantized INT4/INT8: dequantized to BF16; the
   checkpoint's quantization_config is dropped before the model is built, so
   vLLM builds a plain BF16 model. gpt-oss expert stacks, stored [E, out, in],
   are handed over as [E, in, out], the layout of the BF16 gpt-oss checkpoints.
@@ -56,14 +57,17 @@ def _tensor_parallel() -> tuple[int, int]:
 def dequantized_kinds(dtypes) -> list[str]:
     """What weightstream dequantizes among a checkpoint's tensors (dtypes as
     `Checkpoint.dtype` gives them): "FP8" (F8_*), "packed 4-bit" (U8: the
-    packed NVFP4 and MXFP4 weights; weightstream refuses any other U8
-    tensor)."""
+    packed NVFP4 and MXFP4 weights), "packed integer" (I32: compressed-
+    tensors pack-quantized INT4/INT8). A load lists no other U8 or I32
+    tensor: weightstream refuses them."""
     kinds = set()
     for d in dtypes:
         if d.startswith("F8_"):
             kinds.add("FP8")
         elif d == "U8":
             kinds.add("packed 4-bit")
+        elif d == "I32":
+            kinds.add("packed integer")
     return sorted(kinds)
 
 
