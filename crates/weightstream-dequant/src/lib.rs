@@ -18,4 +18,4 @@ pub use chunk::{dequantize, dequantize_avx512_integer_rounding};
 pub use isa::Isa;
 pub use kernel::{DequantError, Kernel, ScaleGrid};
 pub use par::{dequantize_par, dequantize_par_fetch, FetchError, DEFAULT_PIECE};
-pub use scales::{fold_global, scales_to_f32};
+pub use scales::{fold_global, scales_to_f32, unpack_zeros};

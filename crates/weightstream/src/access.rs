@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use weightstream_dequant::{fold_global, scales_to_f32, Kernel, ScaleGrid};
+use weightstream_dequant::{fold_global, scales_to_f32, unpack_zeros, Kernel, ScaleGrid};
 use weightstream_format::{Catalog, Encoding, ScaleDtype};
 
 use crate::alloc::zeroed;
@@ -135,23 +135,4 @@ impl<'j> JobKernel<'j> {
             e => Kernel::for_encoding(e).expect("every encoding without scales has a kernel"),
         })
     }
-}
-
-/// compressed-tensors' zero points: `bits`-bit values with a `2^(bits-1)`
-/// offset packed along the rows into int32 words (`[ceil(rows / per_word),
-/// groups]`, the first row in the low bits), as an f32 `[rows, groups]`
-/// grid. The caller's layout check (format/packed.rs) fixed the shape.
-fn unpack_zeros(raw: &[u8], bits: u8, rows: u64, groups: u64) -> Vec<f32> {
-    let per_word = 32 / bits as u64;
-    let mask = (1u32 << bits) - 1;
-    let offset = 1i32 << (bits - 1);
-    let mut out = Vec::with_capacity((rows * groups) as usize);
-    for r in 0..rows {
-        for g in 0..groups {
-            let w = ((r / per_word) * groups + g) as usize * 4;
-            let word = raw.get(w..w + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            out.push((((word >> (bits as u64 * (r % per_word))) & mask) as i32 - offset) as f32);
-        }
-    }
-    out
 }

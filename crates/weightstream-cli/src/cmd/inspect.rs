@@ -187,9 +187,8 @@ fn key_gguf_metadata(cat: &Catalog, all: bool) -> Vec<(String, String)> {
 }
 
 fn scale_column(cat: &Catalog, t: &TensorInfo) -> String {
-    match (&t.scale, t.role) {
-        (Some(s), _) if t.packed.is_some() => {
-            let p = t.packed.as_ref().expect("checked");
+    match (&t.scale, &t.packed, t.role) {
+        (Some(s), Some(p), _) => {
             let global = match p.global {
                 Some(g) => {
                     format!(", global {} {} {}", if g.op == GlobalOp::Multiply { "x" } else { "/" }, g.value, cat.tensors[g.tensor].name)
@@ -208,10 +207,10 @@ fn scale_column(cat: &Catalog, t: &TensorInfo) -> String {
                 human::shape(&p.shape)
             )
         }
-        (Some(s), _) => format!("{} {:?} <- {}", s.layout.describe(), s.dtype, cat.tensors[s.tensor].name),
-        (None, Role::Scale { weight }) => format!("scale of {}", cat.tensors[weight].name),
-        (None, Role::InputScale) => "activation scale (not loaded)".into(),
-        (None, Role::Data) => match t.encoding() {
+        (Some(s), None, _) => format!("{} {:?} <- {}", s.layout.describe(), s.dtype, cat.tensors[s.tensor].name),
+        (None, _, Role::Scale { weight }) => format!("scale of {}", cat.tensors[weight].name),
+        (None, _, Role::InputScale) => "activation scale (not loaded)".into(),
+        (None, _, Role::Data) => match t.encoding() {
             Err(_) => "unsupported".into(),
             Ok(weightstream::Encoding::Fp8(_)) => "unscaled".into(),
             Ok(_) => String::new(),
