@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, then run every test: formatting and clippy (warnings are errors),
 # Rust unit and integration tests (kernel
-# host-grid parity included) and the Python suite against the real gguf-py
+# host-grid parity included), the CPU kernels' parity suite built for
+# aarch64 and run under qemu (scripts/test_arm.sh), the Python suite against the real gguf-py
 # and safetensors packages, the C API, vLLM, a leak check, both container
 # images (scripts/test_docker.sh, podman) and fuzzing. Extra arguments go to
 # pytest.
@@ -17,6 +18,8 @@ cargo fmt --all -- --check
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --release --locked --workspace
+echo "== aarch64: the NEON kernels' parity suite under qemu-user"
+scripts/test_arm.sh
 echo "== pytest"
 "$WS_VENV/bin/python" -m pytest tests/python -q -rs "$@"
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"

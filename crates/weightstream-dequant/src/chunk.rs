@@ -61,7 +61,8 @@ type KernelFn = fn(&[u8], &mut [u16]);
 type SimdFn = unsafe fn(&[u8], &mut [u16]);
 
 /// The kernel `isa` runs for `k`, `None` for the portable one. Under
-/// `Isa::Avx512`, a format without an AVX-512 kernel runs its AVX2 one.
+/// `Isa::Avx512`, a format without an AVX-512 kernel runs its AVX2 one;
+/// under `Isa::Neon`, one without a NEON kernel runs the portable one.
 /// `isa` must be supported (checked by the caller).
 fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
     #[cfg(target_arch = "x86_64")]
@@ -73,7 +74,7 @@ fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
             Simd::F16 => Some(avx2::f16 as SimdFn),
         };
         match isa {
-            Isa::Scalar => None,
+            Isa::Scalar | Isa::Neon => None,
             Isa::Avx2 => avx2_fn(k),
             Isa::Avx512 => {
                 let bf16 = rounding == Rounding::Best && avx512::has_bf16();
@@ -85,7 +86,18 @@ fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
             }
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        use crate::arm::{self, neon};
+        let _ = rounding;
+        match (isa, k) {
+            (Isa::Neon, Simd::Block(f)) => arm::block_kernel(f),
+            (Isa::Neon, Simd::F32) => Some(neon::f32 as SimdFn),
+            (Isa::Neon, Simd::F16) => Some(neon::f16 as SimdFn),
+            _ => None,
+        }
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let _ = (isa, rounding, k);
         None
@@ -97,7 +109,8 @@ fn run(src: &[u8], dst: &mut [u16], portable: KernelFn, simd: Option<SimdFn>) {
         // SAFETY: simd_fn returns a kernel only for a supported ISA
         // (`dequantize_with` falls back to scalar otherwise): AVX2 and F16C
         // for Isa::Avx2; AVX-512 F/BW/VL, F16C and AVX2 for Isa::Avx512,
-        // AVX512_BF16 confirmed by `has_bf16` for its bf16 kernels; the
+        // AVX512_BF16 confirmed by `has_bf16` for its bf16 kernels; NEON
+        // for Isa::Neon (every aarch64 CPU); the
         // slice lengths were checked by Kernel::check.
         Some(f) => unsafe { f(src, dst) },
         None => portable(src, dst),
@@ -111,7 +124,7 @@ fn run(src: &[u8], dst: &mut [u16], portable: KernelFn, simd: Option<SimdFn>) {
 fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
-        Isa::Scalar => {}
+        Isa::Scalar | Isa::Neon => {}
         Isa::Avx2 => {
             // SAFETY: AVX2 and F16C confirmed by the caller; src.len() == dst.len().
             unsafe { crate::x86::avx2::fp8(format, cols, scales, first, src, dst) };
@@ -136,7 +149,7 @@ fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Optio
 fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
-        Isa::Scalar => {}
+        Isa::Scalar | Isa::Neon => {}
         Isa::Avx2 => {
             // SAFETY: AVX2 and F16C supported (checked by the caller);
             // Kernel::check matched src to dst.
@@ -173,7 +186,7 @@ fn int(
 ) {
     #[cfg(target_arch = "x86_64")]
     match isa {
-        Isa::Scalar => {}
+        Isa::Scalar | Isa::Neon => {}
         Isa::Avx2 => {
             // SAFETY: AVX2 and F16C supported (checked by the caller);
             // Kernel::check matched src to dst.

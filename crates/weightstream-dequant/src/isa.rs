@@ -1,5 +1,5 @@
 //! Which instruction set the kernels use: the best the CPU has, unless
-//! `WEIGHTSTREAM_ISA` (scalar | avx2 | avx512) or the caller says otherwise.
+//! `WEIGHTSTREAM_ISA` (scalar | avx2 | avx512 | neon) or the caller says otherwise.
 
 use std::sync::OnceLock;
 
@@ -13,19 +13,24 @@ pub enum Isa {
     /// no AVX-512 kernel; BF16 rounding by `vcvtne2ps2bf16` where the CPU
     /// also has AVX512_BF16 (x86/avx512.rs).
     Avx512,
+    /// aarch64 NEON (every aarch64 CPU has it; arm/neon.rs), with the
+    /// portable kernels for the formats that have no NEON kernel.
+    Neon,
 }
 
 pub const ENV_VAR: &str = "WEIGHTSTREAM_ISA";
 
 impl Isa {
-    /// Every ISA, worst to best: `detect` picks the last one supported.
-    pub const ALL: [Isa; 3] = [Isa::Scalar, Isa::Avx2, Isa::Avx512];
+    /// Every ISA, worst to best within each architecture: `detect` picks
+    /// the last one supported (a CPU supports one architecture's only).
+    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon];
 
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
+            Isa::Neon => "neon",
         }
     }
 
@@ -50,6 +55,10 @@ impl Isa {
             }
             #[cfg(not(target_arch = "x86_64"))]
             Isa::Avx2 | Isa::Avx512 => false,
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[cfg(not(target_arch = "aarch64"))]
+            Isa::Neon => false,
         }
     }
 

@@ -1,9 +1,11 @@
 //! weightstream-dequant: CPU kernels from stored bytes to BF16.
 //!
-//! Bit-exact by contract (see [`numerics`]): the scalar kernels, the AVX2 and AVX-512
-//! kernels, any thread count and any chunking produce the same bits, and so
+//! Bit-exact by contract (see [`numerics`]): the scalar kernels, the AVX2, AVX-512
+//! and NEON kernels, any thread count and any chunking produce the same bits, and so
 //! do the CUDA kernels, which the parity tests check against these.
 
+#[cfg(target_arch = "aarch64")]
+mod arm;
 pub mod chunk;
 pub mod isa;
 pub mod kernel;

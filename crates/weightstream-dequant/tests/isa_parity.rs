@@ -76,6 +76,9 @@ fn every_isa_runs_or_is_reported_skipped() {
         );
     }
     assert!(matches!(paths[0], Path::Isa(Isa::Scalar)));
+    // Every aarch64 CPU has NEON: its path is never the one skipped.
+    #[cfg(target_arch = "aarch64")]
+    assert!(Isa::Neon.supported() && Isa::detect() == Isa::Neon);
 }
 
 fn assert_isas_agree(what: &str, kernel: &Kernel, src: &[u8], n: usize) {

@@ -1,0 +1,175 @@
+//! NEON kernels for F32, F16, Q4_0 and Q8_0, and the parts every NEON
+//! kernel shares: integers to f32, one `fmul` per value (never a fused
+//! multiply-add: Rust does not contract, and these call `vmulq_f32`, not
+//! `vfmaq_f32`), and the scalar BF16 rounding formula on 4 lanes at a time.
+//! Each kernel reproduces `scalar` bit for bit (Linux runs aarch64 code
+//! with FPCR.FZ clear: subnormals are IEEE, as on x86 without FTZ/DAZ).
+//!
+//! `bfcvtn` (FEAT_BF16) is not used: it is an ARMv8.6 extension many
+//! servers lack, and its subnormal handling follows FPCR, which the
+//! formula's does not.
+//!
+//! Every kernel is `unsafe` with `#[target_feature(enable = "neon")]`:
+//! NEON is part of the aarch64 baseline, so `Isa::Neon` is supported on
+//! every aarch64 CPU; the helpers are `#[inline(always)]` so that their
+//! intrinsics inline into the kernels. Lengths: as `Kernel::check` leaves
+//! them (`src` whole blocks or values, `dst` their elements).
+
+use std::arch::aarch64::*;
+
+use crate::scalar;
+use weightstream_format::{block, BlockFormat};
+
+/// A chunk kernel: callable only on aarch64 with NEON.
+pub type KernelFn = unsafe fn(&[u8], &mut [u16]);
+
+/// 4 f32 lanes -> 4 BF16 values: `(b + 0x7FFF + ((b >> 16) & 1)) >> 16`,
+/// NaN lanes 0x7FC0 (numerics::f32_to_bf16).
+#[inline(always)]
+pub(super) unsafe fn round4(x: float32x4_t) -> uint16x4_t {
+    // SAFETY: NEON is always present on aarch64; no memory is touched.
+    unsafe {
+        let b = vreinterpretq_u32_f32(x);
+        let bias = vaddq_u32(vandq_u32(vshrq_n_u32::<16>(b), vdupq_n_u32(1)), vdupq_n_u32(0x7FFF));
+        // The high halves of b + bias (no overflow but for NaNs).
+        let r = vaddhn_u32(b, bias);
+        // All ones where x is not NaN.
+        let ordered = vmovn_u32(vceqq_f32(x, x));
+        vbsl_u16(ordered, r, vdup_n_u16(0x7FC0))
+    }
+}
+
+/// 8 f32 lanes (`a` first) rounded to BF16 and stored at `out`.
+#[inline(always)]
+pub(super) unsafe fn store8(out: *mut u16, a: float32x4_t, b: float32x4_t) {
+    // SAFETY: the caller guarantees 8 writable u16 at out.
+    unsafe { vst1q_u16(out, vcombine_u16(round4(a), round4(b))) }
+}
+
+/// 8 binary16 bit patterns -> their exact f32 values (`fcvtl`, `fcvtl2`):
+/// subnormals, infinities and NaNs (payload kept, quieted) included.
+///
+/// Inline assembly: the f16 vector intrinsics (`vcvt_f32_f16`) are stable
+/// only from Rust 1.94, above the workspace's rust-version.
+#[inline(always)]
+pub(super) unsafe fn f16x8_to_f32(h: uint16x8_t) -> (float32x4_t, float32x4_t) {
+    let (lo, hi): (float32x4_t, float32x4_t);
+    // SAFETY: fcvtl/fcvtl2 are baseline aarch64 (FP and Advanced SIMD),
+    // read and write registers only.
+    unsafe {
+        std::arch::asm!(
+            "fcvtl {lo:v}.4s, {h:v}.4h",
+            "fcvtl2 {hi:v}.4s, {h:v}.8h",
+            h = in(vreg) h,
+            lo = out(vreg) lo,
+            hi = out(vreg) hi,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    (lo, hi)
+}
+
+/// What follows the multiply in [`emit16`]: `d * q`, `d * q + m`, `d * q - m`.
+pub(super) const NONE: u8 = 0;
+pub(super) const ADD: u8 = 1;
+pub(super) const SUB: u8 = 2;
+
+/// 16 quants (the bytes of `q`, signed when `SIGNED`) -> 16 BF16 values at
+/// `out`: `d * q`, then `+ m` or `- m` per `OP`, each operation rounded.
+#[inline(always)]
+pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: uint8x16_t, d: f32, m: f32, out: *mut u16) {
+    // SAFETY: NEON is always present; the caller guarantees 16 writable
+    // u16 at out.
+    unsafe {
+        let (lo, hi) = if SIGNED {
+            let s = vreinterpretq_s8_u8(q);
+            (vmovl_s8(vget_low_s8(s)), vmovl_high_s8(s))
+        } else {
+            (vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(q))), vreinterpretq_s16_u16(vmovl_high_u8(q)))
+        };
+        let dv = vdupq_n_f32(d);
+        let f = |w: int32x4_t| {
+            let x = vmulq_f32(vcvtq_f32_s32(w), dv);
+            match OP {
+                ADD => vaddq_f32(x, vdupq_n_f32(m)),
+                SUB => vsubq_f32(x, vdupq_n_f32(m)),
+                _ => x,
+            }
+        };
+        store8(out, f(vmovl_s16(vget_low_s16(lo))), f(vmovl_high_s16(lo)));
+        store8(out.add(8), f(vmovl_s16(vget_low_s16(hi))), f(vmovl_high_s16(hi)));
+    }
+}
+
+/// 16 bytes from `p` (any alignment).
+#[inline(always)]
+pub(super) unsafe fn load16(p: *const u8) -> uint8x16_t {
+    // SAFETY: the caller guarantees 16 readable bytes at p.
+    unsafe { vld1q_u8(p) }
+}
+
+#[target_feature(enable = "neon")]
+unsafe fn q4_0(src: &[u8], dst: &mut [u16]) {
+    use block::q4_0::*;
+    for (b, o) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
+        let d = scalar::f16_at(b, D);
+        // SAFETY: the 16 qs bytes lie inside the block; 32 outputs at o.
+        unsafe {
+            let qs = load16(b.as_ptr().add(QS));
+            let eight = vdupq_n_u8(8);
+            // Low nibbles are elements 0..16, high nibbles 16..32; minus 8 as i8.
+            emit16::<true, NONE>(vsubq_u8(vandq_u8(qs, vdupq_n_u8(0x0F)), eight), d, 0.0, o.as_mut_ptr());
+            emit16::<true, NONE>(vsubq_u8(vshrq_n_u8::<4>(qs), eight), d, 0.0, o.as_mut_ptr().add(16));
+        }
+    }
+}
+
+#[target_feature(enable = "neon")]
+unsafe fn q8_0(src: &[u8], dst: &mut [u16]) {
+    use block::q8_0::*;
+    for (b, o) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
+        let d = scalar::f16_at(b, D);
+        // SAFETY: the 32 qs bytes lie inside the block; 32 outputs at o.
+        unsafe {
+            emit16::<true, NONE>(load16(b.as_ptr().add(QS)), d, 0.0, o.as_mut_ptr());
+            emit16::<true, NONE>(load16(b.as_ptr().add(QS + 16)), d, 0.0, o.as_mut_ptr().add(16));
+        }
+    }
+}
+
+#[target_feature(enable = "neon")]
+pub unsafe fn f32(src: &[u8], dst: &mut [u16]) {
+    let n = dst.len() / 8 * 8;
+    for i in (0..n).step_by(8) {
+        // SAFETY: i + 8 <= n <= dst.len(), and src holds 4 bytes per element.
+        unsafe {
+            let p = src.as_ptr().add(i * 4) as *const f32;
+            store8(dst.as_mut_ptr().add(i), vld1q_f32(p), vld1q_f32(p.add(4)));
+        }
+    }
+    scalar::f32(&src[n * 4..], &mut dst[n..]);
+}
+
+#[target_feature(enable = "neon")]
+pub unsafe fn f16(src: &[u8], dst: &mut [u16]) {
+    let n = dst.len() / 8 * 8;
+    for i in (0..n).step_by(8) {
+        // SAFETY: as in f32, 2 bytes per element. `fcvtl` is exact (an f16
+        // value is never an f32 subnormal); its NaNs keep their payload,
+        // which the rounding makes canonical.
+        unsafe {
+            let (a, b) = f16x8_to_f32(vld1q_u16(src.as_ptr().add(i * 2) as *const u16));
+            store8(dst.as_mut_ptr().add(i), a, b);
+        }
+    }
+    scalar::f16(&src[n * 2..], &mut dst[n..]);
+}
+
+/// The NEON kernel of a block format, if it has one here.
+pub fn block_kernel(f: BlockFormat) -> Option<KernelFn> {
+    Some(match f {
+        BlockFormat::Q4_0 => q4_0,
+        BlockFormat::Q8_0 => q8_0,
+        _ => return None,
+    })
+}
