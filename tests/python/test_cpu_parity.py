@@ -17,7 +17,7 @@ import edge_cases
 import reference
 from conftest import SEED, inspect_json, run_ws
 
-ISAS = ["scalar", "avx2", "avx512"]
+ISAS = ["scalar", "avx2", "avx512-int", "avx512"]
 
 
 def cpu_flags() -> set[str]:
@@ -47,7 +47,7 @@ def edges(tmp_path_factory):
 def convert(src: Path, out: Path, isa: str, threads: int) -> dict[str, np.ndarray]:
     if isa == "avx2" and not cpu_has_avx2():
         pytest.skip("this CPU has no AVX2+F16C")
-    if isa == "avx512" and not cpu_has_avx512():
+    if isa.startswith("avx512") and not cpu_has_avx512():
         pytest.skip("this CPU has no AVX-512 F/BW/VL + F16C")
     env = {**os.environ, "WEIGHTSTREAM_ISA": isa}
     run_ws("convert", src, "-o", out, "--threads", threads, "--skip-unsupported", env=env)

@@ -11,35 +11,15 @@ use weightstream_format::{BlockFormat, Fp8Format};
 /// `isa` must be supported by this CPU (`Isa::detect()` always is); an
 /// unsupported one runs the scalar kernel.
 pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa) -> Result<(), DequantError> {
-    dequantize_with(kernel, first, src, dst, isa, Rounding::Best)
-}
-
-/// [`dequantize`] with `Isa::Avx512`'s integer BF16 rounding even where the
-/// CPU has `vcvtne2ps2bf16`: what a CPU without AVX512_BF16 runs, for the
-/// parity tests to check both on one machine.
-#[doc(hidden)]
-pub fn dequantize_avx512_integer_rounding(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16]) -> Result<(), DequantError> {
-    dequantize_with(kernel, first, src, dst, Isa::Avx512, Rounding::Integer)
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Rounding {
-    /// The fastest the CPU has.
-    Best,
-    /// No `vcvtne2ps2bf16`.
-    Integer,
-}
-
-fn dequantize_with(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa, rounding: Rounding) -> Result<(), DequantError> {
     kernel.check(first, dst.len() as u64, src.len() as u64)?;
     let isa = if isa.supported() { isa } else { Isa::Scalar };
     match *kernel {
-        Kernel::Block(f) => run(src, dst, scalar::block_kernel(f), simd_fn(isa, rounding, Simd::Block(f))),
-        Kernel::F32 => run(src, dst, scalar::f32, simd_fn(isa, rounding, Simd::F32)),
-        Kernel::F16 => run(src, dst, scalar::f16, simd_fn(isa, rounding, Simd::F16)),
+        Kernel::Block(f) => run(src, dst, scalar::block_kernel(f), simd_fn(isa, Simd::Block(f))),
+        Kernel::F32 => run(src, dst, scalar::f32, simd_fn(isa, Simd::F32)),
+        Kernel::F16 => run(src, dst, scalar::f16, simd_fn(isa, Simd::F16)),
         // A copy: no ISA does better than the compiler's memcpy.
         Kernel::BF16 => scalar::bf16(src, dst),
-        Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, rounding, format, cols, scales.as_ref(), first, src, dst),
+        Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, format, cols, scales.as_ref(), first, src, dst),
         Kernel::E2m1 { cols, scales, .. } => e2m1(isa, cols, &scales, first, src, dst),
         Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
             int(isa, bits, cols, &scales, zeros.as_ref(), round_f16, first, src, dst)
@@ -64,7 +44,7 @@ type SimdFn = unsafe fn(&[u8], &mut [u16]);
 /// `Isa::Avx512`, a format without an AVX-512 kernel runs its AVX2 one;
 /// under `Isa::Neon`, one without a NEON kernel runs the portable one.
 /// `isa` must be supported (checked by the caller).
-fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
+fn simd_fn(isa: Isa, k: Simd) -> Option<SimdFn> {
     #[cfg(target_arch = "x86_64")]
     {
         use crate::x86::{avx2, avx512};
@@ -76,8 +56,8 @@ fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
         match isa {
             Isa::Scalar | Isa::Neon => None,
             Isa::Avx2 => avx2_fn(k),
-            Isa::Avx512 => {
-                let bf16 = rounding == Rounding::Best && avx512::has_bf16();
+            Isa::Avx512 | Isa::Avx512Int => {
+                let bf16 = isa == Isa::Avx512 && avx512::has_bf16();
                 match k {
                     Simd::Block(f) => avx512::block_kernel(f, bf16).or_else(|| avx2_fn(k)),
                     Simd::F32 => Some(avx512::f32()),
@@ -89,7 +69,6 @@ fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
     #[cfg(target_arch = "aarch64")]
     {
         use crate::arm::{self, neon};
-        let _ = rounding;
         match (isa, k) {
             (Isa::Neon, Simd::Block(f)) => arm::block_kernel(f),
             (Isa::Neon, Simd::F32) => Some(neon::f32 as SimdFn),
@@ -99,7 +78,7 @@ fn simd_fn(isa: Isa, rounding: Rounding, k: Simd) -> Option<SimdFn> {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        let _ = (isa, rounding, k);
+        let _ = (isa, k);
         None
     }
 }
@@ -121,7 +100,7 @@ fn run(src: &[u8], dst: &mut [u16], portable: KernelFn, simd: Option<SimdFn>) {
 /// into it, so no call crosses the target-feature boundary per run
 /// (docs/PERFORMANCE.md, CPU experiments 4-6).
 #[allow(clippy::too_many_arguments)]
-fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
         Isa::Scalar | Isa::Neon => {}
@@ -130,16 +109,16 @@ fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Optio
             unsafe { crate::x86::avx2::fp8(format, cols, scales, first, src, dst) };
             return;
         }
-        Isa::Avx512 => {
+        Isa::Avx512 | Isa::Avx512Int => {
             use crate::x86::avx512;
-            let bf16 = rounding == Rounding::Best && avx512::has_bf16();
+            let bf16 = isa == Isa::Avx512 && avx512::has_bf16();
             // SAFETY: Isa::Avx512 supported (checked by the caller), AVX512_BF16
             // by has_bf16 where bf16; src.len() == dst.len().
             unsafe { avx512::fp8(bf16, format, cols, scales, first, src, dst) };
             return;
         }
     }
-    let _ = (isa, rounding);
+    let _ = isa;
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]));
 }
 
@@ -156,7 +135,7 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
             unsafe { crate::x86::packed256::e2m1(cols, scales, first, src, dst) };
             return;
         }
-        Isa::Avx512 => {
+        Isa::Avx512 | Isa::Avx512Int => {
             // SAFETY: Isa::Avx512 supported (checked by the caller);
             // Kernel::check matched src to dst.
             unsafe { crate::x86::packed512::e2m1(cols, scales, first, src, dst) };
@@ -193,7 +172,7 @@ fn int(
             unsafe { crate::x86::packed256::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
             return;
         }
-        Isa::Avx512 => {
+        Isa::Avx512 | Isa::Avx512Int => {
             // SAFETY: Isa::Avx512 supported (checked by the caller);
             // Kernel::check matched src to dst.
             unsafe { crate::x86::packed512::int(bits, cols, scales, zeros, to_f16, first, src, dst) };

@@ -1,5 +1,5 @@
 //! Which instruction set the kernels use: the best the CPU has, unless
-//! `WEIGHTSTREAM_ISA` (scalar | avx2 | avx512 | neon) or the caller says otherwise.
+//! `WEIGHTSTREAM_ISA` (scalar | avx2 | avx512-int | avx512 | neon) or the caller says otherwise.
 
 use std::sync::OnceLock;
 
@@ -13,6 +13,10 @@ pub enum Isa {
     /// no AVX-512 kernel; BF16 rounding by `vcvtne2ps2bf16` where the CPU
     /// also has AVX512_BF16 (x86/avx512.rs).
     Avx512,
+    /// `Avx512` with the integer BF16 rounding, never `vcvtne2ps2bf16`:
+    /// what `Avx512` runs on CPUs without AVX512_BF16, selectable on those
+    /// with it so that one machine tests and measures both.
+    Avx512Int,
     /// aarch64 NEON (every aarch64 CPU has it; arm/neon.rs), with the
     /// portable kernels for the formats that have no NEON kernel.
     Neon,
@@ -23,13 +27,14 @@ pub const ENV_VAR: &str = "WEIGHTSTREAM_ISA";
 impl Isa {
     /// Every ISA, worst to best within each architecture: `detect` picks
     /// the last one supported (a CPU supports one architecture's only).
-    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon];
+    pub const ALL: [Isa; 5] = [Isa::Scalar, Isa::Avx2, Isa::Avx512Int, Isa::Avx512, Isa::Neon];
 
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
+            Isa::Avx512Int => "avx512-int",
             Isa::Neon => "neon",
         }
     }
@@ -46,7 +51,7 @@ impl Isa {
             Isa::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c"),
             // AVX2 too: formats without an AVX-512 kernel run their AVX2 one.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => {
+            Isa::Avx512 | Isa::Avx512Int => {
                 is_x86_feature_detected!("avx512f")
                     && is_x86_feature_detected!("avx512bw")
                     && is_x86_feature_detected!("avx512vl")
@@ -54,7 +59,7 @@ impl Isa {
                     && is_x86_feature_detected!("avx2")
             }
             #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2 | Isa::Avx512 => false,
+            Isa::Avx2 | Isa::Avx512 | Isa::Avx512Int => false,
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             #[cfg(not(target_arch = "aarch64"))]

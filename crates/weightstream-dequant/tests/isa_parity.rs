@@ -5,7 +5,7 @@
 mod common;
 
 use common::{block_source, Rng, F16_EDGES, F32_EDGES};
-use weightstream_dequant::{dequantize, dequantize_avx512_integer_rounding, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
+use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
 use weightstream_format::block::{E8M0_EDGES, UE4M3_EDGES};
 use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
@@ -15,47 +15,17 @@ fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> 
     out
 }
 
-/// A way this CPU can run a kernel: an ISA as `dequantize` runs it, or
-/// `Isa::Avx512` with its integer BF16 rounding (what CPUs without
-/// AVX512_BF16 run; `Avx512` itself uses `vcvtne2ps2bf16` where there is one).
-#[derive(Clone, Copy, Debug)]
-enum Path {
-    Isa(Isa),
-    Avx512Int,
-}
-
-impl Path {
-    fn name(self) -> &'static str {
-        match self {
-            Path::Isa(isa) => isa.name(),
-            Path::Avx512Int => "avx512 (integer rounding)",
-        }
-    }
-
-    fn run(self, kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
-        match self {
-            Path::Isa(isa) => run(kernel, first, src, n, isa),
-            Path::Avx512Int => {
-                let mut out = vec![0xDEADu16; n];
-                dequantize_avx512_integer_rounding(kernel, first, src, &mut out).unwrap();
-                out
-            }
-        }
-    }
-}
-
-/// Every path this CPU supports; the ISAs it lacks are reported as skipped.
-fn paths() -> Vec<Path> {
+/// Every path this CPU supports (AVX-512 twice where it has AVX512_BF16:
+/// `Avx512` with `vcvtne2ps2bf16`, `Avx512Int` without); the ISAs it lacks
+/// are reported as skipped.
+fn paths() -> Vec<Isa> {
     let mut paths = Vec::new();
     for isa in Isa::ALL {
         if !isa.supported() {
             eprintln!("skipped: this CPU cannot run {} (Isa::{isa:?})", isa.name());
             continue;
         }
-        paths.push(Path::Isa(isa));
-        if isa == Isa::Avx512 {
-            paths.push(Path::Avx512Int);
-        }
+        paths.push(isa);
     }
     paths
 }
@@ -64,7 +34,7 @@ fn paths() -> Vec<Path> {
 fn every_isa_runs_or_is_reported_skipped() {
     let paths = paths();
     for isa in Isa::ALL {
-        let ran = paths.iter().any(|p| matches!(p, Path::Isa(i) if *i == isa));
+        let ran = paths.contains(&isa);
         eprintln!("{}: {}", isa.name(), if ran { "tested" } else { "SKIPPED (not supported by this CPU)" });
     }
     #[cfg(target_arch = "x86_64")]
@@ -75,7 +45,7 @@ fn every_isa_runs_or_is_reported_skipped() {
             if bf16 { "vcvtne2ps2bf16 and the integer formula, both tested" } else { "the integer formula (no AVX512_BF16)" }
         );
     }
-    assert!(matches!(paths[0], Path::Isa(Isa::Scalar)));
+    assert_eq!(paths[0], Isa::Scalar);
     // Every aarch64 CPU has NEON: its path is never the one skipped.
     #[cfg(target_arch = "aarch64")]
     assert!(Isa::Neon.supported() && Isa::detect() == Isa::Neon);
@@ -84,7 +54,7 @@ fn every_isa_runs_or_is_reported_skipped() {
 fn assert_isas_agree(what: &str, kernel: &Kernel, src: &[u8], n: usize) {
     let reference = run(kernel, 0, src, n, Isa::Scalar);
     for path in paths() {
-        let got = path.run(kernel, 0, src, n);
+        let got = run(kernel, 0, src, n, path);
         if let Some(i) = (0..n).find(|&i| got[i] != reference[i]) {
             panic!("{what}: {} differs from scalar at element {i}: {:#06x} vs {:#06x}", path.name(), got[i], reference[i]);
         }
@@ -145,7 +115,7 @@ fn every_q_value_matches_the_formula() {
         src[2 + j] = (j as u8) | ((15 - j as u8) << 4);
     }
     for path in paths() {
-        let out = path.run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, 32);
+        let out = run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, 32, path);
         for j in 0..16 {
             assert_eq!(out[j], numerics::f32_to_bf16(j as f32 - 8.0));
             assert_eq!(out[j + 16], numerics::f32_to_bf16(7.0 - j as f32));
@@ -159,7 +129,7 @@ fn every_q_value_matches_the_formula() {
         }
     }
     for path in paths() {
-        let out = path.run(&Kernel::Block(BlockFormat::Q8_0), 0, &src, 256);
+        let out = run(&Kernel::Block(BlockFormat::Q8_0), 0, &src, 256, path);
         for (v, o) in out.iter().enumerate() {
             assert_eq!(*o, numerics::f32_to_bf16(2.0 * (v as u8 as i8) as f32));
         }
@@ -277,7 +247,7 @@ fn fp8_all_isas_layouts_and_chunkings() {
                     let a = rng.below(n as u64 + 1) as usize;
                     let b = a + rng.below((n - a) as u64 + 1) as usize;
                     for path in paths() {
-                        assert_eq!(path.run(&k, a as u64, &src[a..b], b - a), want[a..b], "{what} [{a},{b}) {}", path.name());
+                        assert_eq!(run(&k, a as u64, &src[a..b], b - a, path), want[a..b], "{what} [{a},{b}) {}", path.name());
                     }
                 }
             }
@@ -324,7 +294,7 @@ fn an_empty_matrix_with_per_channel_scales_is_fine() {
     let grid = ScaleGrid::new(&values, &layout, 5, 0).unwrap();
     for path in paths() {
         let k = Kernel::Fp8 { format: Fp8Format::E4M3, rows: 5, cols: 0, scales: Some(grid) };
-        assert!(path.run(&k, 0, &[], 0).is_empty());
+        assert!(run(&k, 0, &[], 0, path).is_empty());
     }
 }
 
@@ -426,7 +396,7 @@ fn int_all_isas_layouts_and_chunkings() {
 fn assert_isas_agree_at(what: &str, kernel: &Kernel, first: u64, src: &[u8], n: usize) {
     let want = run(kernel, first, src, n, Isa::Scalar);
     for path in paths() {
-        let got = path.run(kernel, first, src, n);
+        let got = run(kernel, first, src, n, path);
         if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
             panic!("{what}: {} element {i}: {:#06x}, scalar {:#06x}", path.name(), got[i], want[i]);
         }

@@ -23,7 +23,7 @@ are part of the cost.",
 weightstream bench                       every kernel, all cores\n  \
 weightstream bench --format q4_0 --threads 1\n  \
 WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels\n  \
-WEIGHTSTREAM_ISA=avx2 weightstream bench --format q4_0   one ISA: scalar, avx2 or avx512 (default: the best the CPU has)"
+WEIGHTSTREAM_ISA=avx2 weightstream bench --format q4_0   one path: scalar, avx2, avx512-int (AVX-512 without vcvtne2ps2bf16), avx512 or neon (default: the best the CPU has)"
 )]
 pub struct Args {
     /// Kernels to run (repeatable): every block format by name (`weightstream formats` lists
