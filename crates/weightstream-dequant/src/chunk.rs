@@ -139,6 +139,12 @@ fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Optio
             return;
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    if isa == Isa::Neon {
+        // SAFETY: NEON (every aarch64 CPU); src.len() == dst.len().
+        unsafe { crate::arm::scaled::fp8(format, cols, scales, first, src, dst) };
+        return;
+    }
     let _ = (isa, rounding);
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]));
 }
