@@ -150,8 +150,8 @@ fn fp8(isa: Isa, rounding: Rounding, format: Fp8Format, cols: u64, scales: Optio
 }
 
 /// E2M1 chunks: a run per group scale; each run starts on an even element
-/// (Kernel::check: even rows and groups, chunks on pairs). AVX2 and AVX-512
-/// have kernels (x86/packed256.rs, packed512.rs).
+/// (Kernel::check: even rows and groups, chunks on pairs). AVX2, AVX-512
+/// and NEON have kernels (x86/packed256.rs, packed512.rs, arm/scaled.rs).
 fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
@@ -168,6 +168,12 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
             unsafe { crate::x86::packed512::e2m1(cols, scales, first, src, dst) };
             return;
         }
+    }
+    #[cfg(target_arch = "aarch64")]
+    if isa == Isa::Neon {
+        // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
+        unsafe { crate::arm::scaled::e2m1(cols, scales, first, src, dst) };
+        return;
     }
     let _ = isa;
     fp8_runs(cols, Some(scales), first, dst.len(), |scale, i, len| {

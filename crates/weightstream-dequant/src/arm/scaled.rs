@@ -1,25 +1,33 @@
-//! NEON kernels of the scaled formats, starting with FP8 (E4M3, E5M2)
-//! under any scale layout, which `Isa::Neon` ran through the portable code.
-//! They follow the x86 kernels' numerics (x86/avx2.rs `fp8`), so each
-//! reproduces its scalar kernel (`scalar::fp8_run`) bit for bit: each code
-//! becomes a binary16 bit pattern (E5M2 is a binary16's high byte; E4M3
-//! shifted into binary16 position is its value times 2^-8, its NaN codes
-//! binary16 NaNs), `fcvtl` makes that f32 exactly, and one `fmul` by
-//! `rebias * scale` gives the scalar kernel's one rounded product where
-//! that folded factor is exact and finite; two multiplies (the exact
-//! rebias, then the scale) otherwise.
+//! NEON kernels of the scaled formats: FP8 (E4M3, E5M2) under any scale
+//! layout, and the safetensors packs (format/packed.rs) E2M1 (NVFP4,
+//! MXFP4). Without them `Isa::Neon` ran these through the portable code;
+//! they follow the x86 kernels' numerics (x86/avx2.rs `fp8`,
+//! x86/packed256.rs), so each reproduces its scalar kernel
+//! (`scalar::fp8_run`, `e2m1_run`) bit for bit:
 //!
-//! Runs come from `kernel::fp8_runs`; what a run leaves under 16 values
-//! goes through the scalar kernel. `vmulq_f32` only, never a fused
-//! multiply-add (arm/neon.rs).
+//! - FP8: each code becomes a binary16 bit pattern (E5M2 is a binary16's
+//!   high byte; E4M3 shifted into binary16 position is its value times
+//!   2^-8, its NaN codes binary16 NaNs), `fcvtl` makes that f32 exactly,
+//!   and one `fmul` by `rebias * scale` gives the scalar kernel's one
+//!   rounded product where that folded factor is exact and finite; two
+//!   multiplies (the exact rebias, then the scale) otherwise.
+//! - E2M1: a run of one scale has at most 16 outputs, so they are
+//!   computed once per run by the scalar kernel's own operations on each
+//!   code (the exact f32 value, one `fmul`, the BF16 rounding formula),
+//!   then looked up per nibble with `tbl` on the outputs' low bytes and on
+//!   their high bytes.
+//!
+//! Runs come from `kernel::fp8_runs` / `pack_runs`; what a run leaves
+//! under 16 values goes through the scalar kernel. `vmulq_f32` only, never
+//! a fused multiply-add (arm/neon.rs).
 //! Performance on Arm has not been measured (the tests run under qemu).
 
 use std::arch::aarch64::*;
 
-use super::neon::{f16x8_to_f32, load16, store8};
-use crate::kernel::{fp8_runs, ScaleGrid};
+use super::neon::{f16x8_to_f32, load16, round4, store8};
+use crate::kernel::{fp8_runs, grid_runs, ScaleGrid};
 use crate::scalar;
-use weightstream_format::Fp8Format;
+use weightstream_format::{Fp8Format, E2M1_VALUES};
 
 /// A whole FP8 chunk: runs of one scale, each through the vector loop,
 /// all inside this one target-feature function.
@@ -109,4 +117,113 @@ unsafe fn fp8_to_f16(format: Fp8Format, v: uint8x16_t) -> (uint16x8_t, uint16x8_
             Fp8Format::E4M3 => (e4m3(words.0), e4m3(words.1)),
         }
     }
+}
+
+/// 16 f32 levels in four vectors.
+#[inline(always)]
+fn levels(t: &[f32; 16]) -> [float32x4_t; 4] {
+    // SAFETY: 16 readable f32; NEON is always present on aarch64.
+    std::array::from_fn(|k| unsafe { vld1q_f32(t.as_ptr().add(4 * k)) })
+}
+
+/// The 16 outputs of a run, BF16(level * scale), as two `tbl` tables:
+/// their low bytes, their high bytes.
+#[inline(always)]
+unsafe fn table16(levels: [float32x4_t; 4], scale: f32) -> uint8x16x2_t {
+    // SAFETY: NEON is always present on aarch64; registers only.
+    unsafe {
+        let s = vdupq_n_f32(scale);
+        let out = |l: float32x4_t| round4(vmulq_f32(l, s));
+        let t0 = vreinterpretq_u8_u16(vcombine_u16(out(levels[0]), out(levels[1])));
+        let t1 = vreinterpretq_u8_u16(vcombine_u16(out(levels[2]), out(levels[3])));
+        // Even bytes are the low halves (little-endian), odd the high.
+        uint8x16x2_t(vuzp1q_u8(t0, t1), vuzp2q_u8(t0, t1))
+    }
+}
+
+/// 16 bytes of nibble pairs -> the codes of their 32 values in element
+/// order (each byte's low nibble first): codes 0..16, 16..32.
+#[inline(always)]
+unsafe fn nibbles(b: uint8x16_t) -> (uint8x16_t, uint8x16_t) {
+    // SAFETY: NEON is always present on aarch64; registers only.
+    unsafe {
+        let (lo, hi) = (vandq_u8(b, vdupq_n_u8(0x0F)), vshrq_n_u8::<4>(b));
+        (vzip1q_u8(lo, hi), vzip2q_u8(lo, hi))
+    }
+}
+
+/// 16 codes looked up in `table` (table16's): 16 BF16 values at `out`.
+#[inline(always)]
+unsafe fn lookup16(table: uint8x16x2_t, codes: uint8x16_t, out: *mut u16) {
+    // SAFETY: the caller guarantees 16 writable u16 at out. `st2`
+    // interleaves the low and high bytes: 16 little-endian u16.
+    unsafe { vst2q_u8(out as *mut u8, uint8x16x2_t(vqtbl1q_u8(table.0, codes), vqtbl1q_u8(table.1, codes))) }
+}
+
+/// Values `[0, n - n % 16)` of a run of nibble pairs through `table`;
+/// returns how many were written.
+#[inline(always)]
+unsafe fn nibble_run(table: uint8x16x2_t, src: &[u8], dst: &mut [u16]) -> usize {
+    let n = dst.len();
+    let mut i = 0;
+    // SAFETY: each step reads src[i / 2..i / 2 + 16 or 8] and writes
+    // dst[i..i + 32 or 16], inside the run (src holds n / 2 bytes).
+    unsafe {
+        while i + 32 <= n {
+            let (c0, c1) = nibbles(load16(src.as_ptr().add(i / 2)));
+            lookup16(table, c0, dst.as_mut_ptr().add(i));
+            lookup16(table, c1, dst.as_mut_ptr().add(i + 16));
+            i += 32;
+        }
+        if i + 16 <= n {
+            let (c0, _) = nibbles(vcombine_u8(vld1_u8(src.as_ptr().add(i / 2)), vdup_n_u8(0)));
+            lookup16(table, c0, dst.as_mut_ptr().add(i));
+            i += 16;
+        }
+    }
+    i
+}
+
+/// The runs of a safetensors-pack chunk (`per_byte` values a byte), each as its grid index `k`, its bytes and its outputs:
+/// `vector(k, src, dst)` does a prefix of the run (whole bytes) and says
+/// how many values, `rest(k, src, dst)` (the scalar kernel) the remainder.
+/// Inlined into the caller, so that a vector closure stays inside its
+/// `#[target_feature]` function (as `kernel::grid_runs`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn pack_runs(
+    cols: u64,
+    scales: &ScaleGrid,
+    first: u64,
+    per_byte: usize,
+    src: &[u8],
+    dst: &mut [u16],
+    mut vector: impl FnMut(usize, &[u8], &mut [u16]) -> usize,
+    mut rest: impl FnMut(usize, &[u8], &mut [u16]),
+) {
+    grid_runs(cols, scales, first, dst.len(), |k, i, len| {
+        let (s, d) = (&src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len]);
+        let done = vector(k, s, d);
+        rest(k, &s[done / per_byte..], &mut d[done..]);
+    });
+}
+
+/// A whole E2M1 chunk (chunk.rs checked it: even rows and groups).
+///
+/// # Safety
+/// `src.len() * 2 == dst.len()` (Kernel::check); NEON, which every aarch64 CPU has.
+#[target_feature(enable = "neon")]
+pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    let l = levels(&E2M1_VALUES);
+    pack_runs(
+        cols,
+        scales,
+        first,
+        2,
+        src,
+        dst,
+        // SAFETY: NEON is present; s and d are one run's bytes and outputs.
+        |k, s, d| unsafe { nibble_run(table16(l, scales.value(k)), s, d) },
+        |k, s, d| scalar::e2m1_run(scales.value(k), s, d),
+    );
 }
