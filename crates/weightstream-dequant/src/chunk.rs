@@ -182,8 +182,8 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
 }
 
 /// Integer-pack chunks: a run per group scale and zero point, on whole
-/// words (Kernel::check). AVX2 and AVX-512 have kernels (x86/packed256.rs,
-/// packed512.rs).
+/// words (Kernel::check). AVX2, AVX-512 and NEON have kernels
+/// (x86/packed256.rs, packed512.rs, arm/scaled.rs).
 #[allow(clippy::too_many_arguments)]
 fn int(
     isa: Isa,
@@ -211,6 +211,12 @@ fn int(
             unsafe { crate::x86::packed512::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
             return;
         }
+    }
+    #[cfg(target_arch = "aarch64")]
+    if isa == Isa::Neon {
+        // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
+        unsafe { crate::arm::scaled::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+        return;
     }
     let _ = isa;
     let per_byte = 8 / bits as usize;

@@ -1,9 +1,9 @@
 //! NEON kernels of the scaled formats: FP8 (E4M3, E5M2) under any scale
 //! layout, and the safetensors packs (format/packed.rs) E2M1 (NVFP4,
-//! MXFP4). Without them `Isa::Neon` ran these through the portable code;
-//! they follow the x86 kernels' numerics (x86/avx2.rs `fp8`,
-//! x86/packed256.rs), so each reproduces its scalar kernel
-//! (`scalar::fp8_run`, `e2m1_run`) bit for bit:
+//! MXFP4), INT4 and INT8. Without them `Isa::Neon` ran these through the
+//! portable code; they follow the x86 kernels' numerics (x86/avx2.rs
+//! `fp8`, x86/packed256.rs), so each reproduces its scalar kernel
+//! (`scalar::fp8_run`, `e2m1_run`, `int_run`) bit for bit:
 //!
 //! - FP8: each code becomes a binary16 bit pattern (E5M2 is a binary16's
 //!   high byte; E4M3 shifted into binary16 position is its value times
@@ -11,20 +11,22 @@
 //!   and one `fmul` by `rebias * scale` gives the scalar kernel's one
 //!   rounded product where that folded factor is exact and finite; two
 //!   multiplies (the exact rebias, then the scale) otherwise.
-//! - E2M1: a run of one scale has at most 16 outputs, so they are
-//!   computed once per run by the scalar kernel's own operations on each
-//!   code (the exact f32 value, one `fmul`, the BF16 rounding formula),
-//!   then looked up per nibble with `tbl` on the outputs' low bytes and on
-//!   their high bytes.
+//! - E2M1 and INT4: a run of one scale (and zero point) has at most 16
+//!   outputs, so they are computed once per run by the scalar kernel's own
+//!   operations on each code (the exact f32 level, `- zero` for integers,
+//!   one `fmul`, F16 rounding where asked, the BF16 rounding formula), then
+//!   looked up per nibble with `tbl` on the outputs' low bytes and on their
+//!   high bytes.
+//! - INT8: value by value, `(q - zero) * scale`.
 //!
 //! Runs come from `kernel::fp8_runs` / `pack_runs`; what a run leaves
-//! under 16 values goes through the scalar kernel. `vmulq_f32` only, never
-//! a fused multiply-add (arm/neon.rs).
+//! under 16 values goes through the scalar kernel. `vmulq_f32`, `vaddq_f32`
+//! and `vsubq_f32` only, never a fused multiply-add (arm/neon.rs).
 //! Performance on Arm has not been measured (the tests run under qemu).
 
 use std::arch::aarch64::*;
 
-use super::neon::{f16x8_to_f32, load16, round4, store8};
+use super::neon::{f16x8_to_f32, load16, map16, round4, store8};
 use crate::kernel::{fp8_runs, grid_runs, ScaleGrid};
 use crate::scalar;
 use weightstream_format::{Fp8Format, E2M1_VALUES};
@@ -119,6 +121,17 @@ unsafe fn fp8_to_f16(format: Fp8Format, v: uint8x16_t) -> (uint16x8_t, uint16x8_
     }
 }
 
+/// INT4 codes 0..16 as values before the zero point: q - 8.
+const INT4_LEVELS: [f32; 16] = {
+    let mut t = [0.0; 16];
+    let mut q = 0;
+    while q < 16 {
+        t[q] = q as f32 - 8.0;
+        q += 1;
+    }
+    t
+};
+
 /// 16 f32 levels in four vectors.
 #[inline(always)]
 fn levels(t: &[f32; 16]) -> [float32x4_t; 4] {
@@ -126,18 +139,45 @@ fn levels(t: &[f32; 16]) -> [float32x4_t; 4] {
     std::array::from_fn(|k| unsafe { vld1q_f32(t.as_ptr().add(4 * k)) })
 }
 
-/// The 16 outputs of a run, BF16(level * scale), as two `tbl` tables:
-/// their low bytes, their high bytes.
+/// The 16 outputs of a run, BF16(R(level * scale)) with R the F16
+/// rounding where `to_f16`, as two `tbl` tables: their low bytes, their
+/// high bytes.
 #[inline(always)]
-unsafe fn table16(levels: [float32x4_t; 4], scale: f32) -> uint8x16x2_t {
+unsafe fn table16(levels: [float32x4_t; 4], scale: f32, to_f16: bool) -> uint8x16x2_t {
     // SAFETY: NEON is always present on aarch64; registers only.
     unsafe {
         let s = vdupq_n_f32(scale);
-        let out = |l: float32x4_t| round4(vmulq_f32(l, s));
+        let out = |l: float32x4_t| {
+            let x = vmulq_f32(l, s);
+            round4(if to_f16 { round_f16(x) } else { x })
+        };
         let t0 = vreinterpretq_u8_u16(vcombine_u16(out(levels[0]), out(levels[1])));
         let t1 = vreinterpretq_u8_u16(vcombine_u16(out(levels[2]), out(levels[3])));
         // Even bytes are the low halves (little-endian), odd the high.
         uint8x16x2_t(vuzp1q_u8(t0, t1), vuzp2q_u8(t0, t1))
+    }
+}
+
+/// `numerics::round_f16` on 4 lanes: the same two rounded adds by a power
+/// of two (0.5 below 2^-14, else 2^(e + 13)), infinity from 65520 up, NaN
+/// kept, the sign restored (x86/packed256.rs's, with bit selects).
+#[inline(always)]
+unsafe fn round_f16(x: float32x4_t) -> float32x4_t {
+    // SAFETY: NEON is always present on aarch64; registers only.
+    unsafe {
+        let bits = vreinterpretq_u32_f32(x);
+        let sign = vandq_u32(bits, vdupq_n_u32(0x8000_0000));
+        let mag = vandq_u32(bits, vdupq_n_u32(0x7FFF_FFFF));
+        let a = vreinterpretq_f32_u32(mag);
+        let half = vdupq_n_f32(0.5);
+        let small = vsubq_f32(vaddq_f32(a, half), half);
+        let c = vreinterpretq_f32_u32(vaddq_u32(vandq_u32(mag, vdupq_n_u32(0x7F80_0000)), vdupq_n_u32(13 << 23)));
+        let normal = vsubq_f32(vaddq_f32(a, c), c);
+        let r = vbslq_f32(vcltq_f32(a, vdupq_n_f32(6.103_515_6e-5)), small, normal);
+        let r = vbslq_f32(vcgeq_f32(a, vdupq_n_f32(65520.0)), vdupq_n_f32(f32::INFINITY), r);
+        let r = vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(r), sign));
+        // All ones where x is not NaN: NaN lanes pass through.
+        vbslq_f32(vceqq_f32(x, x), r, x)
     }
 }
 
@@ -184,7 +224,8 @@ unsafe fn nibble_run(table: uint8x16x2_t, src: &[u8], dst: &mut [u16]) -> usize 
     i
 }
 
-/// The runs of a safetensors-pack chunk (`per_byte` values a byte), each as its grid index `k`, its bytes and its outputs:
+/// The runs of a safetensors-pack chunk (`per_byte` values a byte: E2M1,
+/// INT4 or INT8), each as its grid index `k`, its bytes and its outputs:
 /// `vector(k, src, dst)` does a prefix of the run (whole bytes) and says
 /// how many values, `rest(k, src, dst)` (the scalar kernel) the remainder.
 /// Inlined into the caller, so that a vector closure stays inside its
@@ -223,7 +264,69 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
         src,
         dst,
         // SAFETY: NEON is present; s and d are one run's bytes and outputs.
-        |k, s, d| unsafe { nibble_run(table16(l, scales.value(k)), s, d) },
+        |k, s, d| unsafe { nibble_run(table16(l, scales.value(k), false), s, d) },
         |k, s, d| scalar::e2m1_run(scales.value(k), s, d),
     );
+}
+
+/// A whole INT4 or INT8 chunk (chunk.rs checked it: whole words per row
+/// and group).
+///
+/// # Safety
+/// `src` holds `dst.len()` values of `bits` bits (Kernel::check); NEON,
+/// which every aarch64 CPU has.
+#[target_feature(enable = "neon")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn int(
+    bits: u8,
+    cols: u64,
+    scales: &ScaleGrid,
+    zeros: Option<&ScaleGrid>,
+    to_f16: bool,
+    first: u64,
+    src: &[u8],
+    dst: &mut [u16],
+) {
+    let int4 = levels(&INT4_LEVELS);
+    let zero = |k| zeros.map_or(0.0, |z| z.value(k));
+    let vector = |k, s: &[u8], d: &mut [u16]| {
+        let (scale, zero) = (scales.value(k), zero(k));
+        // SAFETY: NEON is present; s and d are one run's bytes and outputs.
+        unsafe {
+            if bits == 4 {
+                // q - zero: exact, as in the scalar kernel.
+                let z = vdupq_n_f32(zero);
+                nibble_run(table16(int4.map(|l| vsubq_f32(l, z)), scale, to_f16), s, d)
+            } else {
+                int8_run(scale, zero, to_f16, s, d)
+            }
+        }
+    };
+    let rest = |k, s: &[u8], d: &mut [u16]| scalar::int_run(bits, scales.value(k), zero(k), to_f16, s, d);
+    pack_runs(cols, scales, first, 8 / bits as usize, src, dst, vector, rest);
+}
+
+/// INT8 values `[0, n - n % 16)` of a run, value by value:
+/// R((q - zero) * scale); returns how many were written.
+#[inline(always)]
+unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
+    let n = dst.len() / 16 * 16;
+    // SAFETY: each step reads src[i..i + 16] and writes dst[i..i + 16],
+    // inside the run (src holds dst.len() bytes).
+    unsafe {
+        let (s, z) = (vdupq_n_f32(scale), vdupq_n_f32(zero));
+        for i in (0..n).step_by(16) {
+            // Offset bytes minus 128: the top bit flipped, read as i8.
+            let q = veorq_u8(load16(src.as_ptr().add(i)), vdupq_n_u8(0x80));
+            map16::<true>(q, dst.as_mut_ptr().add(i), |q| {
+                let x = vmulq_f32(vsubq_f32(q, z), s);
+                if to_f16 {
+                    round_f16(x)
+                } else {
+                    x
+                }
+            });
+        }
+    }
+    n
 }
