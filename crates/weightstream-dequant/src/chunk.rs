@@ -118,13 +118,19 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
             return;
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    if isa == Isa::Neon {
+        // SAFETY: NEON (every aarch64 CPU); src.len() == dst.len().
+        unsafe { crate::arm::scaled::fp8(format, cols, scales, first, src, dst) };
+        return;
+    }
     let _ = isa;
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]));
 }
 
 /// E2M1 chunks: a run per group scale; each run starts on an even element
-/// (Kernel::check: even rows and groups, chunks on pairs). AVX2 and AVX-512
-/// have kernels (x86/packed256.rs, packed512.rs).
+/// (Kernel::check: even rows and groups, chunks on pairs). AVX2, AVX-512
+/// and NEON have kernels (x86/packed256.rs, packed512.rs, arm/scaled.rs).
 fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
@@ -142,6 +148,12 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
             return;
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    if isa == Isa::Neon {
+        // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
+        unsafe { crate::arm::scaled::e2m1(cols, scales, first, src, dst) };
+        return;
+    }
     let _ = isa;
     fp8_runs(cols, Some(scales), first, dst.len(), |scale, i, len| {
         scalar::e2m1_run(scale, &src[i / 2..(i + len) / 2], &mut dst[i..i + len])
@@ -149,8 +161,8 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
 }
 
 /// Integer-pack chunks: a run per group scale and zero point, on whole
-/// words (Kernel::check). AVX2 and AVX-512 have kernels (x86/packed256.rs,
-/// packed512.rs).
+/// words (Kernel::check). AVX2, AVX-512 and NEON have kernels
+/// (x86/packed256.rs, packed512.rs, arm/scaled.rs).
 #[allow(clippy::too_many_arguments)]
 fn int(
     isa: Isa,
@@ -178,6 +190,12 @@ fn int(
             unsafe { crate::x86::packed512::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
             return;
         }
+    }
+    #[cfg(target_arch = "aarch64")]
+    if isa == Isa::Neon {
+        // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
+        unsafe { crate::arm::scaled::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+        return;
     }
     let _ = isa;
     let per_byte = 8 / bits as usize;

@@ -81,23 +81,36 @@ pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: uint8x16_t, d: 
     // SAFETY: NEON is always present; the caller guarantees 16 writable
     // u16 at out.
     unsafe {
+        let (dv, mv) = (vdupq_n_f32(d), vdupq_n_f32(m));
+        map16::<SIGNED>(q, out, |q| {
+            let x = vmulq_f32(q, dv);
+            match OP {
+                ADD => vaddq_f32(x, mv),
+                SUB => vsubq_f32(x, mv),
+                _ => x,
+            }
+        })
+    }
+}
+
+/// 16 integers (the bytes of `q`, signed when `SIGNED`), each converted
+/// to f32 (exact) and passed through `f` 4 lanes at a time, rounded to
+/// BF16 and stored in order at `out`: the shape of every kernel that
+/// computes value by value from bytes.
+#[inline(always)]
+pub(super) unsafe fn map16<const SIGNED: bool>(q: uint8x16_t, out: *mut u16, f: impl Fn(float32x4_t) -> float32x4_t) {
+    // SAFETY: NEON is always present; the caller guarantees 16 writable
+    // u16 at out.
+    unsafe {
         let (lo, hi) = if SIGNED {
             let s = vreinterpretq_s8_u8(q);
             (vmovl_s8(vget_low_s8(s)), vmovl_high_s8(s))
         } else {
             (vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(q))), vreinterpretq_s16_u16(vmovl_high_u8(q)))
         };
-        let dv = vdupq_n_f32(d);
-        let f = |w: int32x4_t| {
-            let x = vmulq_f32(vcvtq_f32_s32(w), dv);
-            match OP {
-                ADD => vaddq_f32(x, vdupq_n_f32(m)),
-                SUB => vsubq_f32(x, vdupq_n_f32(m)),
-                _ => x,
-            }
-        };
-        store8(out, f(vmovl_s16(vget_low_s16(lo))), f(vmovl_high_s16(lo)));
-        store8(out.add(8), f(vmovl_s16(vget_low_s16(hi))), f(vmovl_high_s16(hi)));
+        let g = |w: int32x4_t| f(vcvtq_f32_s32(w));
+        store8(out, g(vmovl_s16(vget_low_s16(lo))), g(vmovl_high_s16(lo)));
+        store8(out.add(8), g(vmovl_s16(vget_low_s16(hi))), g(vmovl_high_s16(hi)));
     }
 }
 
