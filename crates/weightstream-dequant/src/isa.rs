@@ -17,8 +17,8 @@ pub enum Isa {
     /// what `Avx512` runs on CPUs without AVX512_BF16, selectable on those
     /// with it so that one machine tests and measures both.
     Avx512Int,
-    /// aarch64 NEON (every aarch64 CPU has it; arm/neon.rs), with the
-    /// portable kernels for the formats that have no NEON kernel.
+    /// aarch64 NEON (every aarch64 CPU has it): a kernel for every format
+    /// (arm/).
     Neon,
 }
 

@@ -9,10 +9,12 @@ mod grid;
 mod lut4;
 mod ternary;
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use grid::iq1_m_d;
+#[cfg(target_arch = "aarch64")]
+pub(crate) use grid::{iq1_delta, iq2_scale, u16_at, u32_at};
 pub use grid::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use lut4::{e8m0_half, iq4_xs_scale, ue4m3_half};
 pub use lut4::{iq4_nl, iq4_xs, mxfp4, nvfp4};
 pub use ternary::{tq1_0, tq2_0};

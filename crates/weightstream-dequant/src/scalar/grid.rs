@@ -10,12 +10,12 @@ use weightstream_format::block;
 use weightstream_format::block_tables::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS};
 
 #[inline(always)]
-fn u16_at(b: &[u8], at: usize) -> u16 {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
 #[inline(always)]
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
@@ -36,7 +36,7 @@ fn emit8(out: &mut [u16], db: f32, entry: u64, signs: u8) {
 
 /// (d * (0.5 + s)) * 0.25, the IQ2 sub-block scale.
 #[inline(always)]
-fn iq2_scale(d: f32, s: u32) -> f32 {
+pub(crate) fn iq2_scale(d: f32, s: u32) -> f32 {
     d * (0.5 + s as f32) * 0.25
 }
 
@@ -134,7 +134,7 @@ fn emit8_iq1(out: &mut [u16], dl: f32, entry: u64, delta: f32) {
 
 /// The IQ1 delta: 0.125, negative where the flag is set.
 #[inline(always)]
-fn iq1_delta(negative: bool) -> f32 {
+pub(crate) fn iq1_delta(negative: bool) -> f32 {
     if negative {
         -0.125
     } else {
