@@ -62,7 +62,7 @@ pub(super) trait Round {
 pub(super) struct IntRound;
 
 /// `vcvtne2ps2bf16`, NaNs made canonical after it.
-struct Bf16Round;
+pub(super) struct Bf16Round;
 
 /// Word `2i + 1` of the 64 words of (a, b): the high halves, in order.
 const ODD_WORDS: [u16; 32] = {
@@ -376,13 +376,24 @@ kernels! {
     f16_int, f16_bf16 => f16_body;
 }
 
-/// The AVX-512 kernel of a block format, if it has one (Q4_0, Q8_0).
+/// The AVX-512 kernel of a block format, if it has one: Q4_0 and Q8_0
+/// (here, both roundings); with `bf16` also Q4_1, Q5_0, Q5_1 and Q2_K ...
+/// Q6_K (x86/blocks.rs). Without AVX512_BF16 those run their AVX2 kernels.
 pub fn block_kernel(f: BlockFormat, bf16: bool) -> Option<KernelFn> {
+    use super::blocks;
     Some(match (f, bf16) {
         (BlockFormat::Q4_0, false) => q4_0_int,
         (BlockFormat::Q4_0, true) => q4_0_bf16,
         (BlockFormat::Q8_0, false) => q8_0_int,
         (BlockFormat::Q8_0, true) => q8_0_bf16,
+        (BlockFormat::Q4_1, true) => blocks::q4_1_avx512,
+        (BlockFormat::Q5_0, true) => blocks::q5_0_avx512,
+        (BlockFormat::Q5_1, true) => blocks::q5_1_avx512,
+        (BlockFormat::Q2_K, true) => blocks::q2_k_avx512,
+        (BlockFormat::Q3_K, true) => blocks::q3_k_avx512,
+        (BlockFormat::Q4_K, true) => blocks::q4_k_avx512,
+        (BlockFormat::Q5_K, true) => blocks::q5_k_avx512,
+        (BlockFormat::Q6_K, true) => blocks::q6_k_avx512,
         _ => return None,
     })
 }
