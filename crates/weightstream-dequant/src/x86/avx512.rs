@@ -380,7 +380,7 @@ kernels! {
 /// (here, both roundings); with `bf16` also Q4_1, Q5_0, Q5_1 and Q2_K ...
 /// Q6_K (x86/blocks.rs). Without AVX512_BF16 those run their AVX2 kernels.
 pub fn block_kernel(f: BlockFormat, bf16: bool) -> Option<KernelFn> {
-    use super::blocks;
+    use super::{blocks, lookup};
     Some(match (f, bf16) {
         (BlockFormat::Q4_0, false) => q4_0_int,
         (BlockFormat::Q4_0, true) => q4_0_bf16,
@@ -394,6 +394,13 @@ pub fn block_kernel(f: BlockFormat, bf16: bool) -> Option<KernelFn> {
         (BlockFormat::Q4_K, true) => blocks::q4_k_avx512,
         (BlockFormat::Q5_K, true) => blocks::q5_k_avx512,
         (BlockFormat::Q6_K, true) => blocks::q6_k_avx512,
+        (BlockFormat::IQ2_XXS, true) => lookup::iq2_xxs_avx512,
+        (BlockFormat::IQ2_XS, true) => lookup::iq2_xs_avx512,
+        (BlockFormat::IQ2_S, true) => lookup::iq2_s_avx512,
+        (BlockFormat::IQ3_XXS, true) => lookup::iq3_xxs_avx512,
+        (BlockFormat::IQ3_S, true) => lookup::iq3_s_avx512,
+        (BlockFormat::IQ1_S, true) => lookup::iq1_s_avx512,
+        (BlockFormat::IQ1_M, true) => lookup::iq1_m_avx512,
         _ => return None,
     })
 }

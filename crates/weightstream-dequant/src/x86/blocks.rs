@@ -187,26 +187,6 @@ fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> 
     src.chunks_exact(bytes).zip(dst.chunks_exact_mut(elems)).map(|(b, o)| (b, o.as_mut_ptr()))
 }
 
-/// Each kernel twice: `$avx2` for AVX2 + F16C with [`Avx2`], `$avx512`
-/// for AVX-512 + AVX512_BF16 with [`Avx512Bf16`].
-macro_rules! kernels {
-    ($($avx2:ident, $avx512:ident => $body:ident;)*) => {$(
-        #[target_feature(enable = "avx2,f16c")]
-        pub unsafe fn $avx2(src: &[u8], dst: &mut [u16]) {
-            // SAFETY: the caller confirmed these features (Isa::Avx2) and
-            // the lengths (Kernel::check).
-            unsafe { $body::<Avx2>(src, dst) }
-        }
-
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c,avx512bf16")]
-        pub unsafe fn $avx512(src: &[u8], dst: &mut [u16]) {
-            // SAFETY: the caller confirmed these features (Isa::Avx512 and
-            // avx512::has_bf16) and the lengths (Kernel::check).
-            unsafe { $body::<Avx512Bf16>(src, dst) }
-        }
-    )*};
-}
-
 kernels! {
     q4_1, q4_1_avx512 => q4_1_body;
     q5_0, q5_0_avx512 => q5_0_body;
