@@ -1,6 +1,20 @@
-//! AVX-512 kernels (F, BW, VL + F16C) for F32, F16, Q4_0, Q8_0 and FP8; the
-//! other block formats run their AVX2 kernel under `Isa::Avx512`
-//! (chunk.rs). Each reproduces `scalar` bit for bit: the same exact
+//! AVX-512 kernels (F, BW, VL + F16C) for F32, F16, Q4_0, Q8_0 and FP8.
+//! Which formats have AVX-512 kernels under `Isa::Avx512` (`block_kernel`,
+//! chunk.rs):
+//! - here, with both roundings below: F32 (integer only), F16, Q4_0, Q8_0, FP8;
+//! - where the CPU has AVX512_BF16 (`vcvtne2ps2bf16`/`vcvtneps2bf16`),
+//!   bodies shared with their AVX2 kernels: Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K
+//!   (x86/blocks.rs), IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M
+//!   (x86/lookup.rs); without AVX512_BF16 these run their AVX2 kernels
+//!   (no integer-rounding AVX-512 variant of them was written: most of the
+//!   AVX-512 gain measured for Q4_0/Q8_0/FP8 came from the instruction);
+//! - the E2M1 and integer packs: x86/packed512.rs;
+//! - AVX2 kernels under `Isa::Avx512` for IQ4_NL, IQ4_XS, MXFP4, NVFP4,
+//!   TQ1_0 and TQ2_0 (x86/lookup.rs: tables looked up with `pshufb`,
+//!   already faster than memcpy on one thread; MXFP4's E8M0 scales can
+//!   make subnormal products, which `vcvtne2ps2bf16` would flush).
+//!
+//! The kernels here reproduce `scalar` bit for bit: the same exact
 //! conversions to f32, one `vmulps` per value (two for FP8 where the folded
 //! rebias is not exact; never an FMA: Rust never contracts), and the same
 //! rounding to BF16, 32 values per step, the remainder through the scalar
