@@ -166,15 +166,24 @@ unsafe fn nibbles32(qs: *const u8) -> __m256i {
     }
 }
 
+/// Bit j of `bits` as byte j: 0xFF where set, else 0.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn bit_bytes32(bits: u32) -> __m256i {
+    // Each 128-bit lane holds the 4 bytes of bits; spread byte j/8 to byte j.
+    let spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), spread);
+    let m = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    _mm256_cmpeq_epi8(_mm256_and_si256(bytes, m), m)
+}
+
 /// Bit j of `qh` as byte j (0 or 0x10): the fifth bit of Q5_0/Q5_1 quants.
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn fifth_bits32(qh: u32) -> __m256i {
-    // Each 128-bit lane holds the 4 bytes of qh; spread byte j/8 to byte j.
-    let spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), spread);
-    let m = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
-    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, m), m), _mm256_set1_epi8(0x10))
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe { _mm256_and_si256(bit_bytes32(qh), _mm256_set1_epi8(0x10)) }
 }
 
 fn qh_u32(b: &[u8], at: usize) -> u32 {

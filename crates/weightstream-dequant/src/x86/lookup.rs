@@ -27,7 +27,7 @@
 use std::arch::x86_64::*;
 
 use super::avx2::{pack, round_bf16};
-use super::blocks::{bits, load32};
+use super::blocks::{bit_bytes32, bits, load32};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
 use weightstream_format::block_tables::{
@@ -648,18 +648,30 @@ unsafe fn iq3_s_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
         let mags = mags_f32(&IQ3S_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
-            let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
-            let entry = |i: usize| pair(IQ3S_GRID[index(i)], IQ3S_GRID[index(i + 1)]);
             for ib in 0..8 {
                 let s = (b[SCALES + ib / 2] >> (4 * (ib % 2))) & 0x0F;
                 let db = d * (1 + 2 * s) as f32;
                 let (t, flip, _) = grid_table::<L>(mags, db, db);
-                for h in 0..2 {
-                    let (l0, l1) = (2 * h, 2 * h + 1);
-                    let q = entries16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
-                    // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    grid16::<L, 1, 0>(q, t, flip, o.add(32 * ib + 16 * h));
-                }
+                // The 8 grid indices of the group: byte qs[8ib + j], bit j
+                // of qh[ib] as bit 8 (< 512); their entries in order are
+                // the group's 32 bytes, one `vpgatherdd`.
+                // SAFETY: qs[8ib .. 8ib + 8] inside the block; every index
+                // below 512 = IQ3S_GRID.len().
+                let qs = _mm256_cvtepu8_epi32(_mm_loadl_epi64(b.as_ptr().add(QS + 8 * ib) as *const __m128i));
+                let hi = _mm256_srlv_epi32(_mm256_set1_epi32(b[QH + ib] as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                let idx = _mm256_or_si256(qs, _mm256_slli_epi32::<8>(_mm256_and_si256(hi, _mm256_set1_epi32(1))));
+                let g = _mm256_i32gather_epi32::<4>(IQ3S_GRID.as_ptr() as *const i32, idx);
+                // Value j's sign: bit j % 8 of signs[4ib + j / 8].
+                let neg = bit_bytes32(u32::from_le_bytes([
+                    b[SIGNS + 4 * ib],
+                    b[SIGNS + 4 * ib + 1],
+                    b[SIGNS + 4 * ib + 2],
+                    b[SIGNS + 4 * ib + 3],
+                ]));
+                // SAFETY: outputs 32ib .. 32ib + 32 inside the block's 256.
+                let o = o.add(32 * ib);
+                grid16::<L, 1, 0>((_mm256_castsi256_si128(g), _mm256_castsi256_si128(neg)), t, flip, o);
+                grid16::<L, 1, 0>((_mm256_extracti128_si256::<1>(g), _mm256_extracti128_si256::<1>(neg)), t, flip, o.add(16));
             }
         }
     }
