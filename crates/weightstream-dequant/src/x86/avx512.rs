@@ -1,6 +1,20 @@
-//! AVX-512 kernels (F, BW, VL + F16C) for F32, F16, Q4_0, Q8_0 and FP8; the
-//! other block formats run their AVX2 kernel under `Isa::Avx512`
-//! (chunk.rs). Each reproduces `scalar` bit for bit: the same exact
+//! AVX-512 kernels (F, BW, VL + F16C) for F32, F16, Q4_0, Q8_0 and FP8.
+//! Which formats have AVX-512 kernels under `Isa::Avx512` (`block_kernel`,
+//! chunk.rs):
+//! - here, with both roundings below: F32 (integer only), F16, Q4_0, Q8_0, FP8;
+//! - where the CPU has AVX512_BF16 (`vcvtne2ps2bf16`/`vcvtneps2bf16`),
+//!   bodies shared with their AVX2 kernels: Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K
+//!   (x86/blocks.rs), IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M
+//!   (x86/lookup.rs); without AVX512_BF16 these run their AVX2 kernels
+//!   (no integer-rounding AVX-512 variant of them was written: most of the
+//!   AVX-512 gain measured for Q4_0/Q8_0/FP8 came from the instruction);
+//! - the E2M1 and integer packs: x86/packed512.rs;
+//! - AVX2 kernels under `Isa::Avx512` for IQ4_NL, IQ4_XS, MXFP4, NVFP4,
+//!   TQ1_0 and TQ2_0 (x86/lookup.rs: tables looked up with `pshufb`,
+//!   already faster than memcpy on one thread; MXFP4's E8M0 scales can
+//!   make subnormal products, which `vcvtne2ps2bf16` would flush).
+//!
+//! The kernels here reproduce `scalar` bit for bit: the same exact
 //! conversions to f32, one `vmulps` per value (two for FP8 where the folded
 //! rebias is not exact; never an FMA: Rust never contracts), and the same
 //! rounding to BF16, 32 values per step, the remainder through the scalar
@@ -62,7 +76,7 @@ pub(super) trait Round {
 pub(super) struct IntRound;
 
 /// `vcvtne2ps2bf16`, NaNs made canonical after it.
-struct Bf16Round;
+pub(super) struct Bf16Round;
 
 /// Word `2i + 1` of the 64 words of (a, b): the high halves, in order.
 const ODD_WORDS: [u16; 32] = {
@@ -376,13 +390,31 @@ kernels! {
     f16_int, f16_bf16 => f16_body;
 }
 
-/// The AVX-512 kernel of a block format, if it has one (Q4_0, Q8_0).
+/// The AVX-512 kernel of a block format, if it has one: Q4_0 and Q8_0
+/// (here, both roundings); with `bf16` also Q4_1, Q5_0, Q5_1 and Q2_K ...
+/// Q6_K (x86/blocks.rs). Without AVX512_BF16 those run their AVX2 kernels.
 pub fn block_kernel(f: BlockFormat, bf16: bool) -> Option<KernelFn> {
+    use super::{blocks, lookup};
     Some(match (f, bf16) {
         (BlockFormat::Q4_0, false) => q4_0_int,
         (BlockFormat::Q4_0, true) => q4_0_bf16,
         (BlockFormat::Q8_0, false) => q8_0_int,
         (BlockFormat::Q8_0, true) => q8_0_bf16,
+        (BlockFormat::Q4_1, true) => blocks::q4_1_avx512,
+        (BlockFormat::Q5_0, true) => blocks::q5_0_avx512,
+        (BlockFormat::Q5_1, true) => blocks::q5_1_avx512,
+        (BlockFormat::Q2_K, true) => blocks::q2_k_avx512,
+        (BlockFormat::Q3_K, true) => blocks::q3_k_avx512,
+        (BlockFormat::Q4_K, true) => blocks::q4_k_avx512,
+        (BlockFormat::Q5_K, true) => blocks::q5_k_avx512,
+        (BlockFormat::Q6_K, true) => blocks::q6_k_avx512,
+        (BlockFormat::IQ2_XXS, true) => lookup::iq2_xxs_avx512,
+        (BlockFormat::IQ2_XS, true) => lookup::iq2_xs_avx512,
+        (BlockFormat::IQ2_S, true) => lookup::iq2_s_avx512,
+        (BlockFormat::IQ3_XXS, true) => lookup::iq3_xxs_avx512,
+        (BlockFormat::IQ3_S, true) => lookup::iq3_s_avx512,
+        (BlockFormat::IQ1_S, true) => lookup::iq1_s_avx512,
+        (BlockFormat::IQ1_M, true) => lookup::iq1_m_avx512,
         _ => return None,
     })
 }

@@ -1,23 +1,31 @@
-//! AVX2 kernels of the block formats after Q4_0/Q8_0: Q4_1, Q5_0, Q5_1 (32
-//! elements) and the K-quants Q2_K ... Q6_K (256). Each reproduces its
-//! scalar kernel (scalar.rs) bit for bit: the per-block scale products
-//! (`d * sc`, `dmin * m`) are the same scalar f32 multiplies; per element,
-//! the exact int -> f32 conversion, one `vmulps`, then `vaddps`/`vsubps` as
-//! the formula says (never an FMA: these functions enable avx2 and f16c
-//! only, so LLVM cannot contract), and the shared BF16 rounding.
+//! Kernels of the block formats after Q4_0/Q8_0: Q4_1, Q5_0, Q5_1 (32
+//! elements) and the K-quants Q2_K ... Q6_K (256), one body per format,
+//! each compiled twice (`kernels!`): for AVX2 + F16C ([`Avx2`]: 16 values
+//! per store, the integer BF16 rounding) and for AVX-512 with AVX512_BF16
+//! ([`Avx512Bf16`]: 32 values per store, `vcvtne2ps2bf16`). A CPU with
+//! AVX-512 but without AVX512_BF16 runs the AVX2 ones (chunk.rs).
 //!
-//! Every function is `unsafe` with `#[target_feature]`: callers must have
-//! checked `Isa::Avx2.supported()`. Lengths: `src` whole blocks, `dst` their
-//! elements (checked by `Kernel::check`).
+//! Each reproduces its scalar kernel (scalar.rs) bit for bit: the per-block
+//! scale products (`d * sc`, `dmin * m`) are the same scalar f32
+//! multiplies; per element, the exact int -> f32 conversion, one `vmulps`,
+//! then `vaddps`/`vsubps` as the formula says (never an FMA: Rust never
+//! contracts), and a BF16 rounding equal to the scalar one (see
+//! [`Avx512Bf16`] for why `vcvtne2ps2bf16` is exact here).
+//!
+//! Every public function is `unsafe` with `#[target_feature]`: callers must
+//! have checked `Isa::Avx2.supported()` (for the `_avx512` ones
+//! `Isa::Avx512.supported()` and `avx512::has_bf16()`). Lengths: `src`
+//! whole blocks, `dst` their elements (checked by `Kernel::check`).
 
 use std::arch::x86_64::*;
 
 use super::avx2::store16;
+use super::avx512::{Bf16Round, Round};
 use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
 use weightstream_format::block;
 
 /// What follows the multiply: `dl * q`, `dl * q + m`, `dl * q - m`.
-pub(super) const NONE: u8 = 0;
+const NONE: u8 = 0;
 const ADD: u8 = 1;
 const SUB: u8 = 2;
 
@@ -25,7 +33,7 @@ const SUB: u8 = 2;
 /// `dl * q`, then `+ m` or `- m` per `OP`, each operation rounded.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
+unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -46,15 +54,76 @@ pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f3
     }
 }
 
-/// 32 quants: the first 16 with (`d0`, `m0`), the next 16 with (`d1`, `m1`).
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, out: *mut u16) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
-    unsafe {
-        emit16::<SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
-        emit16::<SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
+/// How a kernel turns 32 quants into 32 BF16 values, per ISA.
+///
+/// The methods are `#[inline(always)]` without target features: they are
+/// only called from the `#[target_feature]` kernels of `kernels!`, into
+/// which they (and the intrinsics in them) are inlined.
+pub(super) trait Emit {
+    /// 32 quants (bytes of `q`, signed when `SIGNED`): the first 16 with
+    /// (`d0`, `m0`), the next 16 with (`d1`, `m1`): `dl * q`, then `+ m` or
+    /// `- m` per `OP`, each operation rounded, then rounded to BF16 and
+    /// stored at `out` (32 writable u16). `finite`: the block's scale fields
+    /// are all finite, so no output is NaN (a hint; either value is correct
+    /// when false).
+    unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, finite: bool, out: *mut u16);
+}
+
+/// AVX2: two `emit16`, the integer rounding.
+pub(super) struct Avx2;
+
+impl Emit for Avx2 {
+    #[inline(always)]
+    unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, _finite: bool, out: *mut u16) {
+        // SAFETY: inside a kernel with avx2 and f16c enabled; the caller
+        // guarantees 32 writable u16 at out.
+        unsafe {
+            emit16::<SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
+            emit16::<SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
+        }
+    }
+}
+
+/// AVX-512 with AVX512_BF16: 16 lanes per `vmulps`, `vcvtne2ps2bf16`.
+///
+/// Exact here: that instruction rounds to nearest even like the scalar
+/// formula but flushes f32 subnormal inputs to zero, and none reach it. In
+/// these formats every scale field is an f16 (`d`, `m`, `dmin`), so a
+/// multiple of 2^-24 (the smallest f16 subnormal); the sub-block scales are
+/// integer multiples of it (`d * sc`: Q2_K's 4-bit, Q3_K's signed 6-bit,
+/// Q4_K/Q5_K's 6-bit, Q6_K's i8 `sc`), the quants integers, and an f32
+/// rounding of a multiple of 2^-24 below 2^24 in magnitude stays one (it is
+/// exact below 2^-1; above, the result is a multiple of its ulp, itself a
+/// multiple of 2^-24), as does a sum or difference of two. So every
+/// product, sum and difference is zero or at least 2^-24 in magnitude (the
+/// largest, 65504 * 63 * 255 plus 65504, is far from overflow): never an
+/// f32 subnormal. NaN outputs (only from a NaN or infinite scale field)
+/// are made canonical after it, checked only for blocks whose scales are
+/// not all `finite`.
+pub(super) struct Avx512Bf16;
+
+impl Emit for Avx512Bf16 {
+    #[inline(always)]
+    unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, finite: bool, out: *mut u16) {
+        // SAFETY: inside a kernel with avx512f, avx512bw, avx512vl, avx2
+        // and avx512bf16 enabled; the caller guarantees 32 writable u16 at out.
+        unsafe {
+            let (lo, hi) = (_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
+            let (a, b) = if SIGNED {
+                (_mm512_cvtepi8_epi32(lo), _mm512_cvtepi8_epi32(hi))
+            } else {
+                (_mm512_cvtepu8_epi32(lo), _mm512_cvtepu8_epi32(hi))
+            };
+            let mut x = _mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(d0));
+            let mut y = _mm512_mul_ps(_mm512_cvtepi32_ps(b), _mm512_set1_ps(d1));
+            if OP != NONE {
+                let (mx, my) = (_mm512_set1_ps(m0), _mm512_set1_ps(m1));
+                (x, y) =
+                    if OP == ADD { (_mm512_add_ps(x, mx), _mm512_add_ps(y, my)) } else { (_mm512_sub_ps(x, mx), _mm512_sub_ps(y, my)) };
+            }
+            let v = if finite { Bf16Round::pack_ordinary(x, y) } else { Bf16Round::pack(x, y) };
+            _mm512_storeu_si512(out as *mut __m512i, v);
+        }
     }
 }
 
@@ -97,15 +166,24 @@ unsafe fn nibbles32(qs: *const u8) -> __m256i {
     }
 }
 
+/// Bit j of `bits` as byte j: 0xFF where set, else 0.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn bit_bytes32(bits: u32) -> __m256i {
+    // Each 128-bit lane holds the 4 bytes of bits; spread byte j/8 to byte j.
+    let spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), spread);
+    let m = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    _mm256_cmpeq_epi8(_mm256_and_si256(bytes, m), m)
+}
+
 /// Bit j of `qh` as byte j (0 or 0x10): the fifth bit of Q5_0/Q5_1 quants.
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn fifth_bits32(qh: u32) -> __m256i {
-    // Each 128-bit lane holds the 4 bytes of qh; spread byte j/8 to byte j.
-    let spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), spread);
-    let m = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
-    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, m), m), _mm256_set1_epi8(0x10))
+    // SAFETY: the caller upholds this function's contract: the CPU has the
+    // features it enables.
+    unsafe { _mm256_and_si256(bit_bytes32(qh), _mm256_set1_epi8(0x10)) }
 }
 
 fn qh_u32(b: &[u8], at: usize) -> u32 {
@@ -118,58 +196,69 @@ fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> 
     src.chunks_exact(bytes).zip(dst.chunks_exact_mut(elems)).map(|(b, o)| (b, o.as_mut_ptr()))
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q4_1(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+kernels! {
+    q4_1, q4_1_avx512 => q4_1_body;
+    q5_0, q5_0_avx512 => q5_0_body;
+    q5_1, q5_1_avx512 => q5_1_body;
+    q2_k, q2_k_avx512 => q2_k_body;
+    q3_k, q3_k_avx512 => q3_k_body;
+    q4_k, q4_k_avx512 => q4_k_body;
+    q5_k, q5_k_avx512 => q5_k_body;
+    q6_k, q6_k_avx512 => q6_k_body;
+}
+
+#[inline(always)]
+unsafe fn q4_1_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::q4_1::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let (d, m) = (f16_at(b, D), f16_at(b, M));
+            let finite = d.is_finite() && m.is_finite();
             // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-            emit32::<false, ADD>(nibbles32(b.as_ptr().add(QS)), d, m, d, m, o);
+            E::emit32::<false, ADD>(nibbles32(b.as_ptr().add(QS)), d, m, d, m, finite, o);
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q5_0(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn q5_0_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: as in q4_1_body.
     unsafe {
         use block::q5_0::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
-            // SAFETY: as in q4_1.
+            // SAFETY: as in q4_1_body.
             let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
-            emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), d, 0.0, d, 0.0, o);
+            E::emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), d, 0.0, d, 0.0, d.is_finite(), o);
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q5_1(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn q5_1_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: as in q4_1_body.
     unsafe {
         use block::q5_1::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let (d, m) = (f16_at(b, D), f16_at(b, M));
-            // SAFETY: as in q4_1.
+            let finite = d.is_finite() && m.is_finite();
+            // SAFETY: as in q4_1_body.
             let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
-            emit32::<false, ADD>(q, d, m, d, m, o);
+            E::emit32::<false, ADD>(q, d, m, d, m, finite, o);
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn q2_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: as in q4_1_body.
     unsafe {
         use block::q2_k::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
+            let finite = d.is_finite() && dmin.is_finite();
             let scale = |k: usize| (d * (b[SCALES + k] & 0x0F) as f32, dmin * (b[SCALES + k] >> 4) as f32);
             for h in 0..2 {
                 // SAFETY: 32 of qs's 64 bytes; outputs h*128 + s*32 .. +32 inside the block's 256.
@@ -177,17 +266,16 @@ pub unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
                 for s in 0..4 {
                     let k = 8 * h + 2 * s;
                     let ((d0, m0), (d1, m1)) = (scale(k), scale(k + 1));
-                    emit32::<false, SUB>(bits(v, 2 * s as u32, 3), d0, m0, d1, m1, o.add(128 * h + 32 * s));
+                    E::emit32::<false, SUB>(bits(v, 2 * s as u32, 3), d0, m0, d1, m1, finite, o.add(128 * h + 32 * s));
                 }
             }
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn q3_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: as in q4_1_body.
     unsafe {
         use block::q3_k::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
@@ -202,7 +290,7 @@ pub unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
                     let minus = _mm256_andnot_si256(where_bit(hmask, (4 * h + s) as u32, -1), _mm256_set1_epi8(4));
                     let q = _mm256_sub_epi8(bits(v, 2 * s as u32, 3), minus);
                     let k = 8 * h + 2 * s;
-                    emit32::<true, NONE>(q, scale(k), 0.0, scale(k + 1), 0.0, o.add(128 * h + 32 * s));
+                    E::emit32::<true, NONE>(q, scale(k), 0.0, scale(k + 1), 0.0, d.is_finite(), o.add(128 * h + 32 * s));
                 }
             }
         }
@@ -211,16 +299,15 @@ pub unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
 
 /// Q4_K and Q5_K: sub-blocks of 32 with (d * sc, dmin * m); `fifth` adds
 /// Q5_K's bit from `qh` (None for Q4_K).
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &block::BlockLayout, fifth: Option<usize>) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn k4_family<E: Emit>(src: &[u8], dst: &mut [u16], layout: &block::BlockLayout, fifth: Option<usize>) {
+    // SAFETY: as in q4_1_body.
     unsafe {
         let field = |n| layout.field(n).expect("K-quant field").0;
         let (d_at, dmin_at, sc_at, qs_at) = (field("D"), field("DMIN"), field("SCALES"), field("QS"));
         for (b, o) in blocks(src, dst, layout.bytes, layout.elems) {
             let (d, dmin) = (f16_at(b, d_at), f16_at(b, dmin_at));
+            let finite = d.is_finite() && dmin.is_finite();
             // SAFETY: 32-byte loads at qs + 32c (c < 4) and qh lie inside the block.
             let qh = fifth.map(|at| load32(b.as_ptr().add(at)));
             for c in 0..4 {
@@ -233,35 +320,28 @@ unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &block::BlockLayout, fi
                     if let Some(h) = qh {
                         q = _mm256_or_si256(q, where_bit(h, k as u32, 0x10));
                     }
-                    emit32::<false, SUB>(q, dl, ml, dl, ml, o.add(32 * k));
+                    E::emit32::<false, SUB>(q, dl, ml, dl, ml, finite, o.add(32 * k));
                 }
             }
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q4_k(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
-    unsafe {
-        k4_family(src, dst, &block::q4_k::LAYOUT, None);
-    }
+#[inline(always)]
+unsafe fn q4_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: as in q4_1_body.
+    unsafe { k4_family::<E>(src, dst, &block::q4_k::LAYOUT, None) }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q5_k(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
-    unsafe {
-        k4_family(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH));
-    }
+#[inline(always)]
+unsafe fn q5_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: as in q4_1_body.
+    unsafe { k4_family::<E>(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH)) }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q6_k(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn q6_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: as in q4_1_body.
     unsafe {
         use block::q6_k::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
@@ -277,12 +357,13 @@ pub unsafe fn q6_k(src: &[u8], dst: &mut [u16]) {
                     let low = bits(if t % 2 == 0 { l0 } else { l1 }, 4 * (t / 2) as u32, 0x0F);
                     let q = _mm256_or_si256(low, _mm256_slli_epi16::<4>(bits(hi, 2 * t as u32, 3)));
                     let k = 8 * h + 2 * t;
-                    emit32::<true, NONE>(
+                    E::emit32::<true, NONE>(
                         _mm256_sub_epi8(q, _mm256_set1_epi8(32)),
                         scale(k),
                         0.0,
                         scale(k + 1),
                         0.0,
+                        d.is_finite(),
                         o.add(128 * h + 32 * t),
                     );
                 }

@@ -27,7 +27,7 @@
 use std::arch::x86_64::*;
 
 use super::avx2::{pack, round_bf16};
-use super::blocks::{bits, load32};
+use super::blocks::{bit_bytes32, bits, load32};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
 use weightstream_format::block_tables::{
@@ -136,6 +136,96 @@ unsafe fn lookup16(idx: __m128i, t: __m128i, flip: __m128i, out: *mut u16) {
         _mm_storeu_si128(out as *mut __m128i, _mm_unpacklo_epi8(lo, hi));
         _mm_storeu_si128(out.add(8) as *mut __m128i, _mm_unpackhi_epi8(lo, hi));
     }
+}
+
+/// The table lookups of the grid and IQ1 kernels, per ISA: 8 f32 outputs
+/// rounded to BF16 as a table (`table8`), and 16 outputs looked up in it
+/// (`lookup16`: entry `idx[j]`, 0..8, its sign bit flipped where `flip[j]`
+/// is 0x80).
+///
+/// The methods are `#[inline(always)]` without target features: they are
+/// only called from the `#[target_feature]` kernels of `kernels!`, into
+/// which they (and the intrinsics in them) are inlined.
+pub(super) trait Lut {
+    type Table: Copy;
+    unsafe fn table8(x: __m256) -> Self::Table;
+    unsafe fn lookup16(idx: __m128i, t: Self::Table, flip: __m128i, out: *mut u16);
+}
+
+/// AVX2: the integer rounding, a `pshufb` per byte of the outputs.
+pub(super) struct Avx2;
+
+impl Lut for Avx2 {
+    type Table = __m128i;
+
+    #[inline(always)]
+    unsafe fn table8(x: __m256) -> __m128i {
+        // SAFETY: inside a kernel with avx2 enabled.
+        unsafe { bf16_table8(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn lookup16(idx: __m128i, t: __m128i, flip: __m128i, out: *mut u16) {
+        // SAFETY: inside a kernel with avx2 enabled; the caller guarantees
+        // 16 writable u16 at out.
+        unsafe { lookup16(idx, t, flip, out) }
+    }
+}
+
+/// AVX-512 with AVX512_BF16: the table is 16 words, the 8 outputs by
+/// `vcvtneps2bf16` and the same with the sign bit flipped (NaNs canonical
+/// in both halves); a lookup is one `vpermw` of 16 words, index `idx[j]`
+/// plus 8 where flipped.
+///
+/// `vcvtneps2bf16` rounds like the scalar formula except that it flushes
+/// f32 subnormal inputs to zero, and none reach it: every table entry is a
+/// product of an f16 value `d` (a multiple of 2^-24; IQ1_M's `d` too, an
+/// f16 pieced from the scale bits) and factors that are multiples of 2^-3
+/// (IQ2: `(0.5 + s) * 0.25` and magnitudes 8..43; IQ3_XXS: `(0.5 + s) *
+/// 0.5`, 4..62; IQ3_S: `1 + 2s`, 1..15; IQ1: `2s + 1` and `g + delta`,
+/// delta +-0.125), so a multiple of 2^-27 exactly, and an f32 rounding of a
+/// multiple of 2^-27 is one too (exact below 2^-4 in magnitude, a multiple
+/// of its ulp above): zero or at least 2^-27 in magnitude. A NaN scale
+/// gives 0x7FC0 in both halves, so its flip does not matter.
+pub(super) struct Avx512Bf16;
+
+impl Lut for Avx512Bf16 {
+    type Table = __m256i;
+
+    #[inline(always)]
+    unsafe fn table8(x: __m256) -> __m256i {
+        // SAFETY: inside a kernel with avx512f, avx512bw, avx512vl and
+        // avx512bf16 enabled. __m128bh and __m128i are 16 bytes of plain bits.
+        unsafe {
+            let t = std::mem::transmute::<__m128bh, __m128i>(_mm256_cvtneps_pbh(x));
+            let both = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(t), _mm_xor_si128(t, _mm_set1_epi16(i16::MIN)));
+            // A NaN input gives a BF16 NaN (sign and payload kept):
+            // magnitude above 0x7F80, which no other input gives.
+            let nan = _mm256_cmpgt_epu16_mask(_mm256_and_si256(both, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x7F80));
+            _mm256_mask_mov_epi16(both, nan, _mm256_set1_epi16(0x7FC0))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn lookup16(idx: __m128i, t: __m256i, flip: __m128i, out: *mut u16) {
+        // SAFETY: as in table8; the caller guarantees 16 writable u16 at out.
+        unsafe {
+            // flip is 0x80 or 0: min(flip, 8) is 8 or 0.
+            let i = _mm_or_si128(idx, _mm_min_epu8(flip, _mm_set1_epi8(8)));
+            let v = _mm256_permutexvar_epi16(_mm256_cvtepu8_epi16(i), t);
+            _mm256_storeu_si256(out as *mut __m256i, v);
+        }
+    }
+}
+
+kernels! {
+    iq2_xxs, iq2_xxs_avx512 => iq2_xxs_body;
+    iq2_xs, iq2_xs_avx512 => iq2_xs_body;
+    iq2_s, iq2_s_avx512 => iq2_s_body;
+    iq3_xxs, iq3_xxs_avx512 => iq3_xxs_body;
+    iq3_s, iq3_s_avx512 => iq3_s_body;
+    iq1_s, iq1_s_avx512 => iq1_s_body;
+    iq1_m, iq1_m_avx512 => iq1_m_body;
 }
 
 /// The same for 32 outputs (lane 0 to `out0`, lane 1 to `out1`), from a
@@ -403,13 +493,11 @@ unsafe fn mags_f32(m: &[u8; 8]) -> __m256 {
 /// magnitudes fit twice: two 16-value groups' scales in one table), and
 /// the masks that flip a negative value's sign bit: 0x80, or 0 where db is
 /// NaN (see `grid16`).
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn grid_table(mags: __m256, db0: f32, db1: f32) -> (__m128i, __m128i, __m128i) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables.
+#[inline(always)]
+unsafe fn grid_table<L: Lut>(mags: __m256, db0: f32, db1: f32) -> (L::Table, __m128i, __m128i) {
+    // SAFETY: inside a kernel of `kernels!` (avx2 at least).
     unsafe {
-        let t = bf16_table8(_mm256_mul_ps(mags, _mm256_set_m128(_mm_set1_ps(db1), _mm_set1_ps(db0))));
+        let t = L::table8(_mm256_mul_ps(mags, _mm256_set_m128(_mm_set1_ps(db1), _mm_set1_ps(db0))));
         let flip = |db: f32| _mm_set1_epi8(if db.is_nan() { 0 } else { -128 });
         (t, flip(db0), flip(db1))
     }
@@ -422,15 +510,14 @@ unsafe fn grid_table(mags: __m256, db0: f32, db1: f32) -> (__m128i, __m128i, __m
 /// it exactly and round to nearest even is symmetric, so its BF16 is the
 /// positive one's with the sign bit flipped (zeros and infinities
 /// included). A NaN db gives the canonical NaN either way: its flip is 0.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn grid16<const SHIFT: i32, const BASE: i8>((g, neg): (__m128i, __m128i), t: __m128i, flip: __m128i, out: *mut u16) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn grid16<L: Lut, const SHIFT: i32, const BASE: i8>((g, neg): (__m128i, __m128i), t: L::Table, flip: __m128i, out: *mut u16) {
+    // SAFETY: inside a kernel of `kernels!` (avx2 at least); the caller
+    // guarantees 16 writable u16 at out.
     unsafe {
         let m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16::<SHIFT>(g), _mm_set1_epi8(7)), _mm_set1_epi8(BASE));
         // SAFETY: the caller guarantees 16 writable u16 at out.
-        lookup16(m, t, _mm_and_si128(neg, flip), out);
+        L::lookup16(m, t, _mm_and_si128(neg, flip), out);
     }
 }
 
@@ -442,19 +529,18 @@ fn pair(lo: u32, hi: u32) -> u64 {
 
 /// IQ2_XS/IQ2_S: the table of two 16-value groups whose scales are the
 /// nibbles of `scales`, each d * (0.5 + nibble) * 0.25.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn iq2_table(mags: __m256, d: f32, scales: u8) -> (__m128i, __m128i, __m128i) {
+#[inline(always)]
+unsafe fn iq2_table<L: Lut>(mags: __m256, d: f32, scales: u8) -> (L::Table, __m128i, __m128i) {
     let db = |s: u8| d * (0.5 + s as f32) * 0.25;
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables.
-    unsafe { grid_table(mags, db(scales & 0x0F), db(scales >> 4)) }
+    unsafe { grid_table::<L>(mags, db(scales & 0x0F), db(scales >> 4)) }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn iq2_xxs_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::iq2_xxs::*;
         let mags = mags_f32(&IQ2_MAGS);
@@ -464,23 +550,23 @@ pub unsafe fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
                 let at = QS + 8 * ib;
                 let aux = u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]);
                 let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
-                let (t, flip, _) = grid_table(mags, db, db);
+                let (t, flip, _) = grid_table::<L>(mags, db, db);
                 let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
                 let entry = |l: usize| IQ2XXS_GRID[b[at + l] as usize];
                 for h in 0..2 {
                     let q = entries16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    grid16::<4, 0>(q, t, flip, o.add(32 * ib + 16 * h));
+                    grid16::<L, 4, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq2_xs(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn iq2_xs_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::iq2_xs::*;
         let mags = mags_f32(&IQ2_MAGS);
@@ -493,19 +579,19 @@ pub unsafe fn iq2_xs(src: &[u8], dst: &mut [u16]) {
                 entries16(IQ2XS_GRID[a & 511], KSIGNS[a >> 9], IQ2XS_GRID[c & 511], KSIGNS[c >> 9])
             };
             for (j, &w) in qs.iter().enumerate() {
-                let (t, flip0, flip1) = iq2_table(mags, d, b[SCALES + j]);
+                let (t, flip0, flip1) = iq2_table::<L>(mags, d, b[SCALES + j]);
                 // SAFETY: outputs 32j .. 32j + 32 inside the block's 256.
-                grid16::<4, 0>(group(w), t, flip0, o.add(32 * j));
-                grid16::<4, 4>(group(w >> 32), t, flip1, o.add(32 * j + 16));
+                grid16::<L, 4, 0>(group(w), t, flip0, o.add(32 * j));
+                grid16::<L, 4, 4>(group(w >> 32), t, flip1, o.add(32 * j + 16));
             }
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq2_s(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn iq2_s_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::iq2_s::*;
         let mags = mags_f32(&IQ2_MAGS);
@@ -515,19 +601,19 @@ pub unsafe fn iq2_s(src: &[u8], dst: &mut [u16]) {
             let group = |k: usize| entries16(entry(2 * k), b[SIGNS + 2 * k], entry(2 * k + 1), b[SIGNS + 2 * k + 1]);
             for j in 0..8 {
                 let k = 2 * j;
-                let (t, flip0, flip1) = iq2_table(mags, d, b[SCALES + j]);
+                let (t, flip0, flip1) = iq2_table::<L>(mags, d, b[SCALES + j]);
                 // SAFETY: outputs 16k .. 16k + 32 inside the block's 256.
-                grid16::<4, 0>(group(k), t, flip0, o.add(16 * k));
-                grid16::<4, 4>(group(k + 1), t, flip1, o.add(16 * k + 16));
+                grid16::<L, 4, 0>(group(k), t, flip0, o.add(16 * k));
+                grid16::<L, 4, 4>(group(k + 1), t, flip1, o.add(16 * k + 16));
             }
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn iq3_xxs_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::iq3_xxs::*;
         let mags = mags_f32(&IQ3XXS_MAGS);
@@ -537,7 +623,7 @@ pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
                 let at = SCALES + 4 * ib;
                 let aux = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
                 let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
-                let (t, flip, _) = grid_table(mags, db, db);
+                let (t, flip, _) = grid_table::<L>(mags, db, db);
                 let sign = |l: usize| KSIGNS[((aux >> (7 * l)) & 0x7F) as usize];
                 let entry = |l: usize| {
                     let i = QS + 8 * ib + 2 * l;
@@ -546,34 +632,46 @@ pub unsafe fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
                 for h in 0..2 {
                     let q = entries16(entry(2 * h), sign(2 * h), entry(2 * h + 1), sign(2 * h + 1));
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    grid16::<3, 0>(q, t, flip, o.add(32 * ib + 16 * h));
+                    grid16::<L, 3, 0>(q, t, flip, o.add(32 * ib + 16 * h));
                 }
             }
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn iq3_s_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::iq3_s::*;
         let mags = mags_f32(&IQ3S_MAGS);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = f16_at(b, D);
-            let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
-            let entry = |i: usize| pair(IQ3S_GRID[index(i)], IQ3S_GRID[index(i + 1)]);
             for ib in 0..8 {
                 let s = (b[SCALES + ib / 2] >> (4 * (ib % 2))) & 0x0F;
                 let db = d * (1 + 2 * s) as f32;
-                let (t, flip, _) = grid_table(mags, db, db);
-                for h in 0..2 {
-                    let (l0, l1) = (2 * h, 2 * h + 1);
-                    let q = entries16(entry(8 * ib + 2 * l0), b[SIGNS + 4 * ib + l0], entry(8 * ib + 2 * l1), b[SIGNS + 4 * ib + l1]);
-                    // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    grid16::<1, 0>(q, t, flip, o.add(32 * ib + 16 * h));
-                }
+                let (t, flip, _) = grid_table::<L>(mags, db, db);
+                // The 8 grid indices of the group: byte qs[8ib + j], bit j
+                // of qh[ib] as bit 8 (< 512); their entries in order are
+                // the group's 32 bytes, one `vpgatherdd`.
+                // SAFETY: qs[8ib .. 8ib + 8] inside the block; every index
+                // below 512 = IQ3S_GRID.len().
+                let qs = _mm256_cvtepu8_epi32(_mm_loadl_epi64(b.as_ptr().add(QS + 8 * ib) as *const __m128i));
+                let hi = _mm256_srlv_epi32(_mm256_set1_epi32(b[QH + ib] as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                let idx = _mm256_or_si256(qs, _mm256_slli_epi32::<8>(_mm256_and_si256(hi, _mm256_set1_epi32(1))));
+                let g = _mm256_i32gather_epi32::<4>(IQ3S_GRID.as_ptr() as *const i32, idx);
+                // Value j's sign: bit j % 8 of signs[4ib + j / 8].
+                let neg = bit_bytes32(u32::from_le_bytes([
+                    b[SIGNS + 4 * ib],
+                    b[SIGNS + 4 * ib + 1],
+                    b[SIGNS + 4 * ib + 2],
+                    b[SIGNS + 4 * ib + 3],
+                ]));
+                // SAFETY: outputs 32ib .. 32ib + 32 inside the block's 256.
+                let o = o.add(32 * ib);
+                grid16::<L, 1, 0>((_mm256_castsi256_si128(g), _mm256_castsi256_si128(neg)), t, flip, o);
+                grid16::<L, 1, 0>((_mm256_extracti128_si256::<1>(g), _mm256_extracti128_si256::<1>(neg)), t, flip, o.add(16));
             }
         }
     }
@@ -582,23 +680,21 @@ pub unsafe fn iq3_s(src: &[u8], dst: &mut [u16]) {
 /// The IQ1 outputs dl * (g + delta) for g = -1, 0, 1: entries 0..3 with
 /// `delta0`, 4..7 with `delta1` (the add and the multiply each rounded, as
 /// in the scalar kernel), as a `bf16_table8` table.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn iq1_table(dl: f32, delta0: f32, delta1: f32) -> __m128i {
+#[inline(always)]
+unsafe fn iq1_table<L: Lut>(dl: f32, delta0: f32, delta1: f32) -> L::Table {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables.
     unsafe {
         let g = _mm256_setr_ps(-1.0, 0.0, 1.0, 0.0, -1.0, 0.0, 1.0, 0.0);
         let delta = _mm256_set_m128(_mm_set1_ps(delta1), _mm_set1_ps(delta0));
-        bf16_table8(_mm256_mul_ps(_mm256_add_ps(g, delta), _mm256_set1_ps(dl)))
+        L::table8(_mm256_mul_ps(_mm256_add_ps(g, delta), _mm256_set1_ps(dl)))
     }
 }
 
 /// 16 IQ1 outputs: two grid entries (i8 values -1, 0, 1), the first with
 /// `iq1_table`'s `delta0`, the second with its `delta1`.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn iq1_16(e0: u64, e1: u64, t: __m128i, out: *mut u16) {
+#[inline(always)]
+unsafe fn iq1_16<L: Lut>(e0: u64, e1: u64, t: L::Table, out: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -606,14 +702,14 @@ unsafe fn iq1_16(e0: u64, e1: u64, t: __m128i, out: *mut u16) {
         let idx =
             _mm_or_si128(_mm_and_si128(_mm_add_epi8(g, _mm_set1_epi8(1)), _mm_set1_epi8(3)), _mm_set_epi64x(0x0404_0404_0404_0404, 0));
         // SAFETY: the caller guarantees 16 writable u16 at out.
-        lookup16(idx, t, _mm_setzero_si128(), out);
+        L::lookup16(idx, t, _mm_setzero_si128(), out);
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn iq1_s_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::iq1_s::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
@@ -623,20 +719,20 @@ pub unsafe fn iq1_s(src: &[u8], dst: &mut [u16]) {
                 let dl = d * (2 * ((qh >> 12) & 7) + 1) as f32;
                 let delta = f32::from_bits(0x3E00_0000 | (((qh & 0x8000) as u32) << 16)); // ±0.125 by bit 15
                 let entry = |l: usize| IQ1S_GRID[b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8)];
-                let t = iq1_table(dl, delta, delta);
+                let t = iq1_table::<L>(dl, delta, delta);
                 for h in 0..2 {
                     // SAFETY: outputs 32ib + 16h .. + 16 inside the block's 256.
-                    iq1_16(entry(2 * h), entry(2 * h + 1), t, o.add(32 * ib + 16 * h));
+                    iq1_16::<L>(entry(2 * h), entry(2 * h + 1), t, o.add(32 * ib + 16 * h));
                 }
             }
         }
     }
 }
 
-#[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+unsafe fn iq1_m_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
+    // lengths checked.
     unsafe {
         use block::iq1_m::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
@@ -652,7 +748,7 @@ pub unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
                 // ±0.125 by bit 3 of the nibble, without a branch (random bits mispredict).
                 let delta = |h: u8| f32::from_bits(0x3E00_0000 | (((h & 8) as u32) << 28));
                 // SAFETY: outputs 16k .. 16k + 16 inside the block's 256.
-                iq1_16(e0, e1, iq1_table(dl, delta(h0), delta(h1)), o.add(16 * k));
+                iq1_16::<L>(e0, e1, iq1_table::<L>(dl, delta(h0), delta(h1)), o.add(16 * k));
             }
         }
     }
