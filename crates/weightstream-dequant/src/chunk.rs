@@ -41,13 +41,12 @@ type KernelFn = fn(&[u8], &mut [u16]);
 type SimdFn = unsafe fn(&[u8], &mut [u16]);
 
 /// The kernel `isa` runs for `k`, `None` for the portable one. Under
-/// The kernel `isa` runs for `k`, `None` for the portable one. Under
-/// `Isa::Avx512`, a format without an AVX-512 kernel runs its AVX2 one:
-/// IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and TQ2_0 always, and, under
-/// `Isa::Avx512Int` or on a CPU without AVX512_BF16, every block format
-/// but Q4_0 and Q8_0 (`avx512::block_kernel` lists them); under
-/// `Isa::Neon`, one without a NEON kernel runs the portable one. `isa`
-/// must be supported (checked by the caller).
+/// `Isa::Avx512` and `Isa::Avx512Int`, a format without an AVX-512 kernel
+/// runs its AVX2 one: IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and TQ2_0, whose
+/// AVX2 kernels look every output up in a BF16 table
+/// (`avx512::block_kernel` lists the others). Under `Isa::Neon` every
+/// format has a NEON kernel. `isa` must be supported (checked by the
+/// caller).
 fn simd_fn(isa: Isa, k: Simd) -> Option<SimdFn> {
     #[cfg(target_arch = "x86_64")]
     {

@@ -12,9 +12,9 @@ pub enum Isa {
     /// x86-64 AVX-512 (F, BW, VL) + F16C, with AVX2 for the formats that have
     /// no AVX-512 kernel; BF16 rounding by `vcvtne2ps2bf16` where the CPU
     /// also has AVX512_BF16. AVX-512 kernels: F32, F16, FP8, Q4_0, Q8_0,
-    /// the E2M1 and integer packs; with AVX512_BF16 also Q4_1, Q5_0, Q5_1,
-    /// Q2_K ... Q6_K and the IQ2/IQ3/IQ1 grids; AVX2 ones for IQ4_NL,
-    /// IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0 (list: x86/avx512.rs).
+    /// Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K, the IQ2/IQ3/IQ1 grids, the E2M1 and
+    /// integer packs; AVX2 ones for IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0,
+    /// TQ2_0, which look every output up in a table (list: x86/avx512.rs).
     Avx512,
     /// `Avx512` with the integer BF16 rounding, never `vcvtne2ps2bf16`:
     /// what `Avx512` runs on CPUs without AVX512_BF16, selectable on those

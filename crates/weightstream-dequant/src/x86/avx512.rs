@@ -1,13 +1,12 @@
 //! AVX-512 kernels (F, BW, VL + F16C) for F32, F16, Q4_0, Q8_0 and FP8.
-//! Which formats have AVX-512 kernels under `Isa::Avx512` (`block_kernel`,
-//! chunk.rs):
+//! Which formats have AVX-512 kernels under `Isa::Avx512` and
+//! `Isa::Avx512Int` (`block_kernel`, chunk.rs):
 //! - here, with both roundings below: F32 (integer only), F16, Q4_0, Q8_0, FP8;
-//! - where the CPU has AVX512_BF16 (`vcvtne2ps2bf16`/`vcvtneps2bf16`),
-//!   bodies shared with their AVX2 kernels: Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K
+//! - bodies shared with their AVX2 kernels, also with both roundings
+//!   (`vcvtne2ps2bf16`/`vcvtneps2bf16` where the CPU has AVX512_BF16, the
+//!   integer formula otherwise): Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K
 //!   (x86/blocks.rs), IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M
-//!   (x86/lookup.rs); without AVX512_BF16 these run their AVX2 kernels
-//!   (no integer-rounding AVX-512 variant of them was written: most of the
-//!   AVX-512 gain measured for Q4_0/Q8_0/FP8 came from the instruction);
+//!   (x86/lookup.rs);
 //! - the E2M1 and integer packs: x86/packed512.rs;
 //! - AVX2 kernels under `Isa::Avx512` for IQ4_NL, IQ4_XS, MXFP4, NVFP4,
 //!   TQ1_0 and TQ2_0 (x86/lookup.rs: tables looked up with `pshufb`,
@@ -70,6 +69,9 @@ pub(super) trait Round {
     unsafe fn pack(a: __m512, b: __m512) -> __m512i;
     /// Inputs neither NaN nor subnormal.
     unsafe fn pack_ordinary(a: __m512, b: __m512) -> __m512i;
+    /// 8 f32 lanes -> 8 BF16 values (inputs as for `pack`); a NaN lane
+    /// gives some BF16 NaN, not necessarily 0x7FC0 (the callers fix them).
+    unsafe fn round8(x: __m256) -> __m128i;
 }
 
 /// The scalar formula `(b + 0x7FFF + ((b >> 16) & 1)) >> 16`, lane by lane.
@@ -130,6 +132,14 @@ impl Round for IntRound {
         // SAFETY: as in round_hi and gather_hi.
         unsafe { Self::gather_hi(Self::round_hi::<false>(a), Self::round_hi::<false>(b)) }
     }
+
+    #[inline(always)]
+    unsafe fn round8(x: __m256) -> __m128i {
+        // SAFETY: callers run inside a kernel with avx512f, avx512vl and
+        // avx2 enabled. round_bf16 leaves each result in its lane's low
+        // half; vpmovdw keeps those halves.
+        unsafe { _mm256_cvtepi32_epi16(super::avx2::round_bf16(x)) }
+    }
 }
 
 impl Round for Bf16Round {
@@ -154,6 +164,13 @@ impl Round for Bf16Round {
         // __m512bh and __m512i are both 64 bytes of plain bits. The first
         // operand fills the high 16 words, so `b` goes first.
         unsafe { std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(b, a)) }
+    }
+
+    #[inline(always)]
+    unsafe fn round8(x: __m256) -> __m128i {
+        // SAFETY: callers run inside a kernel with avx512f, avx512vl and
+        // avx512bf16 enabled. __m128bh and __m128i are 16 bytes of plain bits.
+        unsafe { std::mem::transmute::<__m128bh, __m128i>(_mm256_cvtneps_pbh(x)) }
     }
 }
 
@@ -390,33 +407,35 @@ kernels! {
     f16_int, f16_bf16 => f16_body;
 }
 
-/// The AVX-512 kernel of a block format, if it has one: Q4_0 and Q8_0
-/// (here, both roundings); with `bf16` also Q4_1, Q5_0, Q5_1 and Q2_K ...
-/// Q6_K (x86/blocks.rs). Without AVX512_BF16 those run their AVX2 kernels.
+/// The AVX-512 kernel of a block format, if it has one, with the integer
+/// BF16 rounding or (`bf16`) `vcvtne2ps2bf16`: Q4_0 and Q8_0 (here), Q4_1,
+/// Q5_0, Q5_1 and Q2_K ... Q6_K (x86/blocks.rs), the grid and IQ1 formats
+/// (x86/lookup.rs). The codebook and ternary formats (IQ4_NL, IQ4_XS,
+/// MXFP4, NVFP4, TQ1_0, TQ2_0) have none: their AVX2 kernels look every
+/// output up in a BF16 table already.
 pub fn block_kernel(f: BlockFormat, bf16: bool) -> Option<KernelFn> {
     use super::{blocks, lookup};
-    Some(match (f, bf16) {
-        (BlockFormat::Q4_0, false) => q4_0_int,
-        (BlockFormat::Q4_0, true) => q4_0_bf16,
-        (BlockFormat::Q8_0, false) => q8_0_int,
-        (BlockFormat::Q8_0, true) => q8_0_bf16,
-        (BlockFormat::Q4_1, true) => blocks::q4_1_avx512,
-        (BlockFormat::Q5_0, true) => blocks::q5_0_avx512,
-        (BlockFormat::Q5_1, true) => blocks::q5_1_avx512,
-        (BlockFormat::Q2_K, true) => blocks::q2_k_avx512,
-        (BlockFormat::Q3_K, true) => blocks::q3_k_avx512,
-        (BlockFormat::Q4_K, true) => blocks::q4_k_avx512,
-        (BlockFormat::Q5_K, true) => blocks::q5_k_avx512,
-        (BlockFormat::Q6_K, true) => blocks::q6_k_avx512,
-        (BlockFormat::IQ2_XXS, true) => lookup::iq2_xxs_avx512,
-        (BlockFormat::IQ2_XS, true) => lookup::iq2_xs_avx512,
-        (BlockFormat::IQ2_S, true) => lookup::iq2_s_avx512,
-        (BlockFormat::IQ3_XXS, true) => lookup::iq3_xxs_avx512,
-        (BlockFormat::IQ3_S, true) => lookup::iq3_s_avx512,
-        (BlockFormat::IQ1_S, true) => lookup::iq1_s_avx512,
-        (BlockFormat::IQ1_M, true) => lookup::iq1_m_avx512,
+    let (int, cvt): (KernelFn, KernelFn) = match f {
+        BlockFormat::Q4_0 => (q4_0_int, q4_0_bf16),
+        BlockFormat::Q8_0 => (q8_0_int, q8_0_bf16),
+        BlockFormat::Q4_1 => (blocks::q4_1_avx512_int, blocks::q4_1_avx512),
+        BlockFormat::Q5_0 => (blocks::q5_0_avx512_int, blocks::q5_0_avx512),
+        BlockFormat::Q5_1 => (blocks::q5_1_avx512_int, blocks::q5_1_avx512),
+        BlockFormat::Q2_K => (blocks::q2_k_avx512_int, blocks::q2_k_avx512),
+        BlockFormat::Q3_K => (blocks::q3_k_avx512_int, blocks::q3_k_avx512),
+        BlockFormat::Q4_K => (blocks::q4_k_avx512_int, blocks::q4_k_avx512),
+        BlockFormat::Q5_K => (blocks::q5_k_avx512_int, blocks::q5_k_avx512),
+        BlockFormat::Q6_K => (blocks::q6_k_avx512_int, blocks::q6_k_avx512),
+        BlockFormat::IQ2_XXS => (lookup::iq2_xxs_avx512_int, lookup::iq2_xxs_avx512),
+        BlockFormat::IQ2_XS => (lookup::iq2_xs_avx512_int, lookup::iq2_xs_avx512),
+        BlockFormat::IQ2_S => (lookup::iq2_s_avx512_int, lookup::iq2_s_avx512),
+        BlockFormat::IQ3_XXS => (lookup::iq3_xxs_avx512_int, lookup::iq3_xxs_avx512),
+        BlockFormat::IQ3_S => (lookup::iq3_s_avx512_int, lookup::iq3_s_avx512),
+        BlockFormat::IQ1_S => (lookup::iq1_s_avx512_int, lookup::iq1_s_avx512),
+        BlockFormat::IQ1_M => (lookup::iq1_m_avx512_int, lookup::iq1_m_avx512),
         _ => return None,
-    })
+    };
+    Some(if bf16 { cvt } else { int })
 }
 
 /// F32: the integer rounding whatever the CPU has (see `f32_body`).

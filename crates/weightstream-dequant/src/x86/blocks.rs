@@ -1,9 +1,9 @@
 //! Kernels of the block formats after Q4_0/Q8_0: Q4_1, Q5_0, Q5_1 (32
 //! elements) and the K-quants Q2_K ... Q6_K (256), one body per format,
-//! each compiled twice (`kernels!`): for AVX2 + F16C ([`Avx2`]: 16 values
-//! per store, the integer BF16 rounding) and for AVX-512 with AVX512_BF16
-//! ([`Avx512Bf16`]: 32 values per store, `vcvtne2ps2bf16`). A CPU with
-//! AVX-512 but without AVX512_BF16 runs the AVX2 ones (chunk.rs).
+//! each compiled three times (`kernels!`): for AVX2 + F16C ([`Avx2`]: 16
+//! values per store, the integer BF16 rounding) and for AVX-512 ([`Avx512`]:
+//! 32 values per store, rounded by `vcvtne2ps2bf16` where the CPU has
+//! AVX512_BF16, by the integer formula on 16 lanes where it has not).
 //!
 //! Each reproduces its scalar kernel (scalar.rs) bit for bit: the per-block
 //! scale products (`d * sc`, `dmin * m`) are the same scalar f32
@@ -20,7 +20,7 @@
 use std::arch::x86_64::*;
 
 use super::avx2::store16;
-use super::avx512::{Bf16Round, Round};
+use super::avx512::{Bf16Round, IntRound, Round};
 use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
 use weightstream_format::block;
 
@@ -84,9 +84,10 @@ impl Emit for Avx2 {
     }
 }
 
-/// AVX-512 with AVX512_BF16: 16 lanes per `vmulps`, `vcvtne2ps2bf16`.
+/// AVX-512: 16 lanes per `vmulps`, rounded to BF16 by `R` (avx512.rs):
+/// `vcvtne2ps2bf16` where the CPU has AVX512_BF16, else the integer formula.
 ///
-/// Exact here: that instruction rounds to nearest even like the scalar
+/// `vcvtne2ps2bf16` is exact here: that instruction rounds to nearest even like the scalar
 /// formula but flushes f32 subnormal inputs to zero, and none reach it. In
 /// these formats every scale field is an f16 (`d`, `m`, `dmin`), so a
 /// multiple of 2^-24 (the smallest f16 subnormal); the sub-block scales are
@@ -100,13 +101,20 @@ impl Emit for Avx2 {
 /// f32 subnormal. NaN outputs (only from a NaN or infinite scale field)
 /// are made canonical after it, checked only for blocks whose scales are
 /// not all `finite`.
-pub(super) struct Avx512Bf16;
+pub(super) struct Avx512<R>(std::marker::PhantomData<R>);
 
-impl Emit for Avx512Bf16 {
+/// AVX-512 with AVX512_BF16 (`vcvtne2ps2bf16`).
+pub(super) type Avx512Bf16 = Avx512<Bf16Round>;
+
+/// AVX-512 without it: the integer formula on 16 lanes (what `Isa::Avx512`
+/// runs on CPUs without AVX512_BF16, and `Isa::Avx512Int` everywhere).
+pub(super) type Avx512Int = Avx512<IntRound>;
+
+impl<R: Round> Emit for Avx512<R> {
     #[inline(always)]
     unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, finite: bool, out: *mut u16) {
-        // SAFETY: inside a kernel with avx512f, avx512bw, avx512vl, avx2
-        // and avx512bf16 enabled; the caller guarantees 32 writable u16 at out.
+        // SAFETY: inside a kernel with avx512f, avx512bw, avx512vl and avx2
+        // enabled (and avx512bf16 for Bf16Round); the caller guarantees 32 writable u16 at out.
         unsafe {
             let (lo, hi) = (_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
             let (a, b) = if SIGNED {
@@ -121,7 +129,7 @@ impl Emit for Avx512Bf16 {
                 (x, y) =
                     if OP == ADD { (_mm512_add_ps(x, mx), _mm512_add_ps(y, my)) } else { (_mm512_sub_ps(x, mx), _mm512_sub_ps(y, my)) };
             }
-            let v = if finite { Bf16Round::pack_ordinary(x, y) } else { Bf16Round::pack(x, y) };
+            let v = if finite { R::pack_ordinary(x, y) } else { R::pack(x, y) };
             _mm512_storeu_si512(out as *mut __m512i, v);
         }
     }
@@ -197,14 +205,14 @@ fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> 
 }
 
 kernels! {
-    q4_1, q4_1_avx512 => q4_1_body;
-    q5_0, q5_0_avx512 => q5_0_body;
-    q5_1, q5_1_avx512 => q5_1_body;
-    q2_k, q2_k_avx512 => q2_k_body;
-    q3_k, q3_k_avx512 => q3_k_body;
-    q4_k, q4_k_avx512 => q4_k_body;
-    q5_k, q5_k_avx512 => q5_k_body;
-    q6_k, q6_k_avx512 => q6_k_body;
+    q4_1, q4_1_avx512_int, q4_1_avx512 => q4_1_body;
+    q5_0, q5_0_avx512_int, q5_0_avx512 => q5_0_body;
+    q5_1, q5_1_avx512_int, q5_1_avx512 => q5_1_body;
+    q2_k, q2_k_avx512_int, q2_k_avx512 => q2_k_body;
+    q3_k, q3_k_avx512_int, q3_k_avx512 => q3_k_body;
+    q4_k, q4_k_avx512_int, q4_k_avx512 => q4_k_body;
+    q5_k, q5_k_avx512_int, q5_k_avx512 => q5_k_body;
+    q6_k, q6_k_avx512_int, q6_k_avx512 => q6_k_body;
 }
 
 #[inline(always)]

@@ -27,6 +27,7 @@
 use std::arch::x86_64::*;
 
 use super::avx2::{pack, round_bf16};
+use super::avx512::{Bf16Round, IntRound, Round};
 use super::blocks::{bit_bytes32, bits, load32};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
 use weightstream_format::block;
@@ -172,12 +173,13 @@ impl Lut for Avx2 {
     }
 }
 
-/// AVX-512 with AVX512_BF16: the table is 16 words, the 8 outputs by
-/// `vcvtneps2bf16` and the same with the sign bit flipped (NaNs canonical
+/// AVX-512: the table is 16 words, the 8 outputs rounded by `R`
+/// (`vcvtneps2bf16` where the CPU has AVX512_BF16, else the integer
+/// formula) and the same with the sign bit flipped (NaNs canonical
 /// in both halves); a lookup is one `vpermw` of 16 words, index `idx[j]`
 /// plus 8 where flipped.
 ///
-/// `vcvtneps2bf16` rounds like the scalar formula except that it flushes
+/// `vcvtneps2bf16` (`Avx512Bf16`) rounds like the scalar formula except that it flushes
 /// f32 subnormal inputs to zero, and none reach it: every table entry is a
 /// product of an f16 value `d` (a multiple of 2^-24; IQ1_M's `d` too, an
 /// f16 pieced from the scale bits) and factors that are multiples of 2^-3
@@ -187,17 +189,24 @@ impl Lut for Avx2 {
 /// multiple of 2^-27 is one too (exact below 2^-4 in magnitude, a multiple
 /// of its ulp above): zero or at least 2^-27 in magnitude. A NaN scale
 /// gives 0x7FC0 in both halves, so its flip does not matter.
-pub(super) struct Avx512Bf16;
+pub(super) struct Avx512<R>(std::marker::PhantomData<R>);
 
-impl Lut for Avx512Bf16 {
+/// AVX-512 with AVX512_BF16.
+pub(super) type Avx512Bf16 = Avx512<Bf16Round>;
+
+/// AVX-512 without it (what `Isa::Avx512` runs on CPUs without
+/// AVX512_BF16, and `Isa::Avx512Int` everywhere).
+pub(super) type Avx512Int = Avx512<IntRound>;
+
+impl<R: Round> Lut for Avx512<R> {
     type Table = __m256i;
 
     #[inline(always)]
     unsafe fn table8(x: __m256) -> __m256i {
-        // SAFETY: inside a kernel with avx512f, avx512bw, avx512vl and
-        // avx512bf16 enabled. __m128bh and __m128i are 16 bytes of plain bits.
+        // SAFETY: inside a kernel with avx512f, avx512bw and avx512vl
+        // enabled (and avx512bf16 for Bf16Round).
         unsafe {
-            let t = std::mem::transmute::<__m128bh, __m128i>(_mm256_cvtneps_pbh(x));
+            let t = R::round8(x);
             let both = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(t), _mm_xor_si128(t, _mm_set1_epi16(i16::MIN)));
             // A NaN input gives a BF16 NaN (sign and payload kept):
             // magnitude above 0x7F80, which no other input gives.
@@ -219,13 +228,13 @@ impl Lut for Avx512Bf16 {
 }
 
 kernels! {
-    iq2_xxs, iq2_xxs_avx512 => iq2_xxs_body;
-    iq2_xs, iq2_xs_avx512 => iq2_xs_body;
-    iq2_s, iq2_s_avx512 => iq2_s_body;
-    iq3_xxs, iq3_xxs_avx512 => iq3_xxs_body;
-    iq3_s, iq3_s_avx512 => iq3_s_body;
-    iq1_s, iq1_s_avx512 => iq1_s_body;
-    iq1_m, iq1_m_avx512 => iq1_m_body;
+    iq2_xxs, iq2_xxs_avx512_int, iq2_xxs_avx512 => iq2_xxs_body;
+    iq2_xs, iq2_xs_avx512_int, iq2_xs_avx512 => iq2_xs_body;
+    iq2_s, iq2_s_avx512_int, iq2_s_avx512 => iq2_s_body;
+    iq3_xxs, iq3_xxs_avx512_int, iq3_xxs_avx512 => iq3_xxs_body;
+    iq3_s, iq3_s_avx512_int, iq3_s_avx512 => iq3_s_body;
+    iq1_s, iq1_s_avx512_int, iq1_s_avx512 => iq1_s_body;
+    iq1_m, iq1_m_avx512_int, iq1_m_avx512 => iq1_m_body;
 }
 
 /// The same for 32 outputs (lane 0 to `out0`, lane 1 to `out1`), from a
