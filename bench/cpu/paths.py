@@ -82,10 +82,16 @@ def gbps(runs: list[dict], kernel: str, which: str = "gbps_median") -> list[floa
     return [k["hot"][which] for r in runs for k in r["kernels"] if k["kernel"] == kernel]
 
 
-def cell(values: list[float]) -> str:
+def cell(values: list[float], path: str, isa: str) -> str:
     if not values:
         return "-"
-    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+    text = f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+    # A format without a kernel of this path runs another's (`path`).
+    return text if path == isa else f"{text} [{path}]"
+
+
+def path_of(runs: list[dict], kernel: str) -> str:
+    return next(k.get("path", r["isa"]) for r in runs for k in r["kernels"] if k["kernel"] == kernel)
 
 
 def main() -> int:
@@ -127,7 +133,8 @@ def main() -> int:
     shape = "x".join(str(d) for d in runs[paths[0]][0]["shape"])
     print(f"CPU: {cpu_description()}")
     print(f"Shape {shape}, hot output, {args.rounds} interleaved rounds of --reps {args.reps}; "
-          f"ratio to the same run's memcpy, median of the rounds (range).\n")
+          f"ratio to the same run's memcpy, median of the rounds (range); "
+          f"[path]: the format has no kernel of that column's path and ran this one.\n")
     head = ["kernel"] + [f"{p}" for p in paths] + [f"{paths[-1]} GB/s"]
     if runs2:
         head += [f"{paths[-1]} 2T/1T", "memcpy 2T/1T"]
@@ -135,7 +142,7 @@ def main() -> int:
     print("|" + "---|" * len(head))
     best = paths[-1]
     for f in formats:
-        row = [f] + [cell(ratios(runs[p], f)) for p in paths]
+        row = [f] + [cell(ratios(runs[p], f), path_of(runs[p], f), p) for p in paths]
         row.append(f"{statistics.median(gbps(runs[best], f)):.2f}")
         if runs2:
             one, two = statistics.median(gbps(runs[best], f)), statistics.median(gbps(runs2, f))

@@ -152,3 +152,22 @@ def test_load_verify_passes_on_every_fixture(fixtures, edges):
         r = json.loads(run_ws("load", p, "--device", "cpu", "--verify", "--skip-unsupported", "--json").stdout)
         assert r["verify"]["identical"], (p, r["verify"])
         assert r["tensors"] > 0
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_bench_reports_the_path_each_kernel_took(isa):
+    """`bench` names the ISA it was given and, per kernel, whose kernel
+    ran: the same ISA where the format has one, AVX2 for the table-lookup
+    formats under AVX-512, the portable copy for BF16."""
+    if isa == "avx2" and not cpu_has_avx2():
+        pytest.skip("this CPU has no AVX2+F16C")
+    if isa.startswith("avx512") and not cpu_has_avx512():
+        pytest.skip("this CPU has no AVX-512 F/BW/VL + F16C")
+    env = {**os.environ, "WEIGHTSTREAM_ISA": isa}
+    r = run_ws("bench", "--json", "--threads", "1", "--reps", "1", "--shape", "256x256",
+               "--format", "q4_k", "--format", "iq4_xs", "--format", "fp8-block", "--format", "bf16", env=env)
+    report = json.loads(r.stdout)
+    assert report["isa"] == isa
+    paths = {k["kernel"]: k["path"] for k in report["kernels"]}
+    table_lookup = "avx2" if isa.startswith("avx512") else isa
+    assert paths == {"q4_k": isa, "iq4_xs": table_lookup, "fp8-block": isa, "bf16": "scalar"}, paths

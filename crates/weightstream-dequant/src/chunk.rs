@@ -28,6 +28,24 @@ pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa:
     Ok(())
 }
 
+/// The path `dequantize` takes for `kernel` under `isa`: `isa` itself, or
+/// what it falls back to: AVX2 for a block format without an AVX-512 kernel
+/// (`simd_fn`), the portable code for an unsupported ISA and for BF16 (a
+/// copy). What `weightstream bench` reports per kernel.
+pub fn runs_on(kernel: &Kernel, isa: Isa) -> Isa {
+    if !isa.supported() || matches!(kernel, Kernel::BF16) {
+        return Isa::Scalar;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let (Kernel::Block(f), Isa::Avx512 | Isa::Avx512Int) = (kernel, isa) {
+        // Both roundings exist or neither (avx512::block_kernel).
+        if crate::x86::avx512::block_kernel(*f, false).is_none() {
+            return Isa::Avx2;
+        }
+    }
+    isa
+}
+
 #[derive(Clone, Copy)]
 enum Simd {
     Block(BlockFormat),

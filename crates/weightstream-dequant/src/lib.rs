@@ -16,7 +16,7 @@ pub mod scales;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use chunk::dequantize;
+pub use chunk::{dequantize, runs_on};
 pub use isa::Isa;
 pub use kernel::{DequantError, Kernel, ScaleGrid};
 pub use par::{dequantize_par, dequantize_par_fetch, FetchError, DEFAULT_PIECE};

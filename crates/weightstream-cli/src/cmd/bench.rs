@@ -4,7 +4,7 @@ use std::hint::black_box;
 
 use rayon::prelude::*;
 use serde_json::json;
-use weightstream::dequant::{dequantize_par, Isa, Kernel, ScaleGrid, DEFAULT_PIECE};
+use weightstream::dequant::{dequantize_par, runs_on, Isa, Kernel, ScaleGrid, DEFAULT_PIECE};
 use weightstream::format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
 use crate::human::Table;
@@ -18,10 +18,12 @@ use crate::stats::Timing;
 repeatedly after warm-up and reports output GB/s (median, fastest, slowest) beside a memcpy of the \
 same output size measured in the same run, and their ratio. Hot: the output buffer is reused \
 (what a loader's ring of buffers sees). Fresh: a newly allocated buffer each run, so page faults \
-are part of the cost.",
+are part of the cost. PATH: whose kernel ran, the chosen ISA's or the one it falls back to for that \
+format (AVX2 for the table-lookup formats under AVX-512; bf16 is a copy).",
     after_help = "Examples:\n  \
 weightstream bench                       every kernel, all cores\n  \
 weightstream bench --format q4_0 --threads 1\n  \
+python3 bench/cpu/paths.py               every path in interleaved rounds, one table\n  \
 WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels\n  \
 WEIGHTSTREAM_ISA=avx2 weightstream bench --format q4_0   one path: scalar, avx2, avx512-int (AVX-512 without vcvtne2ps2bf16), avx512 or neon (default: the best the CPU has)"
 )]
@@ -174,6 +176,8 @@ fn memcpy_par(src: &[u16], dst: &mut [u16]) {
 /// alternately with it.
 struct Measured {
     name: &'static str,
+    /// The kernel that ran: `isa`'s, or its fallback's (`runs_on`).
+    path: Isa,
     source_bytes: usize,
     hot: (Timing, Timing),
     fresh: (Timing, Timing),
@@ -277,7 +281,7 @@ pub fn run(args: &Args) -> CmdResult {
                     black_box(d);
                 },
             );
-            Measured { name, source_bytes: inp.src.len(), hot, fresh }
+            Measured { name, path: runs_on(&kernel, isa), source_bytes: inp.src.len(), hot, fresh }
         });
         if let Some(e) = err {
             return fail(format!("{name}: {e}"));
@@ -295,7 +299,7 @@ pub fn run(args: &Args) -> CmdResult {
         let out = json!({
             "shape": [rows, cols], "threads": threads, "isa": isa.name(), "reps": reps, "output_bytes": out_bytes,
             "kernels": results.iter().map(|r| json!({
-                "kernel": r.name, "source_bytes": r.source_bytes, "hot": entry(&r.hot), "fresh": entry(&r.fresh),
+                "kernel": r.name, "path": r.path.name(), "source_bytes": r.source_bytes, "hot": entry(&r.hot), "fresh": entry(&r.fresh),
             })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&out).expect("JSON of owned values"));
@@ -308,11 +312,11 @@ pub fn run(args: &Args) -> CmdResult {
     );
     println!("GB/s of BF16 written (fastest..slowest); memcpy of the same size measured alternately with each kernel\n");
     let mut t = Table::new(
-        &["KERNEL", "HOT GB/s", "", "MEMCPY", "RATIO", "FRESH GB/s", "", "MEMCPY", "RATIO"],
-        &[false, true, false, true, true, true, false, true, true],
+        &["KERNEL", "PATH", "HOT GB/s", "", "MEMCPY", "RATIO", "FRESH GB/s", "", "MEMCPY", "RATIO"],
+        &[false, false, true, false, true, true, true, false, true, true],
     );
     for r in &results {
-        let mut row = vec![r.name.to_string()];
+        let mut row = vec![r.name.to_string(), r.path.name().to_string()];
         for (k, m) in [&r.hot, &r.fresh] {
             let (a, a0, a1) = k.gbps(out_bytes);
             let (b, _, _) = m.gbps(out_bytes);
