@@ -104,6 +104,7 @@ def main() -> int:
     ap.add_argument("--shape", help="ROWSxCOLS (default: the CLI's 4096x11008)")
     ap.add_argument("--threads2", action="store_true", help="also run the best path on two threads")
     ap.add_argument("--json", action="store_true", help="print every run as JSON instead of the table")
+    ap.add_argument("--save", type=Path, help="also write every run as JSON to this file")
     args = ap.parse_args()
     formats = args.format or FORMATS
 
@@ -123,8 +124,11 @@ def main() -> int:
         if args.threads2 and paths:
             print(f"round {r + 1}/{args.rounds}: {paths[-1]}, 2 threads", file=sys.stderr)
             runs2.append(run_bench(args.ws, paths[-1], 2, args.reps, formats, args.shape))
+    raw = {"cpu": cpu_description(), "paths": runs, "two_threads": runs2}
+    if args.save:
+        args.save.write_text(json.dumps(raw, indent=1))
     if args.json:
-        json.dump({"cpu": cpu_description(), "paths": runs, "two_threads": runs2}, sys.stdout, indent=1)
+        json.dump(raw, sys.stdout, indent=1)
         return 0
 
     if not paths:
