@@ -1,7 +1,7 @@
 //! One chunk on one thread: check it, then run the kernel for the ISA.
 
 use crate::isa::Isa;
-use crate::kernel::{fp8_runs, grid_runs, DequantError, Kernel, ScaleGrid};
+use crate::kernel::{fp8_runs, grid_runs, DequantError, IntPack, Kernel, ScaleGrid};
 use crate::scalar;
 use weightstream_format::{BlockFormat, Fp8Format};
 
@@ -22,7 +22,7 @@ pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa:
         Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, format, cols, scales.as_ref(), first, src, dst),
         Kernel::E2m1 { cols, scales, .. } => e2m1(isa, cols, &scales, first, src, dst),
         Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
-            int(isa, bits, cols, &scales, zeros.as_ref(), round_f16, first, src, dst)
+            int(isa, IntPack { bits, cols, scales, zeros, to_f16: round_f16 }, first, src, dst)
         }
     }
     Ok(())
@@ -184,41 +184,31 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
 /// Integer-pack chunks: a run per group scale and zero point, on whole
 /// words (Kernel::check). AVX2, AVX-512 and NEON have kernels
 /// (x86/packed256.rs, packed512.rs, arm/scaled.rs).
-#[allow(clippy::too_many_arguments)]
-fn int(
-    isa: Isa,
-    bits: u8,
-    cols: u64,
-    scales: &ScaleGrid,
-    zeros: Option<&ScaleGrid>,
-    to_f16: bool,
-    first: u64,
-    src: &[u8],
-    dst: &mut [u16],
-) {
+fn int(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
         Isa::Scalar | Isa::Neon => {}
         Isa::Avx2 => {
             // SAFETY: AVX2 and F16C supported (checked by the caller);
             // Kernel::check matched src to dst.
-            unsafe { crate::x86::packed256::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+            unsafe { crate::x86::packed256::int(pack, first, src, dst) };
             return;
         }
         Isa::Avx512 | Isa::Avx512Int => {
             // SAFETY: Isa::Avx512 supported (checked by the caller);
             // Kernel::check matched src to dst.
-            unsafe { crate::x86::packed512::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+            unsafe { crate::x86::packed512::int(pack, first, src, dst) };
             return;
         }
     }
     #[cfg(target_arch = "aarch64")]
     if isa == Isa::Neon {
         // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
-        unsafe { crate::arm::scaled::int(bits, cols, scales, zeros, to_f16, first, src, dst) };
+        unsafe { crate::arm::scaled::int(pack, first, src, dst) };
         return;
     }
     let _ = isa;
+    let IntPack { bits, cols, ref scales, zeros, to_f16 } = pack;
     let per_byte = 8 / bits as usize;
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
         let zero = zeros.map_or(0.0, |z| z.value(k));

@@ -205,6 +205,18 @@ impl<'a> Kernel<'a> {
     }
 }
 
+/// What an integer-pack chunk's kernels need of [`Kernel::Int`]: the
+/// bits per value, the matrix width, the scales and zero points, and
+/// whether products are rounded to F16 first.
+#[derive(Clone, Copy)]
+pub(crate) struct IntPack<'a> {
+    pub bits: u8,
+    pub cols: u64,
+    pub scales: ScaleGrid<'a>,
+    pub zeros: Option<ScaleGrid<'a>>,
+    pub to_f16: bool,
+}
+
 /// Split elements `[first, first + n)` of a `[rows, cols]` matrix into runs
 /// that share one scale (a block's width of one row, a whole row for
 /// per-channel scales, everything for one scale) and call `run(scale,

@@ -27,7 +27,7 @@
 use std::arch::aarch64::*;
 
 use super::neon::{f16x8_to_f32, load16, map16, round4, store8};
-use crate::kernel::{fp8_runs, grid_runs, ScaleGrid};
+use crate::kernel::{fp8_runs, grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
 use weightstream_format::{Fp8Format, E2M1_VALUES};
 
@@ -276,17 +276,9 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
 /// `src` holds `dst.len()` values of `bits` bits (Kernel::check); NEON,
 /// which every aarch64 CPU has.
 #[target_feature(enable = "neon")]
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn int(
-    bits: u8,
-    cols: u64,
-    scales: &ScaleGrid,
-    zeros: Option<&ScaleGrid>,
-    to_f16: bool,
-    first: u64,
-    src: &[u8],
-    dst: &mut [u16],
-) {
+pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+    let IntPack { bits, cols, ref scales, zeros, to_f16 } = pack;
+    let zeros = zeros.as_ref();
     let int4 = levels(&INT4_LEVELS);
     let zero = |k| zeros.map_or(0.0, |z| z.value(k));
     let vector = |k, s: &[u8], d: &mut [u16]| {

@@ -15,7 +15,7 @@
 use std::arch::x86_64::*;
 
 use super::avx2::{pack, round_bf16};
-use crate::kernel::{grid_runs, ScaleGrid};
+use crate::kernel::{grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
 use weightstream_format::E2M1_VALUES;
 
@@ -138,17 +138,9 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
 /// # Safety
 /// `Isa::Avx2.supported()`; `src` holds `dst.len()` values of `bits` bits.
 #[target_feature(enable = "avx2,f16c")]
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn int(
-    bits: u8,
-    cols: u64,
-    scales: &ScaleGrid,
-    zeros: Option<&ScaleGrid>,
-    to_f16: bool,
-    first: u64,
-    src: &[u8],
-    dst: &mut [u16],
-) {
+pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+    let IntPack { bits, cols, ref scales, zeros, to_f16 } = pack;
+    let zeros = zeros.as_ref();
     // SAFETY: this function's features.
     let int4 = unsafe { levels(&INT4_LEVELS) };
     let per_byte = 8 / bits as usize;

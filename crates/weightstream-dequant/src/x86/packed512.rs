@@ -20,7 +20,7 @@
 use std::arch::x86_64::*;
 
 use super::avx512::{IntRound, Round};
-use crate::kernel::{grid_runs, ScaleGrid};
+use crate::kernel::{grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
 use weightstream_format::E2M1_VALUES;
 
@@ -123,17 +123,9 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
 /// # Safety
 /// `Isa::Avx512.supported()`; `src` holds `dst.len()` values of `bits` bits.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn int(
-    bits: u8,
-    cols: u64,
-    scales: &ScaleGrid,
-    zeros: Option<&ScaleGrid>,
-    to_f16: bool,
-    first: u64,
-    src: &[u8],
-    dst: &mut [u16],
-) {
+pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+    let IntPack { bits, cols, ref scales, zeros, to_f16 } = pack;
+    let zeros = zeros.as_ref();
     // SAFETY: 16 readable f32.
     let int4 = unsafe { _mm512_loadu_ps(INT4_LEVELS.as_ptr()) };
     let per_byte = 8 / bits as usize;
