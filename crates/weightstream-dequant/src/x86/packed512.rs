@@ -14,6 +14,14 @@
 //!
 //! Runs come from `kernel::grid_runs` (whole rows' groups, whole words);
 //! what a run leaves under 16 values goes through the scalar kernel.
+//!
+//! E2M1 with groups of a power of two >= 16 values (NVFP4: 16, MXFP4: 32)
+//! skips the tables for each row's whole 32-value steps (`e2m1_direct`):
+//! level by `vpermps` on the code, one `vmulps` by the group's scale, then
+//! the BF16 rounding, `vcvtne2ps2bf16` (avx512.rs `Bf16Round`) where the
+//! CPU has it and no scale of the row can make a NaN or an f32 subnormal
+//! product (`e2m1_ordinary`), else `IntRound`. A table per 16 values cost
+//! as much as the lookups (docs/PERFORMANCE.md).
 //! Every function is `unsafe`: callers must have checked
 //! `Isa::Avx512.supported()`.
 
