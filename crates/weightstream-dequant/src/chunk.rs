@@ -163,9 +163,11 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
             return;
         }
         Isa::Avx512 | Isa::Avx512Int => {
-            // SAFETY: Isa::Avx512 supported (checked by the caller);
-            // Kernel::check matched src to dst.
-            unsafe { crate::x86::packed512::e2m1(cols, scales, first, src, dst) };
+            let bf16 = isa == Isa::Avx512 && crate::x86::avx512::has_bf16();
+            // SAFETY: Isa::Avx512 supported (checked by the caller),
+            // AVX512_BF16 by has_bf16 where bf16; Kernel::check matched src
+            // to dst.
+            unsafe { crate::x86::packed512::e2m1(bf16, cols, scales, first, src, dst) };
             return;
         }
     }

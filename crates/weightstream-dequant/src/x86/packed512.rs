@@ -14,12 +14,20 @@
 //!
 //! Runs come from `kernel::grid_runs` (whole rows' groups, whole words);
 //! what a run leaves under 16 values goes through the scalar kernel.
+//!
+//! E2M1 with groups of a power of two >= 16 values (NVFP4: 16, MXFP4: 32)
+//! skips the tables for each row's whole 32-value steps (`e2m1_direct`):
+//! level by `vpermps` on the code, one `vmulps` by the group's scale, then
+//! the BF16 rounding, `vcvtne2ps2bf16` (avx512.rs `Bf16Round`) where the
+//! CPU has it and no scale of the row can make a NaN or an f32 subnormal
+//! product (`e2m1_ordinary`), else `IntRound`. A table per 16 values cost
+//! as much as the lookups (docs/PERFORMANCE.md).
 //! Every function is `unsafe`: callers must have checked
 //! `Isa::Avx512.supported()`.
 
 use std::arch::x86_64::*;
 
-use super::avx512::{IntRound, Round};
+use super::avx512::{Bf16Round, IntRound, Round};
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
 use weightstream_format::E2M1_VALUES;
@@ -100,21 +108,133 @@ unsafe fn nibble_run(table: __m512i, src: &[u8], dst: &mut [u16]) -> usize {
     i
 }
 
-/// A whole E2M1 chunk (chunk.rs checked it: even rows and groups).
+/// A whole E2M1 chunk (chunk.rs checked it: even rows and groups), BF16
+/// rounding by `vcvtne2ps2bf16` where `bf16` (else the integer formula).
 ///
 /// # Safety
-/// `Isa::Avx512.supported()`; `src.len() * 2 == dst.len()`.
+/// `Isa::Avx512.supported()`, and `has_bf16()` where `bf16`;
+/// `src.len() * 2 == dst.len()`.
+pub unsafe fn e2m1(bf16: bool, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    // SAFETY: the caller's contract above.
+    unsafe {
+        if bf16 {
+            e2m1_bf16(cols, scales, first, src, dst)
+        } else {
+            e2m1_int(cols, scales, first, src, dst)
+        }
+    }
+}
+
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn e2m1_int(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    // SAFETY: this function's features; the caller's lengths.
+    unsafe { e2m1_rows::<IntRound>(cols, scales, first, src, dst) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c,avx512bf16")]
+unsafe fn e2m1_bf16(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    // SAFETY: this function's features; the caller's lengths.
+    unsafe { e2m1_rows::<Bf16Round>(cols, scales, first, src, dst) }
+}
+
+/// A chunk row by row: where groups are a power of two of at least 16
+/// values, each row's stretch of whole 32-value steps from a multiple of
+/// 16 is computed directly (`e2m1_direct`); the rest (per-tensor scales,
+/// other groups, a row's head before a multiple of 16 and its tail)
+/// through the tables (`e2m1_tables`).
+#[inline(always)]
+unsafe fn e2m1_rows<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    let (n, bc) = (dst.len(), scales.block_cols());
+    // SAFETY: inside a kernel with R's features; every range passed
+    // below lies within the chunk and starts on an even element.
+    unsafe {
+        if n == 0 || scales.uniform().is_some() || !bc.is_power_of_two() || bc < 16 {
+            return e2m1_tables(cols, scales, first, src, dst);
+        }
+        let cols = cols as usize;
+        let (mut i, mut row, mut c) = (0usize, first / cols as u64, (first % cols as u64) as usize);
+        while i < n {
+            let len = (cols - c).min(n - i);
+            let head = (c.next_multiple_of(16) - c).min(len);
+            let steps = (len - head) / 32 * 32;
+            let (a, b) = (i + head, i + head + steps);
+            e2m1_tables(cols as u64, scales, first + i as u64, &src[i / 2..a / 2], &mut dst[i..a]);
+            e2m1_direct::<R>(scales.row(row), c + head, bc.trailing_zeros(), &src[a / 2..b / 2], &mut dst[a..b]);
+            e2m1_tables(cols as u64, scales, first + b as u64, &src[b / 2..(i + len) / 2], &mut dst[b..i + len]);
+            i += len;
+            row += 1;
+            c = 0;
+        }
+    }
+}
+
+/// Elements through one BF16 table per run of one scale (`grid_runs`).
+#[inline(always)]
+unsafe fn e2m1_tables(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: 16 readable f32.
     let levels = unsafe { _mm512_loadu_ps(E2M1_VALUES.as_ptr()) };
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
         let scale = scales.value(k);
         let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
-        // SAFETY: this function's features; the run lies within src and dst.
+        // SAFETY: the caller's features; the run lies within src and dst.
         let done = unsafe { nibble_run(table16(levels, scale, false), s, d) };
         scalar::e2m1_run(scale, &s[done / 2..], &mut d[done..]);
     });
+}
+
+/// Whether no product of an E2M1 value (magnitude 0 or >= 0.5) and `scale`
+/// is an f32 subnormal (which `vcvtne2ps2bf16` would flush) or NaN: the
+/// scale finite, zero or at least 2^-125.
+#[inline(always)]
+fn e2m1_ordinary(scale: f32) -> bool {
+    let a = scale.to_bits() & 0x7FFF_FFFF;
+    a < 0x7F80_0000 && (a == 0 || a >= 2 << 23)
+}
+
+/// `dst.len() / 32` steps of 32 values of one row from column `c` (a
+/// multiple of 16; groups of `1 << shift` >= 16 values, `row` the row's
+/// scales): each value its E2M1 level (`vpermps` on its code) times its
+/// group's scale, rounded by `R` where no scale of the row can make a
+/// NaN or subnormal product, else by `IntRound`.
+#[inline(always)]
+unsafe fn e2m1_direct<R: Round>(row: &[f32], c: usize, shift: u32, src: &[u8], dst: &mut [u16]) {
+    let steps = dst.len() / 32;
+    if steps == 0 {
+        return;
+    }
+    let used = &row[c >> shift..=(c + 32 * steps - 1) >> shift];
+    // SAFETY: inside a kernel with R's features.
+    unsafe {
+        if used.iter().fold(true, |ok, &s| ok & e2m1_ordinary(s)) {
+            e2m1_steps::<R, false>(row, c, shift, src, dst)
+        } else {
+            e2m1_steps::<IntRound, true>(row, c, shift, src, dst)
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn e2m1_steps<R: Round, const ANY: bool>(row: &[f32], c: usize, shift: u32, src: &[u8], dst: &mut [u16]) {
+    // SAFETY: inside a kernel with R's features (avx512f/bw/vl at least);
+    // step k reads src[16k..16k + 16] and writes dst[32k..32k + 32], both
+    // inside the slices (dst.len() / 32 steps, src half as long).
+    unsafe {
+        let levels = _mm512_loadu_ps(E2M1_VALUES.as_ptr());
+        for k in 0..dst.len() / 32 {
+            let col = c + 32 * k;
+            let b = _mm_loadu_si128(src.as_ptr().add(16 * k) as *const __m128i);
+            // Byte j of `lo` holds code j of the step in its low nibble:
+            // vpermps reads only the low 4 bits of each index.
+            let hi = _mm_srli_epi16::<4>(b);
+            let (lo, up) = (_mm_unpacklo_epi8(b, hi), _mm_unpackhi_epi8(b, hi));
+            let s0 = _mm512_set1_ps(row[col >> shift]);
+            let s1 = _mm512_set1_ps(row[(col + 16) >> shift]);
+            let x0 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(lo), levels), s0);
+            let x1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(up), levels), s1);
+            let v = if ANY { R::pack(x0, x1) } else { R::pack_ordinary(x0, x1) };
+            _mm512_storeu_si512(dst.as_mut_ptr().add(32 * k) as *mut __m512i, v);
+        }
+    }
 }
 
 /// A whole INT4 or INT8 chunk (chunk.rs checked it: whole words per row
