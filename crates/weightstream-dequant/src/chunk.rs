@@ -195,9 +195,12 @@ fn int(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
             return;
         }
         Isa::Avx512 | Isa::Avx512Int => {
-            // SAFETY: Isa::Avx512 supported (checked by the caller);
-            // Kernel::check matched src to dst.
-            unsafe { crate::x86::packed512::int(pack, first, src, dst) };
+            // The INT8 table lookup only under Isa::Avx512 (avx512-int
+            // tests and measures the kernel without it).
+            let vbmi = isa == Isa::Avx512 && crate::x86::packed512::has_vbmi();
+            // SAFETY: Isa::Avx512 supported (checked by the caller), VBMI
+            // where vbmi; Kernel::check matched src to dst.
+            unsafe { crate::x86::packed512::int(vbmi, pack, first, src, dst) };
             return;
         }
     }
