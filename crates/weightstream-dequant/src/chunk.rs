@@ -197,9 +197,13 @@ fn int(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
             return;
         }
         Isa::Avx512 | Isa::Avx512Int => {
-            // SAFETY: Isa::Avx512 supported (checked by the caller);
-            // Kernel::check matched src to dst.
-            unsafe { crate::x86::packed512::int(pack, first, src, dst) };
+            // The INT8 table lookup wherever the CPU has VBMI (Ice Lake
+            // has it without AVX512_BF16); the value-by-value kernel it
+            // falls back to stays tested through short runs (group scales).
+            let vbmi = crate::x86::packed512::has_vbmi();
+            // SAFETY: Isa::Avx512 supported (checked by the caller), VBMI
+            // where vbmi; Kernel::check matched src to dst.
+            unsafe { crate::x86::packed512::int(vbmi, pack, first, src, dst) };
             return;
         }
     }
