@@ -18,21 +18,43 @@ import storage  # noqa: E402  (bench/io/storage.py)
 
 
 def parse_bw(s: str) -> float:
-    """nvbench's 'GlobalMem BW' cell ('2.845 TB/s') in GB/s."""
-    m = re.match(r"\s*([\d.]+)\s*([KMGT])B/s", s or "")
-    if not m:
+    """A 'GlobalMem BW' cell in GB/s: nvbench's CSV holds the raw rate in
+    bytes/s ('2845123456789.5', column 'GlobalMem BW (bytes/sec)'); its
+    markdown holds text ('2.845 TB/s', decimal units). Either is read."""
+    s = (s or "").strip()
+    m = re.fullmatch(r"([\d.]+(?:[eE][-+]?\d+)?)\s*([KMGTP]?)B/s", s)
+    if m:
+        return float(m.group(1)) * {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3, "P": 1e6}[m.group(2)]
+    try:
+        return float(s) / 1e9
+    except ValueError:
         return float("nan")
-    return float(m.group(1)) * {"K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}[m.group(2)]
+
+
+def read_sweep(path: Path) -> dict:
+    """{(kernel, out_MiB): GB/s} from nvbench's --csv output (nvbench/csv_printer.cu:
+    one header row, then one unquoted row per state; axis columns named after
+    the axes ('kernel', 'out_MiB'; a power-of-two axis adds 'out_MiB (pow2)'),
+    then 'Skipped' and the visible summaries, 'GlobalMem BW (bytes/sec)' among
+    them). Headers repeat ('Noise', 'Samples'), so columns are found by
+    position, not read into a dict. Skipped states (no BW cell) are NaN."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return {}
+    header = [h.strip() for h in rows[0]]
+    bw = next((i for i, h in enumerate(header) if h.startswith("GlobalMem BW")), None)
+    kernel, size = header.index("kernel"), header.index("out_MiB")
+    by = {}
+    for r in rows[1:]:
+        if len(r) <= max(kernel, size):
+            continue
+        by[(r[kernel], int(r[size]))] = parse_bw(r[bw]) if bw is not None and bw < len(r) else float("nan")
+    return by
 
 
 def sweep_table(path: Path) -> tuple[list[str], dict]:
-    rows = list(csv.DictReader(open(path)))
-    bw_col = next((c for c in rows[0] if "GlobalMem BW" in c), None) if rows else None
-    by = {}
-    for r in rows:
-        kernel = r.get("kernel", "")
-        size = int(r.get("out_MiB", 0))
-        by[(kernel, size)] = parse_bw(r.get(bw_col, "")) if bw_col else float("nan")
+    by = read_sweep(path)
     sizes = sorted({s for _, s in by})
     kernels = [k for k in dict.fromkeys(k for k, _ in by) if k != "d2d_copy"]
     lines = ["| kernel | " + " | ".join(f"{s} MiB" for s in sizes) + " |", "|---|" + "---|" * len(sizes)]
