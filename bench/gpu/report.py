@@ -73,23 +73,27 @@ def sweep_table(path: Path) -> tuple[list[str], dict]:
 
 def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
     e = json.loads(path.read_text())
-    ws, base = e["weightstream"], e.get("baselines", {})
-    lines = [f"Preset {e['preset']}, {e['device']}, {e['date']}" + (f", {base['gpu']}, torch {base['torch']}" if base else ""), ""]
+    ws, base = e.get("weightstream", {}), e.get("baselines", {})
+    lines = [f"Preset {e['preset']}, {e['device']}, {e['date']}" + (f", {base['gpu']}, torch {base['torch']}" if base else "")
+             + (f", checkpoints on {e['dir_fs']}" if e.get("dir_fs") else ""), ""]
     lines += ["| load | file bytes | seconds (median, min..max) | file GB/s | BF16 GB/s | vs pinned H2D of same bytes |", "|---|---|---|---|---|---|"]
     short = []
-    for fmt, r in ws.items():
+    for key, r in ws.items():
         s = r["seconds"]
-        h2d = base.get("pinned_h2d", {}).get(fmt, {}).get("gbps")
+        h2d = base.get("pinned_h2d", {}).get(r.get("format", key), {}).get("gbps")
         frac = f"{r['file_gbps'] / h2d:.2f}" if h2d else "-"
-        lines.append(f"| weightstream {fmt} | {r['file_bytes'] / 1e9:.2f} GB | {s['median']:.3f} ({s['min']:.3f}..{s['max']:.3f}) | {r['file_gbps']:.1f} | {r['bf16_gbps']:.1f} | {frac} |")
-        short.append(f"{fmt}: {r['file_gbps']:.1f} GB/s file ({frac} of H2D)")
-    if base:
-        for fmt, r in base["pinned_h2d"].items():
-            lines.append(f"| pinned H2D copy, {fmt} bytes | {r['bytes'] / 1e9:.2f} GB | {r['seconds']['median']:.3f} | {r['gbps']:.1f} | - | 1.00 |")
-        st = base["safetensors_bf16"]
+        lines.append(f"| weightstream {key} | {r['file_bytes'] / 1e9:.2f} GB | {s['median']:.3f} ({s['min']:.3f}..{s['max']:.3f}) | {r['file_gbps']:.1f} | {r['bf16_gbps']:.1f} | {frac} |")
+        short.append(f"{key}: {r['file_gbps']:.1f} GB/s file ({frac} of H2D)")
+    for fmt, r in base.get("pinned_h2d", {}).items():
+        lines.append(f"| pinned H2D copy, {fmt} bytes | {r['bytes'] / 1e9:.2f} GB | {r['seconds']['median']:.3f} | {r['gbps']:.1f} | - | 1.00 |")
+    st = base.get("safetensors_bf16")
+    if st:
         lines.append(f"| safetensors.torch.load_file BF16 | {st['bytes'] / 1e9:.2f} GB | {st['seconds']['median']:.3f} | {st['gbps']:.1f} | {st['gbps']:.1f} | - |")
-        g = base["gguf_py_q4_0"]
-        lines.append(f"| gguf-py dequantize + .to(cuda), Q4_0 | {g['bytes'] / 1e9:.2f} GB | {g['seconds']['median']:.1f} | {g['gbps']:.2f} | - | - |")
+    g = base.get("gguf_py_q4_0")
+    if g:
+        part = "" if g.get("complete", True) else f" ({g['tensors']} of {g['of_tensors']} tensors)"
+        lines.append(f"| gguf-py dequantize + .to(cuda), Q4_0{part} | {g['bytes'] / 1e9:.2f} GB | {g['seconds']['median']:.1f} | {g['gbps']:.2f} | - | - |")
+    if st and "q4_0" in ws:
         speedup = st["seconds"]["median"] / ws["q4_0"]["seconds"]["median"]
         lines += ["", f"Q4_0 to BF16 on the GPU vs loading the BF16 checkpoint with safetensors: {speedup:.2f}x faster (target 2.8x)."]
         short.append(f"Q4_0 vs safetensors BF16: {speedup:.2f}x")
@@ -97,6 +101,9 @@ def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
         lines += ["", "| staging slots | slot MiB | readers | seconds | file GB/s |", "|---|---|---|---|---|"]
         for r in sorted(e["staging_sweep"], key=lambda r: -r["file_gbps"]):
             lines.append(f"| {r['slots']} | {r['slot_mib']} | {r['readers']} | {r['seconds']:.3f} | {r['file_gbps']:.1f} |")
+    for phase, err in e.get("errors", {}).items():
+        lines += ["", f"Phase {phase} incomplete: {err.strip().splitlines()[-1] if err.strip() else err}"]
+        short.append(f"e2e {phase}: incomplete")
     return lines, short
 
 

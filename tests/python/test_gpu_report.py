@@ -14,6 +14,7 @@ has 'Yes' under 'Skipped' and empty cells after it.
 """
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -82,3 +83,32 @@ def test_report_cli_summarises_the_sweep(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "| d2d copy (GB/s) | 2000 | 2800 |" in md
     assert "| q8_0 | nan (nan) | 2240 (0.80) |" in md
+
+
+def test_e2e_tables_per_format_and_source(tmp_path):
+    """bench/gpu/e2e.py's JSON: entries keyed by format, or 'format (source)',
+    each compared with the pinned H2D copy of its format's bytes; the
+    speedup over safetensors from the q4_0 entry; a partial gguf-py run and
+    a phase stopped early are said so."""
+    s = {"median": 1.0, "min": 1.0, "max": 1.0, "runs": [1.0]}
+    e = {"preset": "7b", "device": "cuda", "date": "2026-01-01 00:00:00", "dir_fs": "ext4",
+         "weightstream": {
+             "q4_0": {"format": "q4_0", "source": "auto", "file_bytes": 40e9, "bf16_bytes": 13.5e9, "seconds": dict(s, median=2.0),
+                      "file_gbps": 20.0, "bf16_gbps": 6.75, "detail": {}},
+             "q4_0 (read)": {"format": "q4_0", "source": "read", "file_bytes": 40e9, "bf16_bytes": 13.5e9, "seconds": dict(s, median=4.0),
+                             "file_gbps": 10.0, "bf16_gbps": 3.4, "detail": {}}},
+         "baselines": {"gpu": "NVIDIA H100", "torch": "2.9",
+                       "pinned_h2d": {"q4_0": {"bytes": 40e9, "seconds": s, "gbps": 25.0}},
+                       "safetensors_bf16": {"bytes": 13.5e9, "seconds": dict(s, median=6.0), "gbps": 2.25},
+                       "gguf_py_q4_0": {"bytes": 1e9, "seconds": s, "gbps": 1.0, "tensors": 10, "of_tensors": 291, "complete": False}},
+         "errors": {"staging_sweep": "stopped: --budget 300 s spent before loading 7b-llama-q4_0.gguf"}}
+    p = tmp_path / "e2e.json"
+    p.write_text(json.dumps(e))
+    lines, short = report.e2e_tables(p)
+    text = "\n".join(lines)
+    assert "| weightstream q4_0 | 40.00 GB | 2.000 (1.000..1.000) | 20.0 | 6.8 | 0.80 |" in text
+    assert "| weightstream q4_0 (read) |" in text and "| 10.0 | 3.4 | 0.40 |" in text
+    assert "3.00x faster" in text
+    assert "(10 of 291 tensors)" in text
+    assert "Phase staging_sweep incomplete: stopped: --budget 300 s" in text
+    assert "e2e staging_sweep: incomplete" in short
