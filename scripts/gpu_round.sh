@@ -6,27 +6,39 @@
 #       fatbins, download the wheels the GPU machine lacks (gguf,
 #       cuda-bench), all into .gpu-carry/, and print the device call.
 #
-#   scripts/gpu_round.sh device [parity] [sanitizer] [python] [sweep] [e2e] [storage] [report]
+#   scripts/gpu_round.sh device [--gds-optional] [parity] [sanitizer] [python] [sweep] [e2e] [storage]
 #       on the GPU machine (nvcc 13.0, PyTorch, Python 3.12; no cargo, no
 #       network), with .gpu-carry carried: no step named = all of them.
 #       parity:    GPU kernel and pipeline tests, bitwise against the CPU
 #                  kernels; GPU loads through every source (mmap, read,
 #                  direct, gds via cuFile) against a CPU load; and
-#                  weightstream load --verify on the fixtures
-#       sanitizer: compute-sanitizer memcheck over the GPU tests
+#                  weightstream load --verify on the fixtures. cuFile is
+#                  required unless --gds-optional (or GPU_ROUND_GDS=optional);
+#                  either way the summary says whether gds used it, and why not
+#       sanitizer: compute-sanitizer memcheck over the GPU tests (found on
+#                  PATH, beside nvcc, in /usr/local/cuda*/bin, /opt/nvidia or
+#                  pip nvidia wheels; skipped, with the reason, if absent)
 #       python:    the Python package on the GPU: load_file/open(device="cuda")
 #                  into torch tensors, bitwise equal to the CPU result
 #       sweep:     nvbench kernel sweep beside a device-to-device copy
+#                  (GPU_ROUND_SWEEP_ARGS: more sweep.py arguments)
 #       e2e:       Llama-7B-shaped Q4_0/Q4_K_M/IQ4_XS/MXFP4/Q8_0/FP8/BF16 loads against pinned H2D,
-#                  safetensors.torch.load_file and gguf-py, plus a staging sweep
+#                  safetensors.torch.load_file and gguf-py, plus a staging sweep;
+#                  checkpoints (~42 GB) generated in the call, where there is room
+#                  (GPU_ROUND_E2E_DIRS; GPU_ROUND_E2E_ARGS, e.g. "--formats q4_0,bf16")
 #       storage:   cold (page cache dropped) and warm loads of the 7B Q4_0 and
 #                  BF16 files through each source, against dd iflag=direct
-#       report:    tables for docs/PERFORMANCE.md, a short summary last
-#       Everything lands in $OUT (or ./gpu-round-out).
+#       Each step, and each command in it, runs on its own: a failure is
+#       recorded and the rest still runs; every command stops at the call's
+#       deadline (GPU_ROUND_DEADLINE, 570 s). At most 8 files land in $OUT (or
+#       ./gpu-round-out): summary.txt (every failure and skip; exit 1 if any
+#       failed), report.md (tables for docs/PERFORMANCE.md), logs.tar.gz,
+#       and sweep.csv, e2e.json, storage.json from the steps that ran.
 #
 #   scripts/gpu_round.sh check
 #       here: run the device half's scripts on a tiny model on the CPU, so
-#       the round is known to work up to the parts that need a GPU.
+#       the round is known to work up to the parts that need a GPU (runs
+#       scripts/setup.sh first, unless WEIGHTSTREAM_BIN names a built CLI).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -74,75 +86,243 @@ for line in sys.stdin:
     "$(grep -o 'nvidia-cufile==[0-9.]*' requirements/cuda-toolchain.txt)"
   du -sh "$CARRY"
   cat <<TXT
-gpu_round: ready. On the GPU machine run, with carry [".gpu-carry"]:
-  scripts/gpu_round.sh device            (or name steps: parity sanitizer python sweep e2e storage report)
+gpu_round: ready. On the GPU machine run, with carry [".gpu-carry"], one call each (10 minutes a call):
+  scripts/gpu_round.sh device parity sanitizer python
+  scripts/gpu_round.sh device sweep
+  scripts/gpu_round.sh device e2e
+  scripts/gpu_round.sh device storage
+then bring back \$OUT: summary.txt, report.md, logs.tar.gz and the data files
 TXT
 }
 
+# The device half's bookkeeping: every step runs on its own, each command of
+# a step under what is left of the call's deadline; a failure is recorded in
+# summary.txt and the next command and step still run. Only these come back
+# in $OUT (at most 8 files, the device tool's limit): summary.txt,
+# report.md, logs.tar.gz (every log), sweep.csv, e2e.json, storage.json,
+# and while a step runs its log (step.log, folded into the tarball after it),
+# so a call killed at the tool's limit still returns what it had.
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+# part STEP LABEL CMD...: run one command of a step, its output into the
+# step's log (and $LOGS/last.out); returns its status, records a failure.
+part() {
+  local step=$1 label=$2 left rc t0=$SECONDS
+  shift 2
+  left=$((DEADLINE - SECONDS - RESERVE))
+  if [ "$left" -le 0 ]; then
+    note "FAIL $step: $label: not started, the call's deadline (GPU_ROUND_DEADLINE=$DEADLINE s) was reached"
+    STEP_FAILED=1
+    return 124
+  fi
+  echo "-- $label" >> "$CUR_LOG"
+  timeout -k 10 "$left" "$@" > "$LOGS/last.out" 2>&1
+  rc=$?
+  cat "$LOGS/last.out" >> "$CUR_LOG"
+  if [ "$rc" -eq 0 ]; then
+    echo "   ok: $label ($((SECONDS - t0)) s)"
+  else
+    case "$rc" in
+      124 | 137) note "FAIL $step: $label: timed out after $left s (the call's deadline)" ;;
+      *) note "FAIL $step: $label (exit $rc, $((SECONDS - t0)) s; last lines in logs.tar.gz:$step.log)" ;;
+    esac
+    tail -15 "$LOGS/last.out" | sed 's/^/   | /'
+    STEP_FAILED=1
+  fi
+  return "$rc"
+}
+
+# find_sanitizer: compute-sanitizer on PATH, beside nvcc, in /usr/local/cuda*
+# or /opt/nvidia, or in a pip nvidia wheel; prints its path or nothing.
+find_sanitizer() {
+  local c d sp nvcc
+  c=$(command -v compute-sanitizer 2>/dev/null) && { echo "$c"; return; }
+  nvcc=$(command -v nvcc 2>/dev/null) && d=$(dirname "$nvcc") || d=/nonexistent
+  for c in "$d/compute-sanitizer" "$d/../compute-sanitizer/compute-sanitizer" \
+           /usr/local/cuda*/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer \
+           /opt/nvidia/*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer/compute-sanitizer; do
+    [ -x "$c" ] && [ -f "$c" ] && { echo "$c"; return; }
+  done
+  for sp in /tmp/ws-site $(python3 -c 'import site; print(*site.getsitepackages(), site.getusersitepackages())' 2>/dev/null); do
+    [ -d "$sp/nvidia" ] || continue
+    c=$(find "$sp/nvidia" -maxdepth 4 -name compute-sanitizer -type f -perm -u+x 2>/dev/null | head -1)
+    [ -n "$c" ] && { echo "$c"; return; }
+  done
+}
+
+# finish: the report over what this call measured, every log into
+# logs.tar.gz, the summary last; runs on any exit (an error, a signal).
+finish() {
+  trap - EXIT INT TERM
+  local f args=()
+  [ -f "$out/sweep.csv" ] && args+=(--sweep "$out/sweep.csv")
+  [ -f "$out/e2e.json" ] && args+=(--e2e "$out/e2e.json")
+  [ -f "$out/storage.json" ] && args+=(--storage "$out/storage.json")
+  if [ ${#args[@]} -gt 0 ]; then
+    python3 bench/gpu/report.py "${args[@]}" --out "$out/report.md" > "$LOGS/report.log" 2>&1 \
+      || note "FAIL report: bench/gpu/report.py (exit $?; logs.tar.gz:report.log)"
+  fi
+  [ -f "$CUR_LOG" ] && mv "$CUR_LOG" "$LOGS/"
+  rm -f "$LOGS/last.out" "$out"/*.tmp
+  tar -czf "$out/logs.tar.gz" -C "$LOGS" . || note "FAIL: could not bundle the logs ($LOGS)"
+  for f in "$out"/*; do
+    case "${f##*/}" in summary.txt | report.md | logs.tar.gz | sweep.csv | e2e.json | storage.json) ;; *) note "note: $f left in \$OUT" ;; esac
+  done
+  echo "== summary ($out/summary.txt; logs in logs.tar.gz)"
+  if grep -q '^FAIL' "$SUMMARY"; then
+    echo "result: $(grep -c '^FAIL' "$SUMMARY") failure(s)" | tee -a "$SUMMARY" >/dev/null
+    cat "$SUMMARY"
+    exit 1
+  fi
+  echo "result: every step ran clean" >> "$SUMMARY"
+  cat "$SUMMARY"
+  exit 0
+}
+
+step_parity() {
+  part parity "GPU kernel and pipeline tests (gpu-tests)" "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1
+  local gds=(env WEIGHTSTREAM_REQUIRE_GDS=1) what="cuFile required" line
+  [ "$GDS_REQUIRED" = 1 ] || { gds=(env); what="cuFile optional"; }
+  part parity "GPU loads through every source ($what)" "${gds[@]}" "$CARRY/bin/gpu-sources-tests" --include-ignored --nocapture
+  # Whether gds really read with cuFile, and if not why (the test prints
+  # each source's notes, and the notes again when cuFile was required).
+  if line=$(grep -m1 'cuFile was required' "$LOGS/last.out"); then
+    note "gds: cuFile not used, required ($what): ${line:0:600}"
+  elif line=$(grep -m1 '^Gds .*read with cuFile' "$LOGS/last.out"); then
+    note "gds: read with cuFile: ${line:0:400}"
+  elif line=$(grep -m1 '^Gds ' "$LOGS/last.out"); then
+    note "gds: cuFile not used ($what): ${line:0:600}"
+  else
+    note "gds: no gds result in the log (the test did not get that far)"
+  fi
+  local fx=/tmp/ws-fixtures f
+  rm -rf "$fx"
+  part parity "fixtures: generate.py" python3 tests/fixtures/generate.py "$fx" &&
+    part parity "fixtures: edge_cases.py" python3 -c "import sys; sys.path.insert(0, 'tests/fixtures'); import edge_cases; from pathlib import Path; edge_cases.generate(Path('$fx'), 1)" &&
+    part parity "fixtures: packed.py" python3 tests/fixtures/packed.py "$fx/packed" ||
+    { note "FAIL parity: fixture loads not run: the fixtures were not generated"; return; }
+  for f in all_types.gguf v2.gguf plain.safetensors sharded unindexed fp8_deepseek fp8_compressed_tensors fp8_single edges.gguf fp8_edges \
+           packed/nvfp4_modelopt packed/nvfp4_ct packed/mxfp4_ct packed/mxfp4_gptoss packed/int_ct; do
+    part parity "load --verify $f" "$CARRY/bin/weightstream" load "$fx/$f" --device cuda --verify --skip-unsupported
+  done
+}
+
+step_sanitizer() {
+  local cs
+  cs=$(find_sanitizer)
+  if [ -z "$cs" ]; then
+    note "SKIP sanitizer: compute-sanitizer not found (PATH, beside nvcc, /usr/local/cuda*/bin, /opt/nvidia, pip nvidia wheels)"
+    return
+  fi
+  echo "compute-sanitizer: $cs" >> "$CUR_LOG"
+  part sanitizer "compute-sanitizer memcheck ($cs)" "$cs" --tool memcheck --leak-check full --error-exitcode 1 \
+    "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 kernels_match_cpu_bitwise e2m1_matches_cpu int_matches_cpu pipeline_matches
+}
+
+step_python() {
+  part python "tests/vllm/test_torch_api.py" env WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" \
+    python3 -m pytest tests/vllm/test_torch_api.py -q -rs -p no:cacheprovider
+}
+
+step_sweep() {
+  local extra=()
+  rm -f "$out/sweep.csv"
+  read -r -a extra <<< "${GPU_ROUND_SWEEP_ARGS:-}"
+  part sweep "bench/gpu/sweep.py" python3 bench/gpu/sweep.py --fatbins "$CARRY/fatbin" --ws "$CARRY/bin/weightstream" \
+    --csv "$out/sweep.csv" "${extra[@]}"
+}
+
+step_e2e() {
+  local extra=()
+  rm -f "$out/e2e.json"
+  read -r -a extra <<< "${GPU_ROUND_E2E_ARGS:-}"
+  # --budget: no new measurement after what the deadline leaves, less a minute.
+  part e2e "bench/gpu/e2e.py" python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" "${E2E_DIRS[@]}" --out "$out/e2e.json" \
+    --budget $((DEADLINE - SECONDS - RESERVE - 60)) "${extra[@]}"
+}
+
+step_storage() {
+  local d
+  rm -f "$out/storage.json"
+  # Its own checkpoints (a call starts on a bare machine), never on tmpfs:
+  # O_DIRECT and dropping the page cache need a disk.
+  part storage "generate 7B Q4_0 and BF16" python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" "${E2E_DIRS[@]}" \
+    --generate-only --no-tmpfs --formats q4_0,bf16 || return
+  d=$(tail -1 "$LOGS/last.out")
+  part storage "bench/io/storage.py" python3 bench/io/storage.py --ws "$CARRY/bin/weightstream" --device cuda --sources auto,read,mmap,direct,gds \
+    --model "$d/7b-llama-bf16" --model "$d/7b-llama-q4_0.gguf" --reps "${GPU_ROUND_STORAGE_REPS:-3}" --out "$out/storage.json"
+}
+
 device() {
-  local out=${OUT:-$ROOT/gpu-round-out}
-  mkdir -p "$out"
+  set +e
+  out=${OUT:-$ROOT/gpu-round-out}
+  GDS_REQUIRED=1
+  case "${GPU_ROUND_GDS:-required}" in required) ;; optional) GDS_REQUIRED=0 ;; *) echo "gpu_round: GPU_ROUND_GDS is required or optional" >&2; exit 2 ;; esac
+  DEADLINE=${GPU_ROUND_DEADLINE:-570}
+  RESERVE=20  # seconds kept for the report and the bundle
+  E2E_DIRS=()
+  local d step steps=() all=(parity sanitizer python sweep e2e storage)
+  for d in ${GPU_ROUND_E2E_DIRS:-/tmp/ws-e2e $HOME/ws-e2e /dev/shm/ws-e2e}; do E2E_DIRS+=(--dir "$d"); done
+  for step in "$@"; do
+    case "$step" in
+      --gds-optional) GDS_REQUIRED=0 ;;
+      parity | sanitizer | python | sweep | e2e | storage) steps+=("$step") ;;
+      *) echo "gpu_round: unknown step '$step' (steps: ${all[*]}; option: --gds-optional)" >&2; exit 2 ;;
+    esac
+  done
+  [ ${#steps[@]} -gt 0 ] || steps=("${all[@]}")
   [ -x "$CARRY/bin/weightstream" ] || { echo "gpu_round: $CARRY is missing: run 'scripts/gpu_round.sh prepare' here and carry it" >&2; exit 1; }
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/ws-site "$CARRY"/wheels/*.whl
+  mkdir -p "$out"
+  rm -f "$out/summary.txt" "$out/report.md" "$out/logs.tar.gz" "$out"/*.log
+  SUMMARY=$out/summary.txt
+  LOGS=$(mktemp -d /tmp/ws-round-logs.XXXXXX)
+  CUR_LOG=$out/setup.log
+  trap finish EXIT
+  trap 'note "FAIL: interrupted"; exit 1' INT TERM
+  {
+    echo "date: $(date -u +%FT%TZ)"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "steps: ${steps[*]}; cuFile $([ "$GDS_REQUIRED" = 1 ] && echo required || echo optional); deadline ${DEADLINE} s"
+    if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader 2>&1 | tail -1; else echo "nvidia-smi: not on PATH"; fi
+    if command -v nvcc >/dev/null; then nvcc --version | tail -1; else echo "nvcc: not on PATH"; fi
+    python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1 | tail -1
+    df -h /tmp "$HOME" /dev/shm 2>&1
+  } > "$LOGS/machine.txt"
+  head -6 "$LOGS/machine.txt" | tee -a "$SUMMARY"
+  STEP_FAILED=0
+  part setup "install the carried wheels" python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/ws-site "$CARRY"/wheels/*.whl
   export PYTHONPATH=/tmp/ws-site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
   # cuFile: the carried libcufile.so.0 linked as the libcufile.so cudarc loads.
   mkdir -p /tmp/ws-cufile
   ln -sf /tmp/ws-site/nvidia/cu13/lib/libcufile.so.0 /tmp/ws-cufile/libcufile.so
   export LD_LIBRARY_PATH=/tmp/ws-cufile${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  local steps=("$@")
-  [ ${#steps[@]} -gt 0 ] || steps=(parity sanitizer python sweep e2e storage report)
-  {
-    echo "date: $(date -u +%FT%TZ)"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader || true
-    nvcc --version | tail -2 || true
-    python3 -c 'import torch; print("torch", torch.__version__)' || true
-  } | tee "$out/machine.txt"
+  mv "$CUR_LOG" "$LOGS/"
   for step in "${steps[@]}"; do
     echo "== $step"
     local t0=$SECONDS
-    case "$step" in
-      parity)
-        "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 2>&1 | tee "$out/parity.log"
-        WEIGHTSTREAM_REQUIRE_GDS=1 "$CARRY/bin/gpu-sources-tests" --include-ignored --nocapture 2>&1 | tee -a "$out/parity.log"
-        local fx=/tmp/ws-fixtures
-        python3 tests/fixtures/generate.py "$fx" >/dev/null
-        python3 -c "import sys; sys.path.insert(0, 'tests/fixtures'); import edge_cases; from pathlib import Path; edge_cases.generate(Path('$fx'), 1)"
-        python3 tests/fixtures/packed.py "$fx/packed"
-        for f in all_types.gguf v2.gguf plain.safetensors sharded unindexed fp8_deepseek fp8_compressed_tensors fp8_single edges.gguf fp8_edges \
-                 packed/nvfp4_modelopt packed/nvfp4_ct packed/mxfp4_ct packed/mxfp4_gptoss packed/int_ct; do
-          "$CARRY/bin/weightstream" load "$fx/$f" --device cuda --verify --skip-unsupported | tail -1 | sed "s|^|$f: |"
-        done 2>&1 | tee -a "$out/parity.log"
-        ;;
-      sanitizer)
-        compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
-          "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 kernels_match_cpu_bitwise e2m1_matches_cpu int_matches_cpu pipeline_matches 2>&1 | tail -40 | tee "$out/sanitizer.log"
-        ;;
-      python)
-        WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" python3 -m pytest tests/vllm/test_torch_api.py -q -rs -p no:cacheprovider 2>&1 | tee "$out/python.log"
-        ;;
-      sweep)
-        python3 bench/gpu/sweep.py --fatbins "$CARRY/fatbin" --ws "$CARRY/bin/weightstream" --csv "$out/sweep.csv" 2>&1 | tail -90
-        ;;
-      e2e)
-        python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" --dir /tmp/ws-e2e --out "$out/e2e.json"
-        ;;
-      storage)
-        python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" --dir /tmp/ws-e2e --generate-only
-        python3 bench/io/storage.py --ws "$CARRY/bin/weightstream" --device cuda --sources auto,read,mmap,direct,gds \
-          --model /tmp/ws-e2e/7b-llama-bf16 --model /tmp/ws-e2e/7b-llama-q4_0.gguf --reps 3 --out "$out/storage.json" 2>&1 | tee "$out/storage.md"
-        ;;
-      report)
-        python3 bench/gpu/report.py --sweep "$out/sweep.csv" --e2e "$out/e2e.json" --storage "$out/storage.json" --out "$out/report.md"
-        ;;
-      *) echo "gpu_round: unknown step '$step'" >&2; exit 2 ;;
-    esac
-    echo "== $step took $((SECONDS - t0)) s"
+    STEP_FAILED=0
+    CUR_LOG=$out/$step.log
+    "step_$step"
+    mv "$CUR_LOG" "$LOGS/" 2>/dev/null
+    if [ "$STEP_FAILED" = 0 ] && ! grep -q "^SKIP $step" "$SUMMARY"; then
+      note "ok   $step ($((SECONDS - t0)) s)"
+    else
+      echo "== $step: see summary ($((SECONDS - t0)) s)"
+    fi
+    # Bundle as we go: a call killed at the tool's limit keeps the logs so far.
+    tar -czf "$out/logs.tar.gz" -C "$LOGS" . 2>/dev/null
   done
 }
 
 check() {
-  scripts/setup.sh
-  source scripts/env.sh
+  if [ -n "${WEIGHTSTREAM_BIN:-}" ] && [ -x "$WEIGHTSTREAM_BIN" ]; then
+    source scripts/env.sh
+    [ -x "$WS_VENV/bin/python" ] || { echo "gpu_round: no venv at $WS_VENV (set WEIGHTSTREAM_VENV)" >&2; exit 1; }
+    echo "gpu_round: checking with $WEIGHTSTREAM_BIN and $WS_VENV (no setup)"
+  else
+    scripts/setup.sh
+    source scripts/env.sh
+  fi
   local tmp
   tmp=$(mktemp -d)
   "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
@@ -150,6 +330,7 @@ check() {
   "$WS_VENV/bin/python" bench/io/storage.py --ws "$WEIGHTSTREAM_BIN" --device cpu --sources auto,read,mmap,direct,gds \
     --model "$tmp/models/tiny-llama-q4_0.gguf" --reps 2 --out "$tmp/storage.json" >/dev/null 2>&1
   "$WS_VENV/bin/python" bench/gpu/report.py --e2e "$tmp/e2e.json" --storage "$tmp/storage.json" --out "$tmp/report.md" >/dev/null
+  "$WS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python/test_gpu_report.py
   echo "gpu_round: the device half's scripts ran on a tiny model on the CPU ($tmp)"
 }
 
@@ -157,5 +338,5 @@ case "$mode" in
   prepare) prepare ;;
   device) device "$@" ;;
   check) check ;;
-  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac

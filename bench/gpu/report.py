@@ -18,21 +18,43 @@ import storage  # noqa: E402  (bench/io/storage.py)
 
 
 def parse_bw(s: str) -> float:
-    """nvbench's 'GlobalMem BW' cell ('2.845 TB/s') in GB/s."""
-    m = re.match(r"\s*([\d.]+)\s*([KMGT])B/s", s or "")
-    if not m:
+    """A 'GlobalMem BW' cell in GB/s: nvbench's CSV holds the raw rate in
+    bytes/s ('2845123456789.5', column 'GlobalMem BW (bytes/sec)'); its
+    markdown holds text ('2.845 TB/s', decimal units). Either is read."""
+    s = (s or "").strip()
+    m = re.fullmatch(r"([\d.]+(?:[eE][-+]?\d+)?)\s*([KMGTP]?)B/s", s)
+    if m:
+        return float(m.group(1)) * {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3, "P": 1e6}[m.group(2)]
+    try:
+        return float(s) / 1e9
+    except ValueError:
         return float("nan")
-    return float(m.group(1)) * {"K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}[m.group(2)]
+
+
+def read_sweep(path: Path) -> dict:
+    """{(kernel, out_MiB): GB/s} from nvbench's --csv output (nvbench/csv_printer.cu:
+    one header row, then one unquoted row per state; axis columns named after
+    the axes ('kernel', 'out_MiB'; a power-of-two axis adds 'out_MiB (pow2)'),
+    then 'Skipped' and the visible summaries, 'GlobalMem BW (bytes/sec)' among
+    them). Headers repeat ('Noise', 'Samples'), so columns are found by
+    position, not read into a dict. Skipped states (no BW cell) are NaN."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return {}
+    header = [h.strip() for h in rows[0]]
+    bw = next((i for i, h in enumerate(header) if h.startswith("GlobalMem BW")), None)
+    kernel, size = header.index("kernel"), header.index("out_MiB")
+    by = {}
+    for r in rows[1:]:
+        if len(r) <= max(kernel, size):
+            continue
+        by[(r[kernel], int(r[size]))] = parse_bw(r[bw]) if bw is not None and bw < len(r) else float("nan")
+    return by
 
 
 def sweep_table(path: Path) -> tuple[list[str], dict]:
-    rows = list(csv.DictReader(open(path)))
-    bw_col = next((c for c in rows[0] if "GlobalMem BW" in c), None) if rows else None
-    by = {}
-    for r in rows:
-        kernel = r.get("kernel", "")
-        size = int(r.get("out_MiB", 0))
-        by[(kernel, size)] = parse_bw(r.get(bw_col, "")) if bw_col else float("nan")
+    by = read_sweep(path)
     sizes = sorted({s for _, s in by})
     kernels = [k for k in dict.fromkeys(k for k, _ in by) if k != "d2d_copy"]
     lines = ["| kernel | " + " | ".join(f"{s} MiB" for s in sizes) + " |", "|---|" + "---|" * len(sizes)]
@@ -51,23 +73,27 @@ def sweep_table(path: Path) -> tuple[list[str], dict]:
 
 def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
     e = json.loads(path.read_text())
-    ws, base = e["weightstream"], e.get("baselines", {})
-    lines = [f"Preset {e['preset']}, {e['device']}, {e['date']}" + (f", {base['gpu']}, torch {base['torch']}" if base else ""), ""]
+    ws, base = e.get("weightstream", {}), e.get("baselines", {})
+    lines = [f"Preset {e['preset']}, {e['device']}, {e['date']}" + (f", {base['gpu']}, torch {base['torch']}" if base else "")
+             + (f", checkpoints on {e['dir_fs']}" if e.get("dir_fs") else ""), ""]
     lines += ["| load | file bytes | seconds (median, min..max) | file GB/s | BF16 GB/s | vs pinned H2D of same bytes |", "|---|---|---|---|---|---|"]
     short = []
-    for fmt, r in ws.items():
+    for key, r in ws.items():
         s = r["seconds"]
-        h2d = base.get("pinned_h2d", {}).get(fmt, {}).get("gbps")
+        h2d = base.get("pinned_h2d", {}).get(r.get("format", key), {}).get("gbps")
         frac = f"{r['file_gbps'] / h2d:.2f}" if h2d else "-"
-        lines.append(f"| weightstream {fmt} | {r['file_bytes'] / 1e9:.2f} GB | {s['median']:.3f} ({s['min']:.3f}..{s['max']:.3f}) | {r['file_gbps']:.1f} | {r['bf16_gbps']:.1f} | {frac} |")
-        short.append(f"{fmt}: {r['file_gbps']:.1f} GB/s file ({frac} of H2D)")
-    if base:
-        for fmt, r in base["pinned_h2d"].items():
-            lines.append(f"| pinned H2D copy, {fmt} bytes | {r['bytes'] / 1e9:.2f} GB | {r['seconds']['median']:.3f} | {r['gbps']:.1f} | - | 1.00 |")
-        st = base["safetensors_bf16"]
+        lines.append(f"| weightstream {key} | {r['file_bytes'] / 1e9:.2f} GB | {s['median']:.3f} ({s['min']:.3f}..{s['max']:.3f}) | {r['file_gbps']:.1f} | {r['bf16_gbps']:.1f} | {frac} |")
+        short.append(f"{key}: {r['file_gbps']:.1f} GB/s file ({frac} of H2D)")
+    for fmt, r in base.get("pinned_h2d", {}).items():
+        lines.append(f"| pinned H2D copy, {fmt} bytes | {r['bytes'] / 1e9:.2f} GB | {r['seconds']['median']:.3f} | {r['gbps']:.1f} | - | 1.00 |")
+    st = base.get("safetensors_bf16")
+    if st:
         lines.append(f"| safetensors.torch.load_file BF16 | {st['bytes'] / 1e9:.2f} GB | {st['seconds']['median']:.3f} | {st['gbps']:.1f} | {st['gbps']:.1f} | - |")
-        g = base["gguf_py_q4_0"]
-        lines.append(f"| gguf-py dequantize + .to(cuda), Q4_0 | {g['bytes'] / 1e9:.2f} GB | {g['seconds']['median']:.1f} | {g['gbps']:.2f} | - | - |")
+    g = base.get("gguf_py_q4_0")
+    if g:
+        part = "" if g.get("complete", True) else f" ({g['tensors']} of {g['of_tensors']} tensors)"
+        lines.append(f"| gguf-py dequantize + .to(cuda), Q4_0{part} | {g['bytes'] / 1e9:.2f} GB | {g['seconds']['median']:.1f} | {g['gbps']:.2f} | - | - |")
+    if st and "q4_0" in ws:
         speedup = st["seconds"]["median"] / ws["q4_0"]["seconds"]["median"]
         lines += ["", f"Q4_0 to BF16 on the GPU vs loading the BF16 checkpoint with safetensors: {speedup:.2f}x faster (target 2.8x)."]
         short.append(f"Q4_0 vs safetensors BF16: {speedup:.2f}x")
@@ -75,6 +101,9 @@ def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
         lines += ["", "| staging slots | slot MiB | readers | seconds | file GB/s |", "|---|---|---|---|---|"]
         for r in sorted(e["staging_sweep"], key=lambda r: -r["file_gbps"]):
             lines.append(f"| {r['slots']} | {r['slot_mib']} | {r['readers']} | {r['seconds']:.3f} | {r['file_gbps']:.1f} |")
+    for phase, err in e.get("errors", {}).items():
+        lines += ["", f"Phase {phase} incomplete: {err.strip().splitlines()[-1] if err.strip() else err}"]
+        short.append(f"e2e {phase}: incomplete")
     return lines, short
 
 

@@ -9,7 +9,13 @@ the same run. Bytes counted are bytes read plus bytes written.
 The block formats (Q4_0 ... Q6_K) come from `weightstream formats --json`:
 the same one definition the kernels are built from.
 
-Extra arguments go to nvbench (e.g. --devices 0, --min-samples 20).
+Each measurement is bounded: --timeout (nvbench's own option: wall
+seconds per measurement, nvbench's default 15) and --max-noise (nvbench's
+stdrel target, percent relative standard deviation, default 0.5) are passed
+to nvbench with defaults of 2 s and 1 %, so the whole sweep takes at most
+about (kernels x sizes) x (timeout + setup); --kernels and --sizes pick a
+part of it. Extra arguments go to nvbench (e.g. --devices 0, --min-samples
+20, --csv sweep.csv).
 """
 from __future__ import annotations
 
@@ -48,8 +54,15 @@ def load(fatbins: Path, ws: Path):
     SM_COUNT = cp.cuda.Device().attributes["MultiProcessorCount"]
 
 
-def kernels() -> list[str]:
-    return ["d2d_copy", *BLOCK_FORMATS, *OTHER_KERNELS]
+def kernels(only: list[str] | None = None) -> list[str]:
+    """Every kernel (the D2D copy first, always: the fractions need it), or those named."""
+    every = [*BLOCK_FORMATS, *OTHER_KERNELS]
+    if only:
+        unknown = [k for k in only if k not in every and k != "d2d_copy"]
+        if unknown:
+            sys.exit(f"sweep: unknown kernels {unknown}: choose from {','.join(every)}")
+        every = [k for k in every if k in only]
+    return ["d2d_copy", *every]
 
 
 def geometry(groups: int) -> tuple[int, int]:
@@ -113,8 +126,8 @@ def inputs(kernel: str, n: int):
 
 def register(args):
     @bench.register
-    @bench.axis.string("kernel", kernels())
-    @bench.axis.int64("out_MiB", SIZES_MIB)
+    @bench.axis.string("kernel", kernels(args.kernels))
+    @bench.axis.int64("out_MiB", args.sizes)
     def dequant(state):
         kernel = state.get_string("kernel")
         n = state.get_int64("out_MiB") * (1 << 20) // 2  # BF16 outputs
@@ -149,10 +162,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fatbins", type=Path, required=True)
     ap.add_argument("--ws", type=Path, required=True, help="the weightstream CLI (for `formats --json`)")
+    ap.add_argument("--kernels", type=lambda s: [k for k in s.split(",") if k], help="comma-separated (default every kernel)")
+    ap.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=SIZES_MIB,
+                    help=f"output MiB, comma-separated (default {','.join(map(str, SIZES_MIB))})")
+    ap.add_argument("--timeout", type=float, default=2.0, help="nvbench --timeout: wall seconds per measurement (default 2)")
+    ap.add_argument("--max-noise", type=float, default=1.0, help="nvbench --max-noise: percent relative stdev to stop at (default 1)")
     args, rest = ap.parse_known_args()
     load(args.fatbins, args.ws)
     register(args)
-    bench.run_all_benchmarks([sys.argv[0], *rest])
+    # Before any --benchmark, so they apply to every benchmark.
+    bench.run_all_benchmarks([sys.argv[0], "--timeout", str(args.timeout), "--max-noise", str(args.max_noise), *rest])
 
 
 if __name__ == "__main__":
