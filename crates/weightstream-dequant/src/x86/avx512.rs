@@ -6,7 +6,8 @@
 //!   (`vcvtne2ps2bf16`/`vcvtneps2bf16` where the CPU has AVX512_BF16, the
 //!   integer formula otherwise): Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K
 //!   (x86/blocks.rs), IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M
-//!   (x86/lookup.rs);
+//!   (x86/lookup.rs; IQ1_M's AVX-512 instantiations override the shared
+//!   per-group loop with a whole block in vectors, `iq1_m_vectors`);
 //! - the E2M1 and integer packs: x86/packed512.rs;
 //! - AVX2 kernels under `Isa::Avx512` for IQ4_NL, IQ4_XS, MXFP4, NVFP4,
 //!   TQ1_0 and TQ2_0 (x86/lookup.rs: tables looked up with `pshufb`,
