@@ -772,9 +772,10 @@ unsafe fn iq1_m_groups<L: Lut>(src: &[u8], dst: &mut [u16]) {
         use block::iq1_m::*;
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             let d = iq1_m_d(b);
-            let sc: [u16; 4] = std::array::from_fn(|w| u16::from_le_bytes([b[SCALES + 2 * w], b[SCALES + 2 * w + 1]]));
+            // The four scale words as one u64: group k's 3 bits at 16 (k / 4) + 3 (k % 4).
+            let sc = u64::from_le_bytes(b[SCALES..SCALES + 8].try_into().unwrap());
             for k in 0..16 {
-                let s = (sc[k / 4] >> (3 * (k % 4))) & 7;
+                let s = ((sc >> (16 * (k / 4) + 3 * (k % 4))) & 7) as u16;
                 let dl = d * (2 * s + 1) as f32;
                 // Groups 2k and 2k + 1 share byte k of qh: a nibble each.
                 let (h0, h1) = (b[QH + k] & 0x0F, b[QH + k] >> 4);
