@@ -143,6 +143,7 @@ impl Gpu {
         let mut args: Vec<u64> = vec![src, dst, n];
         if let Launch::Scaled(a) = launch {
             args.extend([a.scales, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols]);
+            args.extend(a.divisors());
             if matches!(a.element, Element::Int4 | Element::Int8) {
                 args.extend([a.zeros, a.round_f16 as u64]);
             }

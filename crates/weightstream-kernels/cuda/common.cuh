@@ -22,6 +22,9 @@
 #include "formats.cuh"
 
 #define WS_HD __host__ __device__ __forceinline__
+// Kernel pointer parameters: source, destination and tables never alias
+// (nvcc may then read them through the read-only data path).
+#define WS_RESTRICT __restrict__
 #ifdef __CUDACC__
 #define WS_UNROLL _Pragma("unroll")
 #else
@@ -104,17 +107,18 @@ WS_HD uint16_t f32_to_bf16(float x) {
 }
 
 // IEEE binary16 -> f32, exact, by bit manipulation on both host and device.
+// Branch-free: all three encodings are computed and one is selected, so a
+// kernel's loads that follow the decode of a scale are not held behind a
+// branch on the loaded value (the GPU issues them together).
 WS_HD float f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1Fu;
     uint32_t man = h & 0x3FFu;
-    if (exp == 0) {
-        // Zero or subnormal: man * 2^-24, a normal f32 (or zero), exact.
-        float v = mul((float)man, 5.9604644775390625e-8f);
-        return sign ? -v : v;
-    }
-    if (exp == 0x1F) return bits_float(sign | 0x7F800000u | (man << 13));
-    return bits_float(sign | ((exp + 112u) << 23) | (man << 13));
+    // Zero or subnormal: man * 2^-24, a normal f32 (or zero), exact.
+    uint32_t sub = float_bits(mul((float)man, 5.9604644775390625e-8f));
+    uint32_t normal = (exp + 112u) << 23, special = 0x7F800000u;
+    uint32_t high = exp == 0x1Fu ? special : normal;
+    return bits_float(sign | (exp == 0 ? sub : high | (man << 13)));
 }
 
 // OCP E4M3FN: bias 7, no infinities, S.1111.111 is NaN.

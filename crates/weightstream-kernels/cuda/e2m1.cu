@@ -32,13 +32,16 @@ WS_HD void e2m1_group(const uint8_t* src, uint16_t* dst, uint64_t n, const Scale
     {
         for (uint32_t j = 0; j < (count + 1) / 2; j++) word |= (uint32_t)src[i / 2 + j] << (8 * j);
     }
-    uint64_t e = p.first + i;  // matrix element index of the group's first element
     uint16_t out[8];
-    if (one_scale(p, e, count)) {
-        float s = scale_at(p, e);
+    GridCursor k = grid_cursor(p, p.first + i);  // p.first + i: the group's first matrix element
+    if (one_scale(p, k, count)) {
+        float s = scale_at(p, k);
         for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(mul(e2m1_to_f32((word >> (4 * j)) & 15u), s));
     } else {
-        for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(mul(e2m1_to_f32((word >> (4 * j)) & 15u), scale_at(p, e + j)));
+        for (uint32_t j = 0; j < count; j++) {
+            out[j] = f32_to_bf16(mul(e2m1_to_f32((word >> (4 * j)) & 15u), scale_at(p, k)));
+            grid_step(p, k);
+        }
     }
     store_bf16(dst + i, out, count);
 }
@@ -50,9 +53,9 @@ WS_HD void e2m1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const Scal
 }  // namespace ws
 
 #ifdef __CUDACC__
-extern "C" __global__ void ws_e2m1(const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first, uint64_t cols,
-                                   uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols) {
-    ws::ScaleParams p{scales, first, cols, block_rows, block_cols, grid_cols};
-    ws::e2m1_thread(src, dst, n, p, ws::coords());
+extern "C" __global__ void ws_e2m1(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n,
+                                   const float* WS_RESTRICT scales, uint64_t first, uint64_t cols, uint64_t block_rows,
+                                   uint64_t block_cols, uint64_t grid_cols, WS_DIVISOR_PARAMS) {
+    ws::e2m1_thread(src, dst, n, WS_SCALE_PARAMS(scales, first, cols, block_rows, block_cols, grid_cols), ws::coords());
 }
 #endif

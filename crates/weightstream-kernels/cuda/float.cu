@@ -30,8 +30,29 @@ WS_HD void f32_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) 
 WS_HD void f16_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) {
     uint64_t e = g * 8;
     uint32_t count = (uint32_t)((n - e) < 8 ? (n - e) : 8);
-    uint16_t out[8];
-    for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(f16_to_f32(load_u16(src + (e + j) * 2)));
+    uint16_t h[8], out[8];
+    if (count == 8) {
+        // All 8 loads issued together: one 16-byte load when the source is
+        // 16-byte aligned there, else eight independent 2-byte loads.
+#ifdef __CUDA_ARCH__
+        if ((reinterpret_cast<uintptr_t>(src + e * 2) & 15u) == 0) {
+            uint4 u = *reinterpret_cast<const uint4*>(src + e * 2);
+            uint32_t w[4] = {u.x, u.y, u.z, u.w};
+            WS_UNROLL
+            for (int j = 0; j < 4; j++) {
+                h[2 * j] = (uint16_t)w[j];
+                h[2 * j + 1] = (uint16_t)(w[j] >> 16);
+            }
+        } else
+#endif
+        {
+            WS_UNROLL
+            for (int j = 0; j < 8; j++) h[j] = load_u16(src + (e + j) * 2);
+        }
+    } else {
+        for (uint32_t j = 0; j < count; j++) h[j] = load_u16(src + (e + j) * 2);
+    }
+    for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(f16_to_f32(h[j]));
     store_bf16(dst + e, out, count);
 }
 
@@ -46,6 +67,6 @@ WS_HD void f16_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
 }  // namespace ws
 
 #ifdef __CUDACC__
-extern "C" __global__ void ws_f32(const uint8_t* src, uint16_t* dst, uint64_t n) { ws::f32_thread(src, dst, n, ws::coords()); }
-extern "C" __global__ void ws_f16(const uint8_t* src, uint16_t* dst, uint64_t n) { ws::f16_thread(src, dst, n, ws::coords()); }
+extern "C" __global__ void ws_f32(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { ws::f32_thread(src, dst, n, ws::coords()); }
+extern "C" __global__ void ws_f16(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { ws::f16_thread(src, dst, n, ws::coords()); }
 #endif

@@ -1,7 +1,8 @@
 // FP8 (E4M3FN, E5M2) -> BF16 with optional scales: x = f32(w) * scale
 // (scale_grid.cuh says which scale). Thread group g writes chunk elements
 // 8g..8g+7: one 8-byte load, one 16-byte store, and one scale lookup when
-// the 8 share a scale (they do unless a row or block edge falls inside).
+// the 8 share a scale (they do unless a row or block edge falls inside);
+// no division (scale_grid.cuh).
 #include "common.cuh"
 #include "scale_grid.cuh"
 
@@ -11,7 +12,7 @@ template <bool E4M3>
 WS_HD void fp8_group(const uint8_t* src, uint16_t* dst, uint64_t n, const ScaleParams& p, uint64_t g) {
     uint64_t i = g * 8;
     uint32_t count = (uint32_t)((n - i) < 8 ? (n - i) : 8);
-    uint8_t w[8];
+    uint8_t w[8] = {};  // the elements past count (a tail group's) are decoded, then not stored
 #ifdef __CUDA_ARCH__
     if (count == 8 && (reinterpret_cast<uintptr_t>(src + i) & 7u) == 0) {
         uint2 u = *reinterpret_cast<const uint2*>(src + i);
@@ -25,14 +26,18 @@ WS_HD void fp8_group(const uint8_t* src, uint16_t* dst, uint64_t n, const ScaleP
     {
         for (uint32_t j = 0; j < count; j++) w[j] = src[i + j];
     }
-    uint64_t e = p.first + i;  // matrix element index of the group's first element
     uint16_t out[8];
-    if (one_scale(p, e, count)) {
-        float s = scale_at(p, e);
-        for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(mul(E4M3 ? e4m3_to_f32(w[j]) : e5m2_to_f32(w[j]), s));
+    GridCursor k = grid_cursor(p, p.first + i);  // p.first + i: the group's first matrix element
+    if (one_scale(p, k, count)) {
+        float s = scale_at(p, k);
+        WS_UNROLL
+        for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(E4M3 ? e4m3_to_f32(w[j]) : e5m2_to_f32(w[j]), s));
     } else {
-        for (uint32_t j = 0; j < count; j++)
-            out[j] = f32_to_bf16(mul(E4M3 ? e4m3_to_f32(w[j]) : e5m2_to_f32(w[j]), scale_at(p, e + j)));
+        WS_UNROLL
+        for (int j = 0; j < 8; j++) {
+            out[j] = f32_to_bf16(mul(E4M3 ? e4m3_to_f32(w[j]) : e5m2_to_f32(w[j]), scale_at(p, k)));
+            if ((uint32_t)j + 1 < count) grid_step(p, k);
+        }
     }
     store_bf16(dst + i, out, count);
 }
@@ -45,12 +50,13 @@ WS_HD void fp8_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const Scale
 }  // namespace ws
 
 #ifdef __CUDACC__
-#define WS_FP8_KERNEL(NAME, E4M3)                                                                      \
-    extern "C" __global__ void NAME(const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, \
-                                    uint64_t first, uint64_t cols, uint64_t block_rows,                 \
-                                    uint64_t block_cols, uint64_t grid_cols) {                          \
-        ws::ScaleParams p{scales, first, cols, block_rows, block_cols, grid_cols};                        \
-        ws::fp8_thread<E4M3>(src, dst, n, p, ws::coords());                                             \
+#define WS_FP8_KERNEL(NAME, E4M3)                                                                              \
+    extern "C" __global__ void NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n,      \
+                                    const float* WS_RESTRICT scales, uint64_t first, uint64_t cols,             \
+                                    uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols,               \
+                                    WS_DIVISOR_PARAMS) {                                                        \
+        ws::fp8_thread<E4M3>(src, dst, n, WS_SCALE_PARAMS(scales, first, cols, block_rows, block_cols, grid_cols), \
+                             ws::coords());                                                                     \
     }
 WS_FP8_KERNEL(ws_fp8_e4m3, true)
 WS_FP8_KERNEL(ws_fp8_e5m2, false)

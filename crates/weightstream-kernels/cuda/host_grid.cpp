@@ -82,9 +82,9 @@ void ws_host_f16(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint
 // The scaled kernels: element 0 E4M3, 1 E5M2, 2 E2M1, 3 INT4, 4 INT8
 // (launch.rs Element); zeros and round_f16 for the integers.
 void ws_host_scaled(int element, const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first,
-                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, const float* zeros,
-                    int round_f16, uint32_t g, uint32_t b) {
-    ws::ScaleParams p{scales, first, cols, block_rows, block_cols, grid_cols};
+                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, WS_DIVISOR_PARAMS,
+                    const float* zeros, int round_f16, uint32_t g, uint32_t b) {
+    ws::ScaleParams p = WS_SCALE_PARAMS(scales, first, cols, block_rows, block_cols, grid_cols);
     ws::IntParams ip{p, zeros, round_f16 != 0};
     if (element == 0)
         grid(g, b, [&](ws::Coords c) { ws::fp8_thread<true>(src, dst, n, p, c); });
@@ -96,6 +96,12 @@ void ws_host_scaled(int element, const uint8_t* src, uint16_t* dst, uint64_t n, 
         grid(g, b, [&](ws::Coords c) { ws::int_thread<4>(src, dst, n, ip, c); });
     else
         grid(g, b, [&](ws::Coords c) { ws::int_thread<8>(src, dst, n, ip, c); });
+}
+
+// n / d by the kernels' multiply-high division (scale_grid.cuh), for the
+// divisor tests.
+uint64_t ws_host_quotient(uint64_t n, uint64_t d, uint64_t magic, uint64_t shifts) {
+    return ws::quotient(ws::divisor(d, magic, shifts), n);
 }
 
 // formats.cuh as compiled, for the mirror test: entry i's name, ggml id,

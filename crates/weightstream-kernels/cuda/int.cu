@@ -17,11 +17,7 @@ struct IntParams {
     bool round_f16;
 };
 
-WS_HD float zero_at(const IntParams& p, uint64_t e) {
-    if (!p.zeros) return 0.0f;
-    uint64_t r = e / p.s.cols, c = e % p.s.cols;
-    return p.zeros[(r / p.s.block_rows) * p.s.grid_cols + c / p.s.block_cols];
-}
+WS_HD float zero_at(const IntParams& p, const GridCursor& k) { return p.zeros ? p.zeros[grid_index(p.s, k)] : 0.0f; }
 
 WS_HD uint16_t int_value(int q, float zero, float scale, bool to_f16) {
     float x = mul(sub((float)q, zero), scale);
@@ -57,13 +53,16 @@ WS_HD void int_group(const uint8_t* src, uint16_t* dst, uint64_t n, const IntPar
     int q[8];
     for (uint32_t j = 0; j < count; j++)
         q[j] = BITS == 4 ? (int)((b[j / 2] >> (4 * (j & 1))) & 15u) - 8 : (int)b[j] - 128;
-    uint64_t e = p.s.first + i;  // matrix element index of the group's first element
     uint16_t out[8];
-    if (one_scale(p.s, e, count)) {
-        float sc = scale_at(p.s, e), z = zero_at(p, e);
+    GridCursor k = grid_cursor(p.s, p.s.first + i);  // p.s.first + i: the group's first matrix element
+    if (one_scale(p.s, k, count)) {
+        float sc = scale_at(p.s, k), z = zero_at(p, k);
         for (uint32_t j = 0; j < count; j++) out[j] = int_value(q[j], z, sc, p.round_f16);
     } else {
-        for (uint32_t j = 0; j < count; j++) out[j] = int_value(q[j], zero_at(p, e + j), scale_at(p.s, e + j), p.round_f16);
+        for (uint32_t j = 0; j < count; j++) {
+            out[j] = int_value(q[j], zero_at(p, k), scale_at(p.s, k), p.round_f16);
+            grid_step(p.s, k);
+        }
     }
     store_bf16(dst + i, out, count);
 }
@@ -76,12 +75,14 @@ WS_HD void int_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const IntPa
 }  // namespace ws
 
 #ifdef __CUDACC__
-#define WS_INT_KERNEL(NAME, BITS)                                                                                      \
-    extern "C" __global__ void NAME(const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first, \
-                                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols,        \
-                                    const float* zeros, uint64_t round_f16) {                                           \
-        ws::IntParams p{{scales, first, cols, block_rows, block_cols, grid_cols}, zeros, round_f16 != 0};               \
-        ws::int_thread<BITS>(src, dst, n, p, ws::coords());                                                             \
+#define WS_INT_KERNEL(NAME, BITS)                                                                                   \
+    extern "C" __global__ void NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n,           \
+                                    const float* WS_RESTRICT scales, uint64_t first, uint64_t cols,                  \
+                                    uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, WS_DIVISOR_PARAMS, \
+                                    const float* WS_RESTRICT zeros, uint64_t round_f16) {                            \
+        ws::IntParams p{WS_SCALE_PARAMS(scales, first, cols, block_rows, block_cols, grid_cols), zeros,              \
+                        round_f16 != 0};                                                                             \
+        ws::int_thread<BITS>(src, dst, n, p, ws::coords());                                                          \
     }
 WS_INT_KERNEL(ws_int4, 4)
 WS_INT_KERNEL(ws_int8, 8)

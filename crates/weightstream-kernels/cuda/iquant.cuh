@@ -78,7 +78,7 @@ WS_HD float ue4m3_half(uint32_t x) {
 // `<name>_group(src, dst, g)`; n is a whole number of blocks.
 #ifdef __CUDACC__
 #define WS_BLOCK_KERNEL_ENTRY(NAME)                                                  \
-    extern "C" __global__ void ws_##NAME(const uint8_t* src, uint16_t* dst, uint64_t n) { \
+    extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
         ws::NAME##_thread(src, dst, n, ws::coords());                              \
     }
 #else

@@ -25,7 +25,7 @@ WS_HD void q5_1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) 
 }  // namespace ws
 
 #ifdef __CUDACC__
-extern "C" __global__ void ws_q5_1(const uint8_t* src, uint16_t* dst, uint64_t n) {
+extern "C" __global__ void ws_q5_1(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
     ws::q5_1_thread(src, dst, n, ws::coords());
 }
 #endif

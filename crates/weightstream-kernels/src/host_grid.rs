@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::launch::{Element, Launch};
+use crate::launch::{divisor, Element, Launch};
 
 extern "C" {
     fn ws_host_block(ggml_id: u32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
@@ -21,11 +21,18 @@ extern "C" {
         block_rows: u64,
         block_cols: u64,
         grid_cols: u64,
+        cols_magic: u64,
+        cols_shifts: u64,
+        block_rows_magic: u64,
+        block_rows_shifts: u64,
+        block_cols_magic: u64,
+        block_cols_shifts: u64,
         zeros: *const f32,
         round_f16: i32,
         grid: u32,
         block: u32,
     );
+    fn ws_host_quotient(n: u64, d: u64, magic: u64, shifts: u64) -> u64;
     fn ws_host_block_layout(
         i: u32,
         name: *mut *const c_char,
@@ -139,6 +146,7 @@ pub fn run(
                     Some(z) => return Err(HostGridError::ScalesTooShort { needed: scales.map_or(0, |s| s.len()), got: z.len() }),
                     None => std::ptr::null(),
                 };
+                let [cols_magic, cols_shifts, block_rows_magic, block_rows_shifts, block_cols_magic, block_cols_shifts] = a.divisors();
                 ws_host_scaled(
                     element,
                     s,
@@ -150,6 +158,12 @@ pub fn run(
                     a.block_rows,
                     a.block_cols,
                     a.grid_cols,
+                    cols_magic,
+                    cols_shifts,
+                    block_rows_magic,
+                    block_rows_shifts,
+                    block_cols_magic,
+                    block_cols_shifts,
                     zeros_ptr,
                     a.round_f16 as i32,
                     grid,
@@ -159,6 +173,15 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// `n / d` (`d >= 1`) as the scaled kernels divide: one multiply-high by
+/// `d`'s magic number (cuda/scale_grid.cuh).
+pub fn quotient(n: u64, d: u64) -> u64 {
+    assert!(d >= 1, "division by zero");
+    let (magic, shifts) = divisor(d);
+    // SAFETY: pure arithmetic on integers.
+    unsafe { ws_host_quotient(n, d, magic, shifts) }
 }
 
 /// One entry of `kernels/formats.cuh` as the host compiler saw it.

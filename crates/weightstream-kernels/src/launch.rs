@@ -49,6 +49,30 @@ pub struct ScaledArgs {
     pub round_f16: bool,
 }
 
+impl ScaledArgs {
+    /// What the scaled kernels take after `grid_cols` for their three
+    /// divisors (`cols`, `block_rows`, `block_cols`): each one's magic
+    /// number and shifts, with which a kernel divides by multiplying
+    /// (cuda/scale_grid.cuh).
+    pub fn divisors(&self) -> [u64; 6] {
+        let [c, r, b] = [self.cols, self.block_rows, self.block_cols].map(divisor);
+        [c.0, c.1, r.0, r.1, b.0, b.1]
+    }
+}
+
+/// (magic, shifts) of divisor `d` for cuda/scale_grid.cuh's `quotient`, with
+/// l = ceil(log2 d): magic = floor(2^64 (2^l - d) / d) + 1, below 2^64 for
+/// every `d >= 1`; shifts = min(l, 1) | max(l - 1, 0) << 32. (0, 0) for
+/// `d == 0`, a divisor no launch divides by.
+pub fn divisor(d: u64) -> (u64, u64) {
+    if d == 0 {
+        return (0, 0);
+    }
+    let l = 64 - (d - 1).leading_zeros() as u64;
+    let magic = (((1u128 << 64) * ((1u128 << l) - d as u128)) / d as u128 + 1) as u64;
+    (magic, l.min(1) | (l.saturating_sub(1) << 32))
+}
+
 /// One kernel launch over `n` elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {

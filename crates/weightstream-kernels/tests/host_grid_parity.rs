@@ -341,3 +341,27 @@ fn grid_formats_over_every_index() {
         check(&format!("{launch:?} x1500"), &launch, &src, n, None, &cpu(&kernel, 0, &src, n));
     }
 }
+
+/// The scaled kernels' division by a launch constant (one multiply-high by
+/// the divisor's magic number) is `n / d` exactly: edge divisors and
+/// numerators (powers of two and their neighbours, the largest values),
+/// then random pairs of every magnitude.
+#[test]
+fn scale_grid_division_is_exact() {
+    let mut rng = Rng::from_env("scale_grid_division_is_exact");
+    let mut edges: Vec<u64> = vec![0, 1, 2, 3, 5, 7, 17, 127, 128, 129, 255, 641, 6700417, u64::MAX - 1, u64::MAX];
+    for k in 1..64 {
+        edges.extend([(1u64 << k) - 1, 1u64 << k, (1u64 << k) + 1]);
+    }
+    for &d in edges.iter().filter(|&&d| d > 0) {
+        for &n in &edges {
+            assert_eq!(host_grid::quotient(n, d), n / d, "{n} / {d}");
+        }
+    }
+    for _ in 0..200_000 {
+        let (d_bits, n_bits) = (1 + rng.below(64) as u32, 1 + rng.below(64) as u32);
+        let d = (rng.next_u64() >> (64 - d_bits)).max(1);
+        let n = rng.next_u64() >> (64 - n_bits);
+        assert_eq!(host_grid::quotient(n, d), n / d, "{n} / {d}");
+    }
+}
