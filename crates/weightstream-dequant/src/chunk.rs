@@ -107,11 +107,11 @@ fn simd_fn(isa: Isa, k: Simd) -> Option<SimdFn> {
 fn run(src: &[u8], dst: &mut [u16], portable: KernelFn, simd: Option<SimdFn>) {
     match simd {
         // SAFETY: simd_fn returns a kernel only for a supported ISA
-        // (`dequantize_with` falls back to scalar otherwise): AVX2 and F16C
-        // for Isa::Avx2; AVX-512 F/BW/VL, F16C and AVX2 for Isa::Avx512,
-        // AVX512_BF16 confirmed by `has_bf16` for its bf16 kernels; NEON
-        // for Isa::Neon (every aarch64 CPU); the
-        // slice lengths were checked by Kernel::check.
+        // (`dequantize` falls back to scalar otherwise): AVX2 and F16C for
+        // Isa::Avx2; AVX-512 F/BW/VL, F16C and AVX2 for Isa::Avx512 and
+        // Isa::Avx512Int, AVX512_BF16 confirmed by `has_bf16` for the bf16
+        // kernels; NEON for Isa::Neon (every aarch64 CPU); the slice lengths
+        // were checked by Kernel::check.
         Some(f) => unsafe { f(src, dst) },
         None => portable(src, dst),
     }
