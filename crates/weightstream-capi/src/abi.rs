@@ -85,7 +85,7 @@ impl From<weightstream::Error> for Failure {
     fn from(e: weightstream::Error) -> Failure {
         use weightstream::Error as E;
         let status = match &e {
-            E::Format(f) if f.kind.code() == "io" => WsStatus::Io,
+            E::Format(f) if matches!(f.kind, weightstream::format::ErrorKind::Io(_)) => WsStatus::Io,
             E::Format(_) => WsStatus::Format,
             E::Unsupported { .. } | E::ReservedName { .. } => WsStatus::Unsupported,
             E::Read { .. } | E::Io { .. } | E::OutputExists { .. } | E::OutputTooLarge { .. } => WsStatus::Io,

@@ -247,6 +247,22 @@ pub struct TensorInfo {
 }
 
 impl TensorInfo {
+    /// A data tensor of file 0 at offset 0 with no bytes, unpaired: what
+    /// tests build catalogs and pairings from.
+    pub fn test(name: &str, dtype: Dtype, shape: &[u64]) -> TensorInfo {
+        TensorInfo {
+            name: name.into(),
+            dtype,
+            shape: shape.to_vec(),
+            file: 0,
+            offset: 0,
+            nbytes: 0,
+            role: Role::Data,
+            scale: None,
+            packed: None,
+        }
+    }
+
     pub fn n_elems(&self) -> u64 {
         // Validated at open: the product fits.
         self.shape.iter().product()

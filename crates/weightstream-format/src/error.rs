@@ -66,6 +66,8 @@ pub enum ErrorKind {
     ScaleMismatch { weight: String, scale: String, reason: String },
     #[error("packed weight '{weight}' fits no documented layout: {reason}")]
     BadPacked { weight: String, reason: String },
+    #[error("{config} and the tensors disagree about '{weight}': {reason}")]
+    ConfigMismatch { config: String, weight: String, reason: String },
     #[error("bad checkpoint index: {0}")]
     BadIndex(String),
     #[error("bad config.json: {0}")]
@@ -110,6 +112,7 @@ impl ErrorKind {
             ErrorKind::BadSafetensorsMetadata(_) => "bad_safetensors_metadata",
             ErrorKind::ScaleMismatch { .. } => "scale_mismatch",
             ErrorKind::BadPacked { .. } => "bad_packed",
+            ErrorKind::ConfigMismatch { .. } => "config_mismatch",
             ErrorKind::BadIndex(_) => "bad_index",
             ErrorKind::BadConfig(_) => "bad_config",
             ErrorKind::NoCheckpoint(_) => "no_checkpoint",

@@ -17,6 +17,7 @@ pub mod fp8;
 pub mod gguf;
 pub mod open;
 pub mod packed;
+pub mod quant_config;
 pub mod safetensors;
 
 pub use block::{BlockFormat, BlockLayout};

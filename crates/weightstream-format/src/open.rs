@@ -83,6 +83,7 @@ fn is_gguf(path: &Path, src: &dyn weightstream_io::ByteSource) -> bool {
 fn open_gguf(path: &Path, src: SharedSource, opener: SourceOpener) -> Result<Catalog> {
     let h = gguf::read_header(&*src)?;
     let Some(info) = gguf::split::info(path, &h)? else {
+        gguf::split::check_plain_name(path)?;
         return gguf_catalog(path, vec![(src, h)]);
     };
     let paths = gguf::split::set_paths(path, info)?;
@@ -314,6 +315,7 @@ fn open_safetensors(
         Ok(b)
     };
     pair_packed(&mut tensors, &read_small, |i| paths[i].as_path())?;
+    crate::quant_config::check(config.as_ref(), &config_path, &tensors, |i| paths[i].as_path())?;
     Ok(Catalog {
         format: Format::Safetensors,
         root: root.to_path_buf(),

@@ -122,9 +122,6 @@ pub fn pair_packed<'p>(tensors: &mut [TensorInfo], read: SmallReader, file_path:
         }
         found
     };
-    if found.is_empty() {
-        return Ok(());
-    }
     for (w, scale, packed, aux) in found {
         let consumed = [Some(scale.tensor), packed.global.map(|g| g.tensor), packed.zeros, aux];
         for s in consumed.into_iter().flatten() {
@@ -155,6 +152,62 @@ pub fn pair_packed<'p>(tensors: &mut [TensorInfo], read: SmallReader, file_path:
             .with_tensor(&t.name));
         }
         names.insert(t.out_name(), i);
+    }
+    drop(names);
+    refuse_unused_companions(tensors, file_path)
+}
+
+/// Names that only ever accompany a quantized weight. One left as a data
+/// tensor after pairing would be handed to a model as a weight of its own
+/// (an extra `weight_global_scale` beside a ModelOpt weight, say; issue 27):
+/// refused, naming the weight it belongs beside.
+const COMPANIONS: &[&str] = &[
+    ".weight_scale",
+    ".weight_scale_inv",
+    ".weight_scale_2",
+    ".weight_global_scale",
+    ".weight_zero_point",
+    ".weight_shape",
+    ".weight_g_idx",
+];
+
+fn refuse_unused_companions<'p>(tensors: &[TensorInfo], file_path: impl Fn(usize) -> &'p Path) -> Result<()> {
+    let is_companion = |t: &TensorInfo| COMPANIONS.iter().any(|s| t.name.ends_with(s)) || t.name.ends_with("_scales");
+    let left: Vec<&TensorInfo> = tensors.iter().filter(|t| t.role == Role::Data && is_companion(t)).collect();
+    if left.is_empty() {
+        // The common case, and the only one a hostile header of many
+        // tensors reaches without paying for an index of every name.
+        return Ok(());
+    }
+    let weights: HashMap<&str, usize> =
+        tensors.iter().enumerate().filter(|(_, t)| t.role == Role::Data).map(|(i, t)| (t.name.as_str(), i)).collect();
+    for t in left {
+        let beside = COMPANIONS
+            .iter()
+            .filter_map(|s| t.name.strip_suffix(s))
+            .flat_map(|base| [format!("{base}.weight"), format!("{base}.weight_packed")])
+            .chain(t.name.strip_suffix("_scales").map(|base| format!("{base}_blocks")))
+            .find_map(|w| weights.get(w.as_str()).copied());
+        if let Some(w) = beside {
+            let w = &tensors[w];
+            return Err(FormatError::at(
+                file_path(t.file),
+                t.offset,
+                ErrorKind::BadPacked {
+                    weight: w.name.clone(),
+                    reason: format!(
+                        "'{}' is a scale or companion of it that its {} layout does not use; \
+                         it would be handed to the model as a weight of its own",
+                        t.name,
+                        match &w.packed {
+                            Some(p) => p.scheme.name().to_string(),
+                            None => format!("{} (unquantized)", w.dtype.name()),
+                        }
+                    ),
+                },
+            )
+            .with_tensor(&t.name));
+        }
     }
     Ok(())
 }
@@ -383,6 +436,15 @@ fn resolve_int<'p>(
             )))
         }
     };
+    if layout.kind == ScaleKind::Group && layout.block_cols % pf != 0 {
+        // The kernels split runs at groups on whole int32 words; a group
+        // that splits a word is no layout compressed-tensors writes either
+        // (its group sizes are multiples of 32 values).
+        return Err(scale_bad(format!(
+            "groups of {} values split the int32 words of {pf} INT{bits} values: groups must be whole words",
+            layout.block_cols
+        )));
+    }
     let zeros = match find(".weight_zero_point") {
         None => None,
         Some(z) => {

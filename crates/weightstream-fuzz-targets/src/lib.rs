@@ -20,7 +20,14 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("dequant", dequant),
     ("fp8_scale_rule", fp8_scale_rule),
     ("checkpoint_dir", checkpoint_dir),
+    ("packed_checkpoint", packed_checkpoint),
+    ("slices", slices),
 ];
+
+mod packed;
+mod slices;
+pub use packed::packed_checkpoint;
+pub use slices::slices;
 
 /// Arbitrary FP8 weight and scale shapes (and a declared block size or
 /// none) through scale pairing: accepted exactly when the shapes fit a

@@ -33,8 +33,22 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     err
 }
 
+/// A WeightstreamError not from the library (a bad argument here, a panic):
+/// it has a `kind` like every other (issue 27), and no location.
+fn py_error(kind: &'static str, message: impl Into<String>) -> PyErr {
+    let err = WeightstreamError::new_err(message.into());
+    Python::attach(|py| {
+        let v = err.value(py);
+        let _ = v.setattr("kind", kind);
+        for attr in ["file", "tensor", "offset"] {
+            let _ = v.setattr(attr, py.None());
+        }
+    });
+    err
+}
+
 fn source_kind(s: &str) -> PyResult<SourceKind> {
-    SourceKind::parse(s).ok_or_else(|| WeightstreamError::new_err(format!("source '{s}': use {}", SourceKind::NAMES.join(", "))))
+    SourceKind::parse(s).ok_or_else(|| py_error("invalid_argument", format!("source '{s}': use {}", SourceKind::NAMES.join(", "))))
 }
 
 /// An opened checkpoint (its Loader: catalog, staging settings, and the
@@ -67,12 +81,11 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) -> weightst
     let waiter = std::thread::current();
     let result = std::thread::scope(|s| {
         let handle = s.spawn(|| {
-            let r = work(Control { progress: None, cancel: Some(&cancel) });
-            done.store(true, Ordering::Release);
-            // Wake the waiting thread at once: a polling sleep here cost
-            // every call about 2 ms (docs/PERFORMANCE.md, Python per-call cost).
-            waiter.unpark();
-            r
+            // Set on return and on a panic alike (a guard's drop runs while
+            // unwinding): a panicking load once left this loop waiting
+            // forever, deaf to Ctrl-C (issue 27).
+            let _done = Done { done: &done, waiter };
+            work(Control { progress: None, cancel: Some(&cancel) })
         });
         while !done.load(Ordering::Acquire) {
             py.detach(|| {
@@ -92,10 +105,26 @@ fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) -> weightst
         }
         handle.join()
     });
-    let result = result.map_err(|_| WeightstreamError::new_err("the load thread panicked"))?;
+    let result = result
+        .map_err(|_| py_error("internal", "the load thread panicked (a bug: please report it with the checkpoint that caused it)"))?;
     match (signal, result) {
         (Some(e), _) => Err(e),
         (None, r) => r.map_err(|e| to_py(py, e)),
+    }
+}
+
+/// Marks the load finished when dropped, and wakes the waiting thread at
+/// once (a polling sleep cost every call about 2 ms, docs/PERFORMANCE.md,
+/// Python per-call cost).
+struct Done<'a> {
+    done: &'a AtomicBool,
+    waiter: std::thread::Thread,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Release);
+        self.waiter.unpark();
     }
 }
 
@@ -111,11 +140,11 @@ impl Checkpoint {
     /// The jobs of `indices`, each cut to its slice where `slices` gives one.
     fn sub_plan(&self, py: Python<'_>, indices: &[usize], slices: Option<&[Option<Slice>]>) -> PyResult<Plan> {
         if slices.is_some_and(|s| s.len() != indices.len()) {
-            return Err(WeightstreamError::new_err("one slice (or None) per tensor"));
+            return Err(py_error("invalid_argument", "one slice (or None) per tensor"));
         }
         let mut jobs = Vec::with_capacity(indices.len());
         for (k, &i) in indices.iter().enumerate() {
-            let job = self.plan.jobs.get(i).ok_or_else(|| WeightstreamError::new_err(format!("no tensor {i}")))?;
+            let job = self.plan.jobs.get(i).ok_or_else(|| py_error("invalid_argument", format!("no tensor {i}")))?;
             jobs.push(match slices.and_then(|s| s[k]) {
                 None => job.clone(),
                 Some((r0, r1, c0, c1)) => job.slice(r0..r1, c0..c1).map_err(|e| to_py(py, e))?,
@@ -203,7 +232,7 @@ impl Checkpoint {
     /// `[rows, cols]` of tensor `index` seen as a matrix (the innermost
     /// dimension against the others): what slices are ranges of.
     fn matrix(&self, index: usize) -> PyResult<(u64, u64)> {
-        Ok(self.plan.jobs.get(index).ok_or_else(|| WeightstreamError::new_err(format!("no tensor {index}")))?.matrix)
+        Ok(self.plan.jobs.get(index).ok_or_else(|| py_error("invalid_argument", format!("no tensor {index}")))?.matrix)
     }
 
     /// File bytes tensor `index` (cut to `slice`, if given) reads.
@@ -291,15 +320,14 @@ impl Checkpoint {
 
 fn check_buffers(plan: &Plan, ptrs: &[usize], nbytes: &[usize]) -> PyResult<()> {
     if ptrs.len() != plan.jobs.len() || nbytes.len() != plan.jobs.len() {
-        return Err(WeightstreamError::new_err("one buffer per tensor"));
+        return Err(py_error("invalid_argument", "one buffer per tensor"));
     }
     for ((j, &p), &n) in plan.jobs.iter().zip(ptrs).zip(nbytes) {
         if n as u64 != j.out_bytes() || (p == 0 && n != 0) || p % 2 != 0 {
-            return Err(WeightstreamError::new_err(format!(
-                "tensor '{}' needs a 2-byte aligned buffer of {} bytes, got {n} at {p:#x}",
-                j.name,
-                j.out_bytes()
-            )));
+            return Err(py_error(
+                "invalid_argument",
+                format!("tensor '{}' needs a 2-byte aligned buffer of {} bytes, got {n} at {p:#x}", j.name, j.out_bytes()),
+            ));
         }
     }
     Ok(())

@@ -37,6 +37,8 @@ pub fn read_into(cat: &Catalog, file: usize, offset: u64, buf: &mut [u8], tensor
 /// A job with its scales decoded: hands out the kernel for any chunk.
 pub struct JobKernel<'j> {
     job: &'j Job,
+    /// The job's file, named by the errors of its chunks.
+    file: std::path::PathBuf,
     scales: Option<Vec<f32>>,
     /// Zero points of an asymmetric integer pack, as exact f32, laid out
     /// like the scales.
@@ -56,7 +58,9 @@ impl<'j> JobKernel<'j> {
                         // transformers' ldexp: finite for |x| < 1): no answer
                         // would be the reference's.
                         return Err(Error::BadScale {
+                            file: file_path(cat, s.file),
                             tensor: job.name.clone(),
+                            offset: s.bytes.start + k as u64,
                             reason: format!(
                                 "group scale {k} of '{}' is exponent 255 (NaN in OCP MX; its producers decode it differently)",
                                 cat.tensors[s.tensor].name
@@ -65,7 +69,9 @@ impl<'j> JobKernel<'j> {
                     }
                 }
                 let mut values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
+                    file: file_path(cat, s.file),
                     tensor: job.name.clone(),
+                    offset: s.bytes.start,
                     reason: format!("not a whole number of {:?} values", s.scale.dtype),
                 })?;
                 if let Some(g) = s.global {
@@ -82,12 +88,17 @@ impl<'j> JobKernel<'j> {
             }
             _ => None,
         };
-        Ok(JobKernel { job, scales, zeros })
+        Ok(JobKernel { job, file: file_path(cat, job.file), scales, zeros })
     }
 
     /// Zero points as f32 (asymmetric integer packs).
     pub fn zeros(&self) -> Option<&[f32]> {
         self.zeros.as_deref()
+    }
+
+    /// The kernel's refusal of a chunk whose bytes start at `offset`.
+    pub fn dequant_error(&self, offset: u64, source: weightstream_dequant::DequantError) -> Error {
+        Error::Dequant { file: self.file.clone(), tensor: self.job.name.clone(), offset, source }
     }
 
     pub fn job(&self) -> &Job {
@@ -102,7 +113,13 @@ impl<'j> JobKernel<'j> {
 
     pub fn kernel(&self) -> Result<Kernel<'_>> {
         let job = self.job;
-        let wrap = |source| Error::Dequant { tensor: job.name.clone(), source };
+        let wrap = |source| self.dequant_error(job.src.start, source);
+        let unscaled = |what: &str| Error::BadScale {
+            file: self.file.clone(),
+            tensor: job.name.clone(),
+            offset: job.src.start,
+            reason: format!("{what} without its scales"),
+        };
         Ok(match job.encoding {
             Encoding::Fp8(format) => {
                 let (rows, cols) = job.matrix;
@@ -115,14 +132,14 @@ impl<'j> JobKernel<'j> {
             Encoding::E2m1 => {
                 let (rows, cols) = job.matrix;
                 let (Some(s), Some(v)) = (&job.scale, &self.scales) else {
-                    return Err(Error::BadScale { tensor: job.name.clone(), reason: "a packed 4-bit weight without its scales".into() });
+                    return Err(unscaled("a packed 4-bit weight"));
                 };
                 Kernel::E2m1 { rows, cols, scales: ScaleGrid::new(v, &s.scale.layout, rows, cols).map_err(wrap)? }
             }
             Encoding::Int { bits } => {
                 let (rows, cols) = job.matrix;
                 let (Some(s), Some(v)) = (&job.scale, &self.scales) else {
-                    return Err(Error::BadScale { tensor: job.name.clone(), reason: "an integer pack without its scales".into() });
+                    return Err(unscaled("an integer pack"));
                 };
                 let layout = &s.scale.layout;
                 let zeros = match &self.zeros {

@@ -93,11 +93,19 @@ fn out_metadata(cat: &Catalog) -> Map<String, Json> {
 fn bf16_config(config: &Json) -> Json {
     let mut c = config.clone();
     if let Some(o) = c.as_object_mut() {
+        // compression_config: compressed-tensors' name before 0.7.
         o.remove("quantization_config");
+        o.remove("compression_config");
         o.insert("torch_dtype".into(), json!("bfloat16"));
     }
     c
 }
+
+/// Files that declare a quantization beside config.json: vLLM reads
+/// ModelOpt's `hf_quant_config.json` when config.json has no
+/// `quantization_config` and would serve the BF16 output as NVFP4 (issue
+/// 27); `quantize_config.json` is AutoGPTQ's. Never copied to a BF16 output.
+const QUANT_CONFIG_FILES: &[&str] = &["hf_quant_config.json", "quantize_config.json"];
 
 /// Files beside the weights that a runtime needs (tokenizer, generation
 /// config): everything in the source directory that is not a weight file.
@@ -115,6 +123,7 @@ fn side_files(cat: &Catalog) -> Vec<PathBuf> {
                 || n.ends_with(".safetensors")
                 || n == INDEX_FILE
                 || n == "config.json"
+                || QUANT_CONFIG_FILES.contains(&n.as_str())
                 || [".gguf", ".bin", ".pt", ".pth", ".partial"].iter().any(|s| n.ends_with(s)))
         })
         .collect();
@@ -185,7 +194,7 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
         skipped: plan.skipped.clone(),
         stats: LoadStats {
             tensors: plan.jobs.len() as u64,
-            src_bytes: plan.src_bytes(),
+            src_bytes: plan.read_bytes(),
             out_bytes: plan.out_bytes(),
             seconds: t0.elapsed().as_secs_f64(),
         },

@@ -264,7 +264,8 @@ impl CpuExecutor {
         }
         let kernel = jk.kernel()?;
         let job = jk.job();
-        let dequant_error = |source| Error::Dequant { tensor: job.name.clone(), source };
+        let at = job.byte_range(first, 0).start;
+        let dequant_error = |source| jk.dequant_error(at, source);
         match src {
             GroupBytes::Mem(bytes) => {
                 self.pool.install(|| dequantize_par(&kernel, first, bytes, out, self.isa, DEFAULT_PIECE)).map_err(dequant_error)
@@ -475,7 +476,7 @@ impl CpuExecutor {
 fn stats(plan: &Plan, t0: Instant) -> LoadStats {
     LoadStats {
         tensors: plan.jobs.len() as u64,
-        src_bytes: plan.src_bytes(),
+        src_bytes: plan.read_bytes(),
         out_bytes: plan.out_bytes(),
         seconds: t0.elapsed().as_secs_f64(),
     }

@@ -15,8 +15,10 @@ pub enum Error {
     ReservedName { file: PathBuf, tensor: String, offset: u64, reason: String },
     #[error("{file}: tensor '{tensor}': at byte {offset}: read failed: {source}")]
     Read { file: PathBuf, tensor: String, offset: u64, source: std::io::Error },
-    #[error("tensor '{tensor}': {source}")]
-    Dequant { tensor: String, source: DequantError },
+    /// The kernel refused a chunk (a layout the open-time checks let
+    /// through): where the chunk's bytes start.
+    #[error("{file}: tensor '{tensor}': at byte {offset}: cannot dequantize: {source}")]
+    Dequant { file: PathBuf, tensor: String, offset: u64, source: DequantError },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("no tensor named '{0}' in the checkpoint")]
@@ -39,8 +41,8 @@ pub enum Error {
     #[error("{}: {reason}", path.display())]
     OutputBusy { path: PathBuf, reason: String },
     /// A scale tensor whose bytes are not whole values of its dtype.
-    #[error("scale of '{tensor}': {reason}")]
-    BadScale { tensor: String, reason: String },
+    #[error("{file}: tensor '{tensor}': at byte {offset}: bad scale: {reason}")]
+    BadScale { file: PathBuf, tensor: String, offset: u64, reason: String },
     /// The host could not start the CPU threads.
     #[error("cannot start CPU threads: {0}")]
     Threads(String),
@@ -66,13 +68,14 @@ impl Error {
             Error::Format(f) => (Some(&f.file), f.tensor.as_deref(), f.offset),
             Error::Unsupported { file, tensor, offset, .. }
             | Error::Read { file, tensor, offset, .. }
-            | Error::ReservedName { file, tensor, offset, .. } => (Some(file), Some(tensor), Some(*offset)),
-            Error::Dequant { tensor, .. } | Error::HostMemory { tensor, .. } | Error::BadSlice { tensor, .. } => (None, Some(tensor), None),
+            | Error::ReservedName { file, tensor, offset, .. }
+            | Error::Dequant { file, tensor, offset, .. }
+            | Error::BadScale { file, tensor, offset, .. } => (Some(file), Some(tensor), Some(*offset)),
+            Error::HostMemory { tensor, .. } | Error::BadSlice { tensor, .. } => (None, Some(tensor), None),
             Error::NoSuchTensor(tensor) => (None, Some(tensor), None),
             Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } | Error::OutputBusy { path, .. } => {
                 (Some(path), None, None)
             }
-            Error::BadScale { tensor, .. } => (None, Some(tensor), None),
             Error::Cancelled
             | Error::Device(_)
             | Error::InvalidArgument(_)

@@ -282,7 +282,7 @@ impl GpuExecutor {
         })?;
         Ok(LoadStats {
             tensors: plan.jobs.len() as u64,
-            src_bytes: plan.src_bytes(),
+            src_bytes: plan.read_bytes(),
             out_bytes: plan.out_bytes(),
             seconds: t0.elapsed().as_secs_f64(),
         })

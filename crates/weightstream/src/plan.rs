@@ -56,6 +56,9 @@ pub struct Job {
     /// last's (for a column slice, the rows' segments and the gaps between).
     pub src: Range<u64>,
     pub scale: Option<ScaleSource>,
+    /// Bytes of the scale and zero-point tensors this job reads whole
+    /// beside its data (counted in what a load reports as read, issue 27).
+    pub companion_bytes: u64,
 }
 
 /// A piece of a job: elements `[first, first + n)` of the tensor.
@@ -164,10 +167,12 @@ impl Job {
         if cols.start % block != 0 || cols.end % block != 0 {
             return Err(bad(format!("{} columns must start and end on its {block}-element blocks", self.encoding.name())));
         }
+        let empty = rows.start == rows.end || cols.start == cols.end;
         let mut shape = self.shape.clone();
         match shape.len() {
+            0 if empty => return Err(bad("a scalar has one value: an empty range of it is not a tensor".into())),
             0 => {}
-            1 => shape[0] = cols.end - cols.start,
+            1 => shape[0] = if empty { 0 } else { cols.end - cols.start },
             _ => {
                 let inner: u64 = shape[1..shape.len() - 1].iter().product::<u64>().max(1);
                 if rows.start % inner != 0 || rows.end % inner != 0 {
@@ -176,6 +181,13 @@ impl Job {
                 shape[0] = (rows.end - rows.start) / inner;
                 *shape.last_mut().expect("2-D or more") = cols.end - cols.start;
             }
+        }
+        if empty {
+            // Nothing to read: an empty job at the tensor's start, so that
+            // no element index is ever computed from the range's edges (a
+            // column range [C, C) once underflowed into a panic, issue 27).
+            let at = self.src.start;
+            return Ok(Job { shape, first: 0, n_elems: 0, window: None, src: at..at, ..self.clone() });
         }
         let width = cols.end - cols.start;
         let full_rows = width == ncols;
@@ -246,6 +258,8 @@ impl Plan {
                 n_elems: t.out_elems(),
                 window: None,
                 src: t.offset..t.offset + t.nbytes,
+                companion_bytes: scale.as_ref().map_or(0, |s| s.bytes.end - s.bytes.start)
+                    + t.packed.as_ref().and_then(|p| p.zeros).map_or(0, |z| cat.tensors[z].nbytes),
                 scale,
             });
         }
@@ -258,6 +272,13 @@ impl Plan {
 
     pub fn out_bytes(&self) -> u64 {
         self.jobs.iter().map(Job::out_bytes).sum()
+    }
+
+    /// File bytes a load of this plan reads: the tensors' data (cut to
+    /// their slices) and their scale and zero-point tensors. Headers, read
+    /// when the checkpoint was opened, are not counted.
+    pub fn read_bytes(&self) -> u64 {
+        self.jobs.iter().map(|j| j.src_bytes() + j.companion_bytes).sum()
     }
 
     pub fn job(&self, name: &str) -> Option<&Job> {

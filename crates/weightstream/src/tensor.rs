@@ -21,7 +21,8 @@ impl HostTensor {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LoadStats {
     pub tensors: u64,
-    /// Checkpoint bytes read and dequantized.
+    /// Checkpoint bytes read: the tensors' data and their scale and
+    /// zero-point tensors (`Plan::read_bytes`); not the headers.
     pub src_bytes: u64,
     /// BF16 bytes produced.
     pub out_bytes: u64,

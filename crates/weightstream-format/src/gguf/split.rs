@@ -140,6 +140,25 @@ pub fn set_paths(path: &Path, info: SplitInfo) -> Result<Vec<PathBuf>> {
     Ok((0..info.count).map(|no| name.path(dir, no)).collect())
 }
 
+/// A file whose header is not part of a set (no `split.count`, or 1) but
+/// whose name says it is shard N of M > 1: loading it alone would give part
+/// of a model with exit 0 (issue 27), so the disagreement is refused.
+pub fn check_plain_name(path: &Path) -> Result<()> {
+    match SplitName::parse(path) {
+        Some(name) if name.count > 1 => Err(FormatError::new(
+            path,
+            None,
+            ErrorKind::BadSplit(format!(
+                "the name says shard {} of a {}-file split set, but the header has no '{KEY_COUNT}' > 1: \
+                 it holds only part of a model or was renamed (llama-gguf-split writes the split keys into every shard)",
+                name.no + 1,
+                name.count
+            )),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Shard `expected_no` of a set of `count`: its header must say so, and
 /// carry the same tensor total as the first.
 pub fn check_shard(path: &Path, h: &GgufHeader, expected_no: u64, count: u64, tensors: Option<u64>) -> Result<()> {

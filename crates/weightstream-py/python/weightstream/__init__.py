@@ -67,6 +67,14 @@ def _parse_device(device) -> tuple[str, int]:
     raise ValueError(f"device {device!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
+def _error(kind: str, message: str) -> WeightstreamError:
+    """A WeightstreamError raised here, with the attributes the native ones
+    carry (every error has a `kind`)."""
+    e = WeightstreamError(message)
+    e.kind, e.file, e.tensor, e.offset = kind, None, None, None
+    return e
+
+
 def _empty(shape, kind: str, index: int):
     """An uninitialised BF16 tensor (torch) or array (numpy) of `shape`."""
     torch = _torch()
@@ -74,7 +82,7 @@ def _empty(shape, kind: str, index: int):
         dev = torch.device("cpu") if kind == "cpu" else torch.device("cuda", index)
         return torch.empty(tuple(shape), dtype=torch.bfloat16, device=dev)
     if kind != "cpu":
-        raise WeightstreamError("device='cuda' needs PyTorch: install torch, or load with device='cpu'")
+        raise _error("invalid_argument", "device='cuda' needs PyTorch: install torch, or load with device='cpu'")
     import numpy as np
 
     try:
