@@ -26,6 +26,16 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 
 mod packed;
 mod slices;
+
+/// One job through the CPU executor: one executor of one thread for every
+/// input (a thread pool per input would cost more than the input itself).
+fn load_job(cat: &weightstream_format::Catalog, job: &weightstream::Job) -> weightstream::Result<Vec<u16>> {
+    static EXEC: std::sync::OnceLock<weightstream::CpuExecutor> = std::sync::OnceLock::new();
+    let exec = EXEC.get_or_init(|| {
+        weightstream::CpuExecutor::new(&weightstream::CpuOptions { threads: Some(1), ..Default::default() }).expect("one CPU thread")
+    });
+    exec.run_job(cat, job, None).map(|t| t.data)
+}
 pub use packed::packed_checkpoint;
 pub use slices::slices;
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
-use weightstream::{Loader, PlanOptions, Staging};
+use weightstream::{Plan, PlanOptions};
 use weightstream_format::catalog::Role;
 use weightstream_format::{safetensors_catalog, Encoding, MemorySource, SharedSource};
 
@@ -96,11 +96,9 @@ pub fn packed_checkpoint(data: &[u8]) {
             }
         }
     }
-    let loader = Loader::new(Arc::new(cat), Staging::default());
-    let plan = loader.plan(&PlanOptions::default()).expect("an accepted checkpoint plans");
+    let plan = Plan::new(&cat, &PlanOptions::default()).expect("an accepted checkpoint plans");
     for job in &plan.jobs {
-        let mut out = vec![0u16; job.n_elems as usize];
-        if let Err(e) = loader.fill_host(job, &mut out, Default::default()) {
+        if let Err(e) = crate::load_job(&cat, job) {
             // Scales are read at load: an MXFP4 exponent 255 is refused then.
             assert_eq!(e.code(), "bad_scale", "accepted at open, failed at load: {e}");
         }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use weightstream::{Loader, PlanOptions, Staging};
+use weightstream::{Plan, PlanOptions};
 use weightstream_format::catalog::{CatalogFile, Dtype, Metadata, TensorInfo};
 use weightstream_format::gguf::GgmlType;
 use weightstream_format::{Catalog, Format, MemorySource, SharedSource};
@@ -43,11 +43,9 @@ pub fn slices(data: &[u8]) {
         tensors: vec![TensorInfo { nbytes, shape: shape.clone(), ..TensorInfo::test("t", Dtype::Ggml(ty), &shape) }],
         config: None,
     };
-    let loader = Loader::new(Arc::new(cat), Staging::default());
-    let plan = loader.plan(&PlanOptions::default()).expect("one loadable tensor");
+    let plan = Plan::new(&cat, &PlanOptions::default()).expect("one loadable tensor");
     let whole = &plan.jobs[0];
-    let mut full = vec![0u16; whole.n_elems as usize];
-    loader.fill_host(whole, &mut full, Default::default()).expect("a whole tensor loads");
+    let full = crate::load_job(&cat, whole).expect("a whole tensor loads");
     let job = match whole.slice(r0..r1, c0..c1) {
         Ok(j) => j,
         Err(e) => {
@@ -56,8 +54,7 @@ pub fn slices(data: &[u8]) {
         }
     };
     assert_eq!(job.shape.iter().product::<u64>(), job.n_elems, "shape {:?} for {} values", job.shape, job.n_elems);
-    let mut got = vec![0xFFFFu16; job.n_elems as usize];
-    loader.fill_host(&job, &mut got, Default::default()).expect("an accepted slice loads");
+    let got = crate::load_job(&cat, &job).expect("an accepted slice loads");
     let (_, ncols) = whole.matrix;
     let want: Vec<u16> = (r0..r1).flat_map(|r| (c0..c1).map(move |c| (r, c))).map(|(r, c)| full[(r * ncols + c) as usize]).collect();
     assert_eq!(got, want, "{} [{r0}, {r1}) x [{c0}, {c1}) of {shape:?}", ty.name());
