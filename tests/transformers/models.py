@@ -161,8 +161,9 @@ def save_reference(gguf_path: Path, ref: Path, files: list[Path]) -> None:
     save_file(reference(files), str(ref / "model.safetensors"))
 
 
-def drop_output(src: Path, dst: Path) -> Path:
-    """`src` without output.weight: a model with tied embeddings."""
+def rewrite(src: Path, dst: Path, drop=("output.weight",), extra: dict | None = None) -> Path:
+    """`src` without the tensors in `drop` (by default output.weight: a
+    model with tied embeddings), plus the F32 tensors in `extra`."""
     r = gguf.GGUFReader(src)
     w = gguf.GGUFWriter(str(dst), arch=r.fields["general.architecture"].contents())
     for name, f in r.fields.items():
@@ -173,12 +174,14 @@ def drop_output(src: Path, dst: Path) -> Path:
         else:
             w.add_key_value(name, f.contents(), f.types[0])
     for t in r.tensors:
-        if t.name == "output.weight":
+        if t.name in drop:
             continue
         if t.tensor_type == gguf.GGMLQuantizationType.F32:
             w.add_tensor(t.name, np.array(t.data, dtype=np.float32))
         else:
             w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
+    for name, x in (extra or {}).items():
+        w.add_tensor(name, x)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -206,7 +209,7 @@ def build(root: Path, seed: int = 0) -> dict[str, tuple[Path, Path, list[Path]]]
         out[name] = (d / f"{name}.gguf", root / f"{name}-ref", [d / f"{name}.gguf"])
     d = root / "llama-q8_0-tied"
     d.mkdir()
-    drop_output(out["llama-q8_0"][0], d / "llama-q8_0-tied.gguf")
+    rewrite(out["llama-q8_0"][0], d / "llama-q8_0-tied.gguf")
     out["llama-q8_0-tied"] = (d / "llama-q8_0-tied.gguf", root / "llama-q8_0-tied-ref", [d / "llama-q8_0-tied.gguf"])
     d = root / "llama-q4_k_m-split"
     d.mkdir()

@@ -22,14 +22,13 @@ from __future__ import annotations
 import glob
 import os
 import re
-import warnings
 from typing import Any, Optional
 
 import numpy as np
 import torch
 import transformers as _hf
 from transformers import modeling_gguf_pytorch_utils as _gguf_utils
-from transformers.modeling_utils import PreTrainedModel, _load_parameter_into_model
+from transformers.modeling_utils import _load_parameter_into_model
 
 from . import Checkpoint, WeightstreamError, _parse_device
 
@@ -113,7 +112,9 @@ def _gguf_config(meta_file: str, names: list[str], arch: str):
     return CONFIG_MAPPING[d["model_type"]].from_dict(dict(d)), d
 
 
-def _gguf_plan(model, config_dict: dict, arch: str, ckpt: Checkpoint) -> _Plan:
+def _processor_class(arch: str):
+    """transformers' TensorProcessor for a GGUF architecture, if weightstream
+    can run it on BF16 bits (raised on otherwise, before anything is built)."""
     from transformers.integrations.gguf.utils import is_gguf_arch_supported
 
     if is_gguf_arch_supported(arch):
@@ -124,6 +125,11 @@ def _gguf_plan(model, config_dict: dict, arch: str, ckpt: Checkpoint) -> _Plan:
         raise UnsupportedModel(f"GGUF architecture {arch!r}: transformers converts its tensors with "
                                f"{proc_class.__name__}, which changes values (not only their order); "
                                "weightstream's BF16 cannot reproduce that bit for bit")
+    return proc_class
+
+
+def _gguf_plan(model, config_dict: dict, arch: str, ckpt: Checkpoint) -> _Plan:
+    proc_class = _processor_class(arch)
     plan = _Plan()
     plan.processor = proc_class(config=config_dict)
     plan.mapping = _weights_map(model, plan.processor)
@@ -295,6 +301,7 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
 
         # transformers' own header reader (string arrays, the vocabulary, left unread).
         arch = read_gguf_metadata(meta_file)[0]["general.architecture"]
+        _processor_class(arch)
         cfg, cfg_dict = _gguf_config(meta_file, names, arch)
         if config is not None:  # the caller's, but whether lm_head exists is the file's to say
             cfg = config
@@ -364,105 +371,5 @@ def load_model(path, *, model_class=None, device="auto", dtype=torch.bfloat16, c
     return _materialize(model, ckpt, plan, tied, device)
 
 
-# --- patch(): from_pretrained(gguf_file=...) through weightstream ---------
-
-_ORIGINAL: list = []  # PreTrainedModel.__dict__["from_pretrained"] while patched
-_DEPTH = [0]
-# from_pretrained arguments that change nothing for a local file.
-_HARMLESS = {"cache_dir", "force_download", "proxies", "local_files_only", "token", "revision", "trust_remote_code",
-             "low_cpu_mem_usage", "_from_auto", "_from_pipeline", "use_safetensors", "weights_only", "subfolder",
-             "gguf_file", "config", "dtype", "torch_dtype", "device_map", "attn_implementation", "adapter_kwargs",
-             "output_loading_info"}
-
-
-def _device_of(device_map) -> Optional[str]:
-    if device_map is None:
-        return "cpu"  # transformers' default
-    if isinstance(device_map, dict):
-        return _device_of(device_map[""]) if set(device_map) == {""} else None
-    if isinstance(device_map, int):
-        return f"cuda:{device_map}"
-    s = str(device_map)
-    if s == "auto":
-        return "auto" if torch.cuda.device_count() <= 1 else None
-    return s if s == "cpu" or s == "cuda" or re.fullmatch(r"cuda:\d+", s) else None
-
-
-def _why_not(name_or_path, model_args, kwargs) -> tuple[Optional[str], dict]:
-    """(the reason this call cannot go through weightstream, or None; the
-    load_model arguments when it can)."""
-    gguf_file = os.fspath(kwargs["gguf_file"])
-    sub = kwargs.get("subfolder") or ""
-    local = os.path.join(os.fspath(name_or_path), sub, gguf_file) if name_or_path is not None else None
-    path = gguf_file if os.path.isfile(gguf_file) else local if local and os.path.isfile(local) else None
-    if path is None:
-        return f"{gguf_file!r} is not a local file (a hub download is transformers' to make)", {}
-    unknown = sorted(k for k in kwargs if k not in _HARMLESS)
-    if model_args or unknown:
-        return f"arguments weightstream cannot honour: {', '.join(unknown) or 'positional model_args'}", {}
-    if kwargs.get("trust_remote_code") or kwargs.get("adapter_kwargs") or kwargs.get("output_loading_info"):
-        return "trust_remote_code, adapter_kwargs or output_loading_info asked for", {}
-    dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
-    if dtype is None or dtype == "auto":
-        return ("no dtype given: transformers would dequantize to float32 exactly, and weightstream produces "
-                "BF16 (pass dtype=torch.bfloat16, or another dtype to cast the BF16 values to)"), {}
-    device = _device_of(kwargs.get("device_map"))
-    if device is None:
-        return f"device_map={kwargs.get('device_map')!r} (weightstream loads onto one device)", {}
-    config = kwargs.get("config")
-    if config is not None and not isinstance(config, _hf.PreTrainedConfig):
-        return "config is not a PreTrainedConfig object", {}
-    return None, dict(path=path, dtype=dtype, device=device, config=config,
-                      attn_implementation=kwargs.get("attn_implementation"))
-
-
-def _from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
-    original = _ORIGINAL[0].__func__
-    if kwargs.get("gguf_file") is None:
-        return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
-    reason, args = _why_not(pretrained_model_name_or_path, model_args, kwargs)
-    if reason is None:
-        try:
-            dtype = _dtype(args["dtype"])
-            config = args["config"]
-            prepared = _prepare(args["path"], cls, dtype, None if config is None else config.__class__.from_dict(config.to_dict()),
-                                args["attn_implementation"], {})
-        except (UnsupportedModel, ValueError) as e:
-            reason = str(e)
-    if reason is not None:
-        warnings.warn(f"weightstream.transformers: {cls.__name__}.from_pretrained(gguf_file={kwargs['gguf_file']!r}) "
-                      f"goes to transformers' own loader: {reason}", FallbackWarning, stacklevel=3)
-        return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
-    return _materialize(*prepared, args["device"])
-
-
-class _Patch:
-    """What patch() returns: active already; `with` deactivates it on exit."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        unpatch()
-        return False
-
-
-def patch() -> _Patch:
-    """Route `from_pretrained(..., gguf_file=...)` (AutoModel* classes and
-    model classes alike) through weightstream until unpatch() or the end of
-    the `with` block. Calls it cannot serve bit-exactly (an architecture it
-    does not map, a hub id not on disk, arguments it cannot honour, no
-    dtype) go to transformers' own loader with one FallbackWarning naming
-    the reason."""
-    if not _ORIGINAL:
-        _ORIGINAL.append(PreTrainedModel.__dict__["from_pretrained"])
-        PreTrainedModel.from_pretrained = classmethod(_from_pretrained)
-    _DEPTH[0] += 1
-    return _Patch()
-
-
-def unpatch() -> None:
-    """Undo one patch() (the last one restores transformers' from_pretrained)."""
-    _DEPTH[0] = max(0, _DEPTH[0] - 1)
-    if _DEPTH[0] == 0 and _ORIGINAL:
-        PreTrainedModel.from_pretrained = _ORIGINAL.pop()
+# patch() lives beside this module (module size); it calls load_model's parts through this module.
+from ._transformers_patch import patch, unpatch  # noqa: E402
