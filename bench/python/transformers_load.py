@@ -12,8 +12,7 @@ load in a fresh subprocess. Per load: wall time of the call, and peak RSS
 growth (VmHWM after the load, reset through /proc/self/clear_refs just
 before it, minus VmRSS before it). gguf-py and transformers' Llama and
 GGUF modules, which both loaders import on first use, are imported before
-the clock starts. Both loaders
-are asked for BF16 on the CPU. Medians, min..max, ratios.
+the clock starts. Both loaders are asked for BF16 on the CPU. Medians, min..max, ratios.
 """
 from __future__ import annotations
 
