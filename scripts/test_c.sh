@@ -13,7 +13,8 @@
 #     with a type no reference dequantizes (Q8_K) is refused with a message
 #     naming the tensor;
 #   - a split set made by the real llama-gguf-split loads through the C API
-#     with the unsplit file's checksums.
+#     with the unsplit file's checksums, and (the Q4_K_M file in 3+ parts)
+#     through the adapter with the unsplit reference's logits.
 # Run scripts/setup.sh first.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -84,4 +85,13 @@ for m in q4_0 q8_0 q4_k_m iq4_xs q8_0-tied; do
     "$tmp/models/tiny-llama-unsupported.gguf" 2>"$tmp/adapter.log" | tr '\n' ' ' || { echo; cat "$tmp/adapter.log" | grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" | tail -20; exit 1; }
   echo
 done
+# A split set: the adapter reads the first file's metadata, which lists
+# only that file's tensors; the others must reach llama.cpp as BF16 too.
+echo "test_c: a llama-gguf-split set of the Q4_K_M file through the adapter"
+"$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 "$tmp/models/tiny-llama-q4_k_m.gguf" "$tmp/split/m" \
+  >"$tmp/split.log" 2>&1 || { tail -20 "$tmp/split.log"; exit 1; }
+shards=("$tmp/split/m-"*.gguf)
+[ "${#shards[@]}" -ge 3 ] || { echo "test_c: llama-gguf-split wrote ${#shards[@]} files, expected 3 or more"; exit 1; }
+"$tmp/test_adapter" "${shards[0]}" "$tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf" 2>"$tmp/adapter.log" \
+  || { grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
 echo "test_c: passed"

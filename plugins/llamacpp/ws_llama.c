@@ -4,7 +4,9 @@
  * 1. weightstream opens the checkpoint (headers only).
  * 2. ggml reads the GGUF's metadata; every tensor weightstream produces as
  *    BF16 is re-declared BF16 there, so llama.cpp allocates BF16 tensors
- *    (F32 tensors stay F32).
+ *    (F32 tensors stay F32). For a split set (weightstream opens every
+ *    file from the first), the other files' tensors are declared too:
+ *    llama.cpp reads only this metadata and would create them as F32.
  * 3. llama_model_init_from_user allocates every tensor in the buffers of
  *    its choice and calls fill_tensor for each; weightstream writes into
  *    t->data (a host or a device address).
@@ -124,8 +126,38 @@ static void fill_tensor(struct ggml_tensor *t, void *userdata) {
     }
 }
 
+/* Declare tensor `name` in the metadata. llama_model_init_from_user creates
+ * every tensor it needs with the type declared here, and as F32 when none
+ * is: so every tensor weightstream fills must be declared. `shape` is
+ * weightstream's (outermost dimension first); ggml's run innermost first.
+ * gguf_add_tensor copies the struct, so a stack tensor is enough. */
+static ws_status declare(struct gguf_context *meta, const char *name, enum ggml_type type, const uint64_t *shape,
+                         uint32_t n_dims, char *error, size_t error_size) {
+    if (n_dims < 1 || n_dims > GGML_MAX_DIMS || strlen(name) >= GGML_MAX_NAME) {
+        snprintf(error, error_size, "tensor '%s': %u dimensions or a name of %zu bytes do not fit a ggml tensor", name,
+                 (unsigned)n_dims, strlen(name));
+        return WS_ERR_UNSUPPORTED;
+    }
+    struct ggml_tensor t;
+    memset(&t, 0, sizeof t);
+    t.type = type;
+    for (int d = 0; d < GGML_MAX_DIMS; d++) {
+        t.ne[d] = d < (int)n_dims ? (int64_t)shape[n_dims - 1 - d] : 1;
+    }
+    t.nb[0] = ggml_type_size(type);
+    t.nb[1] = ggml_row_size(type, t.ne[0]);
+    for (int d = 2; d < GGML_MAX_DIMS; d++) {
+        t.nb[d] = t.nb[d - 1] * (size_t)t.ne[d - 1];
+    }
+    ggml_set_name(&t, name);
+    gguf_add_tensor(meta, &t);
+    return WS_OK;
+}
+
 /* Re-declare in the metadata, as BF16, every tensor weightstream will
- * produce as BF16; declare a BF16 output.weight for tied embeddings. */
+ * produce as BF16; declare the tensors of a split set's other files (the
+ * first file's metadata lists only its own); declare a BF16 output.weight
+ * for tied embeddings. */
 static ws_status retype(struct gguf_context *meta, ws_checkpoint *ckpt, char *error, size_t error_size) {
     int64_t n = gguf_get_n_tensors(meta);
     for (int64_t i = 0; i < n; i++) {
@@ -142,23 +174,34 @@ static ws_status retype(struct gguf_context *meta, ws_checkpoint *ckpt, char *er
         }
         gguf_set_tensor_type(meta, name, GGML_TYPE_BF16);
     }
+    size_t count = ws_tensor_count(ckpt);
+    for (size_t i = 0; i < count; i++) {
+        ws_tensor_info info;
+        ws_status s = ws_tensor_info_at(ckpt, i, &info);
+        if (s != WS_OK) {
+            snprintf(error, error_size, "%s", ws_last_error());
+            return s;
+        }
+        if (gguf_find_tensor(meta, info.name) >= 0) {
+            continue; /* in the first file: done above */
+        }
+        /* Stored F32 stays F32 (copied), as in the first file. */
+        enum ggml_type type = ws_tensor_nbytes(ckpt, i, WS_DTYPE_F32) != 0 ? GGML_TYPE_F32 : GGML_TYPE_BF16;
+        if (type == GGML_TYPE_BF16 && !info.loadable) {
+            snprintf(error, error_size, "tensor '%s' (%s) cannot be loaded as BF16: weightstream has no dequantization kernel for %s",
+                     info.name, info.dtype, info.dtype);
+            return WS_ERR_UNSUPPORTED;
+        }
+        s = declare(meta, info.name, type, info.shape, info.n_dims, error, error_size);
+        if (s != WS_OK) {
+            return s;
+        }
+    }
     size_t embd;
     if (gguf_find_tensor(meta, "output.weight") < 0 && ws_find_tensor(ckpt, "token_embd.weight", &embd) == WS_OK) {
-        int64_t e = gguf_find_tensor(meta, "token_embd.weight");
-        struct ggml_init_params ip = {ggml_tensor_overhead(), NULL, true};
-        struct ggml_context *ctx = ggml_init(ip);
-        if (!ctx) {
-            snprintf(error, error_size, "cannot create a ggml context");
-            return WS_ERR_OUT_OF_MEMORY;
-        }
         ws_tensor_info info;
         ws_tensor_info_at(ckpt, embd, &info);
-        /* ggml dimensions run innermost first. */
-        struct ggml_tensor *out = ggml_new_tensor_2d(ctx, GGML_TYPE_BF16, (int64_t)info.shape[1], (int64_t)info.shape[0]);
-        ggml_set_name(out, "output.weight");
-        (void)e;
-        gguf_add_tensor(meta, out);
-        ggml_free(ctx);
+        return declare(meta, "output.weight", GGML_TYPE_BF16, info.shape, info.n_dims, error, error_size);
     }
     return WS_OK;
 }
