@@ -20,7 +20,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 source scripts/env.sh
-LLAMA=$(scripts/build_llama_cpp.sh | tail -1)
+# "valgrind": also the AVX2 libggml-cpu (lib-valgrind/) the adapter runs with under valgrind.
+LLAMA=$(scripts/build_llama_cpp.sh valgrind | tail -1)
 LIB=$ROOT/target/release
 INC="-I$ROOT/crates/weightstream-capi/include -I$ROOT/plugins/llamacpp -I$LLAMA/include"
 tmp=$(mktemp -d)
@@ -94,4 +95,18 @@ shards=("$tmp/split/m-"*.gguf)
 [ "${#shards[@]}" -ge 3 ] || { echo "test_c: llama-gguf-split wrote ${#shards[@]} files, expected 3 or more"; exit 1; }
 "$tmp/test_adapter" "${shards[0]}" "$tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf" 2>"$tmp/adapter.log" \
   || { grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
+# The adapter under valgrind: the same llama.cpp with its CPU backend built
+# for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.
+echo "test_c: the adapter under valgrind (split set, tied embeddings, the refused file)"
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
+  -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
+  -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib-valgrind" -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
+VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
+for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf" \
+            "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf"; do
+  # shellcheck disable=SC2086
+  "${VG[@]}" "$tmp/test_adapter_vg" $pair "$tmp/models/tiny-llama-unsupported.gguf" 2>"$tmp/vg.log" | tr '\n' ' ' \
+    || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg.log" | tail -40; exit 1; }
+  echo
+done
 echo "test_c: passed"
