@@ -12,10 +12,16 @@
 #     llama.cpp's normal load of the gguf-py-dequantized BF16 GGUF; a GGUF
 #     with a type no reference dequantizes (Q8_K) is refused with a message
 #     naming the tensor;
+#   - Hugging Face checkpoints (tiny llama, qwen2, qwen3, qwen3moe; BF16 and
+#     FP8/NVFP4/INT4 of the same weights) through the adapter: metadata and
+#     logits identical to llama.cpp's load of what the vendored
+#     convert_hf_to_gguf.py writes from the reference BF16 checkpoint; an
+#     unknown architecture and an unknown tensor refused, named;
+#   - the adapter under valgrind (GGUF, split set, Hugging Face, refusals);
 #   - a split set made by the real llama-gguf-split loads through the C API
 #     with the unsplit file's checksums, and (the Q4_K_M file in 3+ parts)
 #     through the adapter with the unsplit reference's logits.
-# Run scripts/setup.sh first.
+# Run scripts/setup.sh and scripts/setup_vllm.sh first.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -77,7 +83,8 @@ for start in "$tmp/split/tiny-00001-of-"*.gguf "$tmp/split"; do
   [ "$(grep -c checksum "$tmp/whole.txt")" -gt 30 ] && cmp "$tmp/whole.txt" "$tmp/split.txt" \
     || { echo "test_c: $start differs from the unsplit file"; diff "$tmp/whole.txt" "$tmp/split.txt" | head; exit 1; }
 done
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
+ADAPTER=(plugins/llamacpp/ws_llama.c plugins/llamacpp/ws_llama_hf.c plugins/llamacpp/ws_llama_vocab.c plugins/llamacpp/ws_json.c)
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
 for m in q4_0 q8_0 q4_k_m iq4_xs q8_0-tied; do
@@ -95,17 +102,40 @@ shards=("$tmp/split/m-"*.gguf)
 [ "${#shards[@]}" -ge 3 ] || { echo "test_c: llama-gguf-split wrote ${#shards[@]} files, expected 3 or more"; exit 1; }
 "$tmp/test_adapter" "${shards[0]}" "$tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf" 2>"$tmp/adapter.log" \
   || { grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
+# Hugging Face checkpoints: the tiny models of tests/llamacpp/make_hf_models.py
+# (BF16, FP8, NVFP4 twice, INT4 of each architecture), their references
+# written by the vendored convert_hf_to_gguf.py (needs torch and
+# transformers: the vLLM venv).
+VLLM_PY=${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python
+[ -x "$VLLM_PY" ] || { echo "test_c: $VLLM_PY is missing: run scripts/setup_vllm.sh (convert_hf_to_gguf.py needs torch)"; exit 1; }
+echo "test_c: Hugging Face checkpoints through the adapter: metadata and logits of convert_hf_to_gguf.py's GGUF"
+"$VLLM_PY" tests/llamacpp/make_hf_models.py "$tmp/hf" "$LLAMA/../src" >"$tmp/hf.log" 2>&1 || { tail -30 "$tmp/hf.log"; exit 1; }
+n=0
+for arch in llama qwen2 qwen3 qwen3moe; do
+  for fmt in bf16 fp8 nvfp4-modelopt nvfp4-ct int4-ct; do
+    printf 'test_c: %-26s ' "$arch-$fmt"
+    "$tmp/test_adapter" "$tmp/hf/$arch-$fmt" "$tmp/hf/$arch-$fmt.ref-bf16.gguf" 2>"$tmp/adapter.log" \
+      || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
+    n=$((n + 1))
+  done
+done
+[ "$n" -eq 20 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 20"; exit 1; }
+printf 'test_c: refused:  '
+"$tmp/test_adapter" "$tmp/hf/qwen2-bf16" "$tmp/hf/qwen2-bf16.ref-bf16.gguf" "$tmp/hf/unsupported-arch" Gemma2ForCausalLM 2>/dev/null | tail -1
+
 # The adapter under valgrind: the same llama.cpp with its CPU backend built
 # for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.
-echo "test_c: the adapter under valgrind (split set, tied embeddings, the refused file)"
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
+echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe, the refused ones)"
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib-valgrind" -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
 VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
-for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf" \
-            "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf"; do
+for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
+            "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
+            "$tmp/hf/llama-nvfp4-ct $tmp/hf/llama-nvfp4-ct.ref-bf16.gguf $tmp/hf/unsupported-tensor model.layers.0.mlp.extra_proj.weight" \
+            "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM"; do
   # shellcheck disable=SC2086
-  "${VG[@]}" "$tmp/test_adapter_vg" $pair "$tmp/models/tiny-llama-unsupported.gguf" 2>"$tmp/vg.log" | tr '\n' ' ' \
+  "${VG[@]}" "$tmp/test_adapter_vg" $pair 2>"$tmp/vg.log" | tr '\n' ' ' \
     || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg.log" | tail -40; exit 1; }
   echo
 done
