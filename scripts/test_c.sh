@@ -123,6 +123,13 @@ done
 printf 'test_c: refused:  '
 "$tmp/test_adapter" "$tmp/hf/qwen2-bf16" "$tmp/hf/qwen2-bf16.ref-bf16.gguf" "$tmp/hf/unsupported-arch" Gemma2ForCausalLM 2>/dev/null | tail -1
 
+echo "test_c: docs/examples/llama_next_token.c on the Qwen3 FP8 checkpoint"
+cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama_next_token.c "${ADAPTER[@]}" $INC \
+  -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
+  -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
+"$tmp/llama_next_token" "$tmp/hf/qwen3-fp8" 1 17 42 2>"$tmp/example.log" | grep -E '^next token: [0-9]+$' \
+  || { tail -20 "$tmp/example.log"; exit 1; }
+
 # The adapter under valgrind: the same llama.cpp with its CPU backend built
 # for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.
 echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe, the refused ones)"
