@@ -13,7 +13,8 @@
 #     with a type no reference dequantizes (Q8_K) is refused with a message
 #     naming the tensor;
 #   - Hugging Face checkpoints (tiny llama, qwen2, qwen3, qwen3moe; BF16 and
-#     FP8/NVFP4/INT4 of the same weights) through the adapter: metadata and
+#     FP8/NVFP4/INT4 of the same weights; a Mistral with a SentencePiece
+#     tokenizer, BF16 and FP8) through the adapter: metadata and
 #     logits identical to llama.cpp's load of what the vendored
 #     convert_hf_to_gguf.py writes from the reference BF16 checkpoint; an
 #     unknown architecture and an unknown tensor refused, named;
@@ -83,7 +84,8 @@ for start in "$tmp/split/tiny-00001-of-"*.gguf "$tmp/split"; do
   [ "$(grep -c checksum "$tmp/whole.txt")" -gt 30 ] && cmp "$tmp/whole.txt" "$tmp/split.txt" \
     || { echo "test_c: $start differs from the unsplit file"; diff "$tmp/whole.txt" "$tmp/split.txt" | head; exit 1; }
 done
-ADAPTER=(plugins/llamacpp/ws_llama.c plugins/llamacpp/ws_llama_hf.c plugins/llamacpp/ws_llama_vocab.c plugins/llamacpp/ws_json.c)
+ADAPTER=(plugins/llamacpp/ws_llama.c plugins/llamacpp/ws_llama_hf.c plugins/llamacpp/ws_llama_vocab.c plugins/llamacpp/ws_llama_special.c
+         plugins/llamacpp/ws_llama_spm.c plugins/llamacpp/ws_json.c)
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
@@ -109,17 +111,17 @@ shards=("$tmp/split/m-"*.gguf)
 VLLM_PY=${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python
 [ -x "$VLLM_PY" ] || { echo "test_c: $VLLM_PY is missing: run scripts/setup_vllm.sh (convert_hf_to_gguf.py needs torch)"; exit 1; }
 echo "test_c: Hugging Face checkpoints through the adapter: metadata and logits of convert_hf_to_gguf.py's GGUF"
-"$VLLM_PY" tests/llamacpp/make_hf_models.py "$tmp/hf" "$LLAMA/../src" >"$tmp/hf.log" 2>&1 || { tail -30 "$tmp/hf.log"; exit 1; }
+"$VLLM_PY" tests/llamacpp/make_hf_models.py "$tmp/hf" "$LLAMA/../src" >"$tmp/hf.list" 2>"$tmp/hf.log" \
+  || { tail -30 "$tmp/hf.log"; exit 1; }
 n=0
-for arch in llama qwen2 qwen3 qwen3moe; do
-  for fmt in bf16 fp8 nvfp4-modelopt nvfp4-ct int4-ct; do
-    printf 'test_c: %-26s ' "$arch-$fmt"
-    "$tmp/test_adapter" "$tmp/hf/$arch-$fmt" "$tmp/hf/$arch-$fmt.ref-bf16.gguf" 2>"$tmp/adapter.log" \
-      || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
-    n=$((n + 1))
-  done
-done
-[ "$n" -eq 20 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 20"; exit 1; }
+while read -r model; do
+  printf 'test_c: %-26s ' "$(basename "$model")"
+  "$tmp/test_adapter" "$model" "$model.ref-bf16.gguf" 2>"$tmp/adapter.log" \
+    || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
+  n=$((n + 1))
+done < <(grep "^$tmp/hf/" "$tmp/hf.list")
+# 4 architectures x 5 formats, and Mistral (SentencePiece) in BF16 and FP8
+[ "$n" -eq 22 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 22"; exit 1; }
 printf 'test_c: refused:  '
 "$tmp/test_adapter" "$tmp/hf/qwen2-bf16" "$tmp/hf/qwen2-bf16.ref-bf16.gguf" "$tmp/hf/unsupported-arch" Gemma2ForCausalLM 2>/dev/null | tail -1
 
@@ -132,7 +134,7 @@ cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama
 
 # The adapter under valgrind: the same llama.cpp with its CPU backend built
 # for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.
-echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe, the refused ones)"
+echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe/mistral, the refused ones)"
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib-valgrind" -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
@@ -140,7 +142,8 @@ VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-f
 for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
             "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
             "$tmp/hf/llama-nvfp4-ct $tmp/hf/llama-nvfp4-ct.ref-bf16.gguf $tmp/hf/unsupported-tensor model.layers.0.mlp.extra_proj.weight" \
-            "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM"; do
+            "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM" \
+            "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf"; do
   # shellcheck disable=SC2086
   "${VG[@]}" "$tmp/test_adapter_vg" $pair 2>"$tmp/vg.log" | tr '\n' ' ' \
     || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg.log" | tail -40; exit 1; }

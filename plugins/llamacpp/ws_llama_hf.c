@@ -363,7 +363,7 @@ ws_status ws_hf_metadata(const char *dir, ws_checkpoint *ckpt, struct gguf_conte
     }
     if (c.s == WS_OK) {
         const ws_json *nv = ws_json_get(cfg, "vocab_size");
-        c.s = ws_hf_vocab(dir, cfg, nv && nv->is_integer ? nv->integer : 0, c.meta, error, error_size);
+        c.s = ws_hf_vocab(dir, cfg, nv && nv->is_integer ? nv->integer : 0, !strcmp(c.arch->name, "llama"), c.meta, error, error_size);
     }
     ws_json_free(cfg);
     if (c.s != WS_OK) {

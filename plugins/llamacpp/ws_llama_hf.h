@@ -45,10 +45,27 @@ ws_status ws_hf_metadata(const char *dir, ws_checkpoint *ckpt, struct gguf_conte
 void ws_map_free(struct ws_map *map);
 struct ws_map_entry *ws_map_find(const struct ws_map *map, const char *name);
 
-/* The tokenizer keys (tokenizer.ggml.*) from dir/tokenizer.json and
- * dir/tokenizer_config.json, as convert_hf_to_gguf.py's _set_vocab_gpt2
- * writes them; `n_vocab` is the model's vocab_size (0: the tokenizer's). */
-ws_status ws_hf_vocab(const char *dir, const ws_json *config, int64_t n_vocab, struct gguf_context *meta, char *error,
-                      size_t error_size);
+/* The tokenizer keys (tokenizer.ggml.*) as convert_hf_to_gguf.py writes
+ * them: from dir/tokenizer.model (SentencePiece) if present, else from
+ * dir/tokenizer.json (byte-level BPE); special tokens from tokenizer.json,
+ * tokenizer_config.json and config.json. `n_vocab` is the model's
+ * vocab_size (0: the tokenizer's); `llama`: LlamaModel.set_vocab's extras. */
+ws_status ws_hf_vocab(const char *dir, const ws_json *config, int64_t n_vocab, int llama, struct gguf_context *meta,
+                      char *error, size_t error_size);
+
+/* SentencePiece tokens, scores and types (ws_llama_spm.c); *n_tokens is
+ * how many were written. */
+ws_status ws_spm_vocab(const char *dir, const ws_json *tokenizer_config, int64_t n_vocab, struct gguf_context *meta,
+                       int64_t *n_tokens, char *error, size_t error_size);
+
+/* Special token ids, add_*_token flags and the chat template
+ * (ws_llama_special.c); ids from `limit` on skipped (0: no limit). */
+ws_status ws_hf_specials(const char *dir, const ws_json *tokenizer_json, const ws_json *tokenizer_config, const ws_json *config,
+                         int64_t limit, struct gguf_context *meta, char *error, size_t error_size);
+/* The normalizer's Lowercase / StripAccents flags (-1: unset). */
+void ws_hf_normalizer_flags(const ws_json *normalizer, int *lower, int *strip);
+
+/* convert's does_token_look_special. */
+int ws_looks_special(const char *token);
 
 #endif /* WS_LLAMA_HF_H */

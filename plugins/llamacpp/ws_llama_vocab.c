@@ -1,13 +1,14 @@
 /*
  * The tokenizer keys of a Hugging Face checkpoint, as the vendored
- * llama.cpp's convert_hf_to_gguf.py writes them for a byte-level BPE
- * tokenizer.json (_set_vocab_gpt2, get_vocab_base and gguf-py's
- * SpecialVocab): tokens, token types, merges, special token ids, the
- * add_*_token flags and the chat template.
+ * llama.cpp's convert_hf_to_gguf.py writes them: a SentencePiece
+ * tokenizer.model when there is one (ws_llama_spm.c; convert tries it
+ * first), else tokenizer.json's byte-level BPE (_set_vocab_gpt2,
+ * get_vocab_base): tokens, token types, merges; then the special tokens
+ * (ws_llama_special.c).
  *
- * convert names the pre-tokenizer by hashing what the tokenizer makes of
- * a test text, which needs the tokenizer itself; here the pre-tokenizer is
- * recognized by the split regex in tokenizer.json (the part of it that
+ * convert names the BPE pre-tokenizer by hashing what the tokenizer makes
+ * of a test text, which needs the tokenizer itself; here the pre-tokenizer
+ * is recognized by the split regex in tokenizer.json (the part of it that
  * decides how llama.cpp splits text), and a regex not in PRE is refused.
  */
 #include <stdio.h>
@@ -68,7 +69,7 @@ static const char *pre_of(const ws_json *tok, char *error, size_t error_size) {
 }
 
 /* convert's does_token_look_special */
-static int looks_special(const char *t) {
+int ws_looks_special(const char *t) {
     size_t n = strlen(t);
     if (!strcmp(t, "<pad>") || !strcmp(t, "<mask>") || !strcmp(t, "<2mass>") || !strcmp(t, "[@BOS@]")) return 1;
     if (n >= 4 && !strncmp(t, "<|", 2) && !strcmp(t + n - 2, "|>")) return 1;
@@ -111,174 +112,10 @@ static char *merge_of(const ws_json *m) {
     return out;
 }
 
-struct special {
-    const char *typ, *key;
-    int64_t id;   /* -1: not set */
-    int add;      /* -1: not set, else the add_<typ>_token flag */
-};
 
-static void set_id(struct special *s, int64_t id) {
-    if (s->id < 0 && id >= 0) s->id = id; /* the first source wins, as in SpecialVocab */
-}
-
-/* The add_bos/add_eos flags a post-processor implies (SpecialVocab);
- * *leading: the special token a template puts first. */
-static ws_status post_processor(const ws_json *tok, struct special *sp, const char **leading, const char **middle, char *error,
-                                size_t error_size) {
-    const ws_json *pp = ws_json_get(tok, "post_processor");
-    if (!pp || pp->type != WS_JSON_OBJECT) return WS_OK;
-    const ws_json *list = ws_json_get(pp, "processors");
-    size_t n = list && list->type == WS_JSON_ARRAY ? list->n : 1;
-    for (size_t i = 0; i < n; i++) {
-        const ws_json *p = list && list->type == WS_JSON_ARRAY ? &list->items[i] : pp;
-        const char *type = str_of(ws_json_get(p, "type"));
-        if (type && !strcmp(type, "ByteLevel")) {
-            if (sp[0].add < 0) sp[0].add = 0;
-            if (sp[1].add < 0) sp[1].add = 0;
-        } else if (type && !strcmp(type, "TemplateProcessing")) {
-            /* Understood: "single" [A] (nothing added) or [special, A] (a
-             * leading BOS), and "pair" [special?, A, middle.., B]: convert's
-             * handling of other templates renames special tokens. */
-            const ws_json *single = ws_json_get(p, "single"), *pair = ws_json_get(p, "pair");
-            if (single && single->type == WS_JSON_ARRAY && single->n == 1 && ws_json_get(&single->items[0], "Sequence")) {
-                continue;
-            }
-            const char *first = single && single->type == WS_JSON_ARRAY && single->n == 2 && ws_json_get(&single->items[1], "Sequence")
-                                    ? str_of(ws_json_get(ws_json_get(&single->items[0], "SpecialToken"), "id")) : NULL;
-            if (!first) {
-                snprintf(error, error_size, "tokenizer.json: a TemplateProcessing post-processor other than [A] or [special, A] is not supported");
-                return WS_ERR_UNSUPPORTED;
-            }
-            *leading = first;
-            /* pair [first, A, middle..., B]: add_sep from the first middle token */
-            if (pair && pair->type == WS_JSON_ARRAY && pair->n > 3) {
-                const char *a = str_of(ws_json_get(ws_json_get(&pair->items[1], "Sequence"), "id"));
-                const char *b = str_of(ws_json_get(ws_json_get(&pair->items[pair->n - 1], "Sequence"), "id"));
-                if (a && b && !strcmp(a, "A") && !strcmp(b, "B")) {
-                    *middle = str_of(ws_json_get(ws_json_get(&pair->items[2], "SpecialToken"), "id"));
-                    sp[3].add = 0; /* compared with sep and eos below */
-                }
-            }
-        } else if (type) {
-            snprintf(error, error_size, "tokenizer.json: post-processor %s is not supported", type);
-            return WS_ERR_UNSUPPORTED;
-        }
-    }
-    return WS_OK;
-}
-
-/* A whole file as a string (the chat template), or NULL. */
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *text = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1)) != NULL) {
-            if (fread(text, 1, (size_t)n, f) != (size_t)n) {
-                free(text);
-                text = NULL;
-            } else {
-                text[n] = '\0';
-            }
-        }
-    }
-    fclose(f);
-    return text;
-}
-
-static int64_t added_id(const ws_json *added, const char *content) {
-    for (size_t i = 0; added && added->type == WS_JSON_ARRAY && i < added->n; i++) {
-        const char *c = str_of(ws_json_get(&added->items[i], "content"));
-        const ws_json *id = ws_json_get(&added->items[i], "id");
-        if (c && !strcmp(c, content) && id && id->is_integer) return id->integer;
-    }
-    return -1;
-}
-
-static ws_status specials(const char *dir, const ws_json *tok, const ws_json *config, struct gguf_context *meta,
-                          char *error, size_t error_size) {
-    struct special sp[] = {{"bos", "tokenizer.ggml.bos_token_id", -1, -1}, {"eos", "tokenizer.ggml.eos_token_id", -1, -1},
-                           {"unk", "tokenizer.ggml.unknown_token_id", -1, -1}, {"sep", "tokenizer.ggml.seperator_token_id", -1, -1},
-                           {"pad", "tokenizer.ggml.padding_token_id", -1, -1}, {"mask", "tokenizer.ggml.mask_token_id", -1, -1}};
-    const size_t n = sizeof sp / sizeof sp[0];
-    const char *leading = NULL, *middle = NULL;
-    ws_status s = post_processor(tok, sp, &leading, &middle, error, error_size);
-    if (s != WS_OK) return s;
-    const ws_json *added = ws_json_get(tok, "added_tokens");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    struct stat st;
-    ws_json *tc = NULL;
-    if (stat(path, &st) == 0 && !(tc = ws_json_read_file(path, error, error_size))) return WS_ERR_FORMAT;
-    const ws_json *bos = ws_json_get(tc, "bos_token");
-    const char *bos_content = bos && bos->type == WS_JSON_OBJECT ? str_of(ws_json_get(bos, "content")) : str_of(bos);
-    if (leading) {
-        /* A template's leading token is the BOS token, added (SpecialVocab;
-         * a different one would make convert rename tokens: refused). */
-        if (bos_content && strcmp(bos_content, leading) != 0) {
-            snprintf(error, error_size, "tokenizer.json: the post-processor adds %.100s first, tokenizer_config.json's "
-                     "bos_token is %.100s: not supported", leading, bos_content);
-            ws_json_free(tc);
-            return WS_ERR_UNSUPPORTED;
-        }
-        if (!bos_content) set_id(&sp[0], added_id(added, leading));
-        sp[0].add = 1;
-        for (int k = 1; middle && k < 4; k += 2) { /* eos (1), sep (3) */
-            const ws_json *e = ws_json_get(tc, k == 1 ? "eos_token" : "sep_token");
-            const char *content = e && e->type == WS_JSON_OBJECT ? str_of(ws_json_get(e, "content")) : str_of(e);
-            if (content && !strcmp(content, middle)) sp[3].add = 1;
-        }
-    }
-    if (tc) {
-        const ws_json *tmpl = ws_json_get(tc, "chat_template");
-        char jinja[4096];
-        snprintf(jinja, sizeof jinja, "%s/chat_template.jinja", dir);
-        char *text = tmpl ? NULL : read_text(jinja);
-        if (tmpl && tmpl->type == WS_JSON_STRING) gguf_set_val_str(meta, "tokenizer.chat_template", tmpl->string);
-        if (text) gguf_set_val_str(meta, "tokenizer.chat_template", text);
-        free(text);
-        for (size_t i = 0; i < n; i++) {
-            char key[32];
-            snprintf(key, sizeof key, "add_%s_token", sp[i].typ);
-            const ws_json *add = ws_json_get(tc, key);
-            if (add && add->type == WS_JSON_BOOL && sp[i].add < 0) sp[i].add = add->boolean;
-            snprintf(key, sizeof key, "%s_token", sp[i].typ);
-            const ws_json *e = ws_json_get(tc, key);
-            const char *content = e && e->type == WS_JSON_OBJECT ? str_of(ws_json_get(e, "content")) : str_of(e);
-            if (content) set_id(&sp[i], added_id(added, content));
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        char key[32];
-        snprintf(key, sizeof key, "%s_token_id", sp[i].typ);
-        const ws_json *id = ws_json_get(config, key);
-        if (id && id->is_integer) set_id(&sp[i], id->integer);
-        if (sp[i].id >= 0) gguf_set_val_u32(meta, sp[i].key, (uint32_t)sp[i].id);
-        /* gguf-py has add_*_token keys for these three only */
-        if (sp[i].add >= 0 && (!strcmp(sp[i].typ, "bos") || !strcmp(sp[i].typ, "eos") || !strcmp(sp[i].typ, "sep"))) {
-            char key[48];
-            snprintf(key, sizeof key, "tokenizer.ggml.add_%s_token", sp[i].typ);
-            gguf_set_val_bool(meta, key, sp[i].add != 0);
-        }
-    }
-    ws_json_free(tc);
-    return WS_OK;
-}
-
-ws_status ws_hf_vocab(const char *dir, const ws_json *config, int64_t n_vocab, struct gguf_context *meta, char *error,
-                      size_t error_size) {
-    char path[4096];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
-    if (stat(path, &st) == 0) {
-        snprintf(error, error_size, "%s: a SentencePiece tokenizer (convert_hf_to_gguf.py writes a SentencePiece vocabulary "
-                 "from it), which the adapter does not convert", path);
-        return WS_ERR_UNSUPPORTED;
-    }
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    ws_json *tok = ws_json_read_file(path, error, error_size);
-    if (!tok) return stat(path, &st) == 0 ? WS_ERR_FORMAT : WS_ERR_NOT_FOUND;
+/* tokenizer.json's byte-level BPE: _set_vocab_gpt2 and get_vocab_base. */
+static ws_status gpt2_vocab(const ws_json *tok, const char *path, int64_t n_vocab, struct gguf_context *meta, char *error,
+                            size_t error_size) {
     ws_status s = WS_ERR_UNSUPPORTED;
     const char **tokens = NULL;
     char **owned = NULL, **merges = NULL;
@@ -290,13 +127,6 @@ ws_status ws_hf_vocab(const char *dir, const ws_json *config, int64_t n_vocab, s
     const char *mtype = str_of(ws_json_get(model, "type"));
     const char *pre = pre_of(tok, error, error_size);
     if (!pre) goto done;
-    const ws_json *norm = ws_json_get(tok, "normalizer");
-    const char *norm_type = str_of(ws_json_get(norm, "type"));
-    if (norm && norm->type != WS_JSON_NULL && (!norm_type || strcmp(norm_type, "NFC") != 0)) {
-        /* convert writes Lowercase/StripAccents flags; NFC (Qwen) it ignores */
-        snprintf(error, error_size, "%s: normalizer %s is not supported", path, norm_type ? norm_type : "(unnamed)");
-        goto done;
-    }
     if (!mtype || strcmp(mtype, "BPE") != 0 || !vocab || vocab->type != WS_JSON_OBJECT) {
         snprintf(error, error_size, "%s: model type %s: only BPE tokenizers are converted", path, mtype ? mtype : "(none)");
         goto done;
@@ -337,7 +167,7 @@ ws_status ws_hf_vocab(const char *dir, const ws_json *config, int64_t n_vocab, s
         }
         int64_t k = id->integer;
         tokens[k] = content;
-        if ((special && special->type == WS_JSON_BOOL && special->boolean) || looks_special(content)) {
+        if ((special && special->type == WS_JSON_BOOL && special->boolean) || ws_looks_special(content)) {
             types[k] = CONTROL;
         } else {
             types[k] = USER_DEFINED;
@@ -371,7 +201,7 @@ ws_status ws_hf_vocab(const char *dir, const ws_json *config, int64_t n_vocab, s
     gguf_set_arr_str(meta, "tokenizer.ggml.tokens", tokens, (size_t)n_vocab);
     gguf_set_arr_data(meta, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (size_t)n_vocab);
     if (n_merges) gguf_set_arr_str(meta, "tokenizer.ggml.merges", (const char **)merges, n_merges);
-    s = specials(dir, tok, config, meta, error, error_size);
+    s = WS_OK;
 done:
     for (int64_t i = 0; owned && i < n_vocab; i++) free(owned[i]);
     for (size_t i = 0; merges && i < n_merges; i++) free(merges[i]);
@@ -379,6 +209,45 @@ done:
     free(merges);
     free(tokens);
     free(types);
+    return s;
+}
+
+ws_status ws_hf_vocab(const char *dir, const ws_json *config, int64_t n_vocab, int llama, struct gguf_context *meta,
+                      char *error, size_t error_size) {
+    char path[4096], spm[4096];
+    struct stat st;
+    ws_json *tok = NULL, *tc = NULL;
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    if (stat(path, &st) == 0 && !(tc = ws_json_read_file(path, error, error_size))) return WS_ERR_FORMAT;
+    snprintf(spm, sizeof spm, "%s/tokenizer.model", dir);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    ws_status s = WS_OK;
+    if (stat(path, &st) == 0 && !(tok = ws_json_read_file(path, error, error_size))) {
+        s = WS_ERR_FORMAT;
+    } else if (llama && (n_vocab == 32016 || n_vocab == 49152)) {
+        /* LlamaModel.set_vocab adds CodeLlama's infill tokens / Granite's add_bos for these */
+        snprintf(error, error_size, "config.json: vocab_size %lld (CodeLlama or Granite small): not supported", (long long)n_vocab);
+        s = WS_ERR_UNSUPPORTED;
+    } else if (!tok && stat(spm, &st) != 0) {
+        snprintf(error, error_size, "%s: no tokenizer.json or tokenizer.model: llama.cpp needs a vocabulary", dir);
+        s = WS_ERR_NOT_FOUND;
+    }
+    const ws_json *aps = ws_json_get(tc, "add_prefix_space");
+    if (s == WS_OK && llama && aps && aps->type == WS_JSON_BOOL) { /* LlamaModel.set_vocab */
+        gguf_set_val_bool(meta, "tokenizer.ggml.add_space_prefix", aps->boolean);
+    }
+    int64_t limit = 0;
+    /* convert tries SentencePiece first (llama, qwen2, qwen3), then tokenizer.json */
+    if (s == WS_OK) {
+        s = stat(spm, &st) == 0 ? ws_spm_vocab(dir, tc, n_vocab, meta, &limit, error, error_size)
+                                : gpt2_vocab(tok, path, n_vocab, meta, error, error_size);
+    }
+    int lower = -1, strip = -1;
+    ws_hf_normalizer_flags(ws_json_get(tok, "normalizer"), &lower, &strip);
+    if (lower >= 0) gguf_set_val_bool(meta, "tokenizer.ggml.normalizer.lowercase", lower);
+    if (strip >= 0) gguf_set_val_bool(meta, "tokenizer.ggml.normalizer.strip_accents", strip);
+    if (s == WS_OK) s = ws_hf_specials(dir, tok, tc, config, limit, meta, error, error_size);
     ws_json_free(tok);
+    ws_json_free(tc);
     return s;
 }

@@ -17,6 +17,9 @@ tokenizer_config.json), saved as
   compressed-tensors INT4 (tests/vllm/models.py writes them and the BF16
   checkpoints of their reference dequantizations);
 
+and a tiny Mistral with a SentencePiece tokenizer.model (mistral-bf16/,
+mistral-fp8/);
+
 and for each of those, NAME.ref-bf16.gguf: what the vendored llama.cpp's
 convert_hf_to_gguf.py --outtype bf16 writes from the reference BF16
 checkpoint. Those are what llama.cpp loads normally; the adapter, given
@@ -53,8 +56,14 @@ ARCHS = {
                  {"head_dim": 32, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
                   "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True}),
 }
+# Mistral (the llama architecture) with a SentencePiece tokenizer.model, as
+# Llama 2 and Mistral up to v0.3 have: convert reads it with sentencepiece.
+ARCHS["mistral"] = ("MistralConfig", "MistralForCausalLM", {"head_dim": 32, "sliding_window": None})
 PRE = {"llama": "llama-bpe", "qwen2": "qwen2", "qwen3": "qwen2", "qwen3moe": "qwen2"}
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+FORMATS = ("bf16", "fp8", "nvfp4-modelopt", "nvfp4-ct", "int4-ct")
+# CI time: the SentencePiece model in two formats only (its weights take the same paths as llama's).
+ARCH_FORMATS = {"mistral": ("bf16", "fp8")}
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 
 
 # The split regexes of Llama 3's and Qwen2's tokenizer.json (the adapter
@@ -87,13 +96,36 @@ def tokenizer(out: Path, pre: str) -> None:
     fast.save_pretrained(out)
 
 
+def spm_tokenizer(out: Path) -> None:
+    """A SentencePiece BPE of 320 pieces with byte fallback (<0x00>...),
+    <unk> <s> </s> and a user-defined <extra> (which convert types NORMAL),
+    and a tokenizer_config.json naming them, as Llama 2's has."""
+    import io
+
+    import sentencepiece as spm
+
+    text = ["the quick brown fox jumps over the lazy dog", "weightstream streams quantized checkpoints",
+            "llama.cpp loads GGUF files; Hugging Face writes safetensors", "a b c d e f g hello world 12345"] * 4
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_writer=model, vocab_size=320, model_type="bpe",
+                                   byte_fallback=True, character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                                   user_defined_symbols=["<extra>"], minloglevel=2)
+    (out / "tokenizer.model").write_bytes(model.getvalue())
+    special = {str(i): {"content": c, "special": True, "normalized": False, "lstrip": False, "rstrip": False}
+               for i, c in enumerate(["<unk>", "<s>", "</s>"])}
+    (out / "tokenizer_config.json").write_text(json.dumps({
+        "add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+        "added_tokens_decoder": special, "tokenizer_class": "LlamaTokenizer", "chat_template": "{{ bos_token }}{{ messages }}"}))
+
+
 def hf_model(arch: str, out: Path, seed: int) -> dict[str, np.ndarray]:
     import torch
     import transformers
 
     config_cls, model_cls, extra = ARCHS[arch]
     torch.manual_seed(seed)
-    config = getattr(transformers, config_cls)(**{**COMMON, **extra}, bos_token_id=0, eos_token_id=0)
+    ids = {"bos_token_id": 1, "eos_token_id": 2} if arch == "mistral" else {"bos_token_id": 0, "eos_token_id": 0}
+    config = getattr(transformers, config_cls)(**{**COMMON, **extra}, **ids)
     model = getattr(transformers, model_cls)(config).to(torch.bfloat16)
     with torch.no_grad():
         for p in model.parameters():
@@ -133,18 +165,24 @@ def main(out: Path, llama_src: Path) -> None:
         root = out / arch
         hf_dir = out / f"{arch}-bf16"
         weights = hf_model(arch, hf_dir, seed)
-        tokenizer(hf_dir, PRE[arch])
+        if arch == "mistral":
+            spm_tokenizer(hf_dir)
+        else:
+            tokenizer(hf_dir, PRE[arch])
+        formats = ARCH_FORMATS.get(arch, FORMATS)
         pairs = {f"{arch}-bf16": (hf_dir, hf_dir)}
         models.fp8_variant(root / "fp8", root / "fp8-ref", hf_dir, weights)
         pairs[f"{arch}-fp8"] = (root / "fp8", root / "fp8-ref")
-        for kind, pair in models.nvfp4_variants(root, hf_dir, weights).items():
-            pairs[f"{arch}-{kind}"] = pair
-        pairs[f"{arch}-int4-ct"] = models.int4_variant(root, hf_dir, weights)
+        if "nvfp4-ct" in formats:
+            for kind, pair in models.nvfp4_variants(root, hf_dir, weights).items():
+                pairs[f"{arch}-{kind}"] = pair
+        if "int4-ct" in formats:
+            pairs[f"{arch}-int4-ct"] = models.int4_variant(root, hf_dir, weights)
         converted: dict[Path, Path] = {}
         for name, (d, ref) in pairs.items():
             for f in TOKENIZER_FILES:
                 for target in (d, ref):
-                    if not (target / f).exists():
+                    if (hf_dir / f).exists() and not (target / f).exists():
                         shutil.copy(hf_dir / f, target / f)
             if d != hf_dir:
                 (out / name).symlink_to(d.relative_to(out))
@@ -152,9 +190,9 @@ def main(out: Path, llama_src: Path) -> None:
             if ref in converted:  # the two NVFP4 layouts share one reference
                 gguf.symlink_to(converted[ref].name)
             else:
-                convert(ref, gguf, PRE[arch])
+                convert(ref, gguf, PRE.get(arch, ""))  # the BPE models' pre-tokenizer name
                 converted[ref] = gguf
-            print(out / name)
+            print(out / name)  # the list scripts/test_c.sh runs
     refusals(out)
 
 
