@@ -7,7 +7,8 @@ reference GGUF:
 (needs torch, transformers, tokenizers and compressed-tensors: run it with
 the vLLM venv's python, scripts/setup_vllm.sh.)
 
-For each architecture (llama, qwen2, qwen3, qwen3moe) a tiny random model
+For each architecture (llama, qwen2 with tied embeddings, qwen3, qwen3moe
+with 4 experts) a tiny random model
 with a small byte-level BPE tokenizer (tokenizer.json,
 tokenizer_config.json), saved as
 
@@ -50,7 +51,8 @@ COMMON = dict(vocab_size=384, hidden_size=128, intermediate_size=256, num_hidden
               num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, tie_word_embeddings=False)
 ARCHS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {"rope_theta": 1000000.0}),
+    # tied embeddings (no lm_head.weight), as Qwen2.5-0.5B/1.5B have
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {"rope_theta": 1000000.0, "tie_word_embeddings": True}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 48}),
     "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                  {"head_dim": 32, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
