@@ -122,8 +122,12 @@ while read -r model; do
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
 # 4 architectures x 5 formats, and Mistral (SentencePiece) in BF16 and FP8
 [ "$n" -eq 22 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 22"; exit 1; }
-printf 'test_c: refused:  '
-"$tmp/test_adapter" "$tmp/hf/qwen2-bf16" "$tmp/hf/qwen2-bf16.ref-bf16.gguf" "$tmp/hf/unsupported-arch" Gemma2ForCausalLM 2>/dev/null | tail -1
+for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker Qwen3 reranker" "unsupported-pooling modules.json"; do
+  printf 'test_c: refused:  '
+  # shellcheck disable=SC2086
+  set -- $refused
+  "$tmp/test_adapter" "$tmp/hf/qwen2-bf16" "$tmp/hf/qwen2-bf16.ref-bf16.gguf" "$tmp/hf/$1" "${*:2}" 2>/dev/null | tail -1
+done
 
 echo "test_c: docs/examples/llama_next_token.c on the Qwen3 FP8 checkpoint"
 cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama_next_token.c "${ADAPTER[@]}" $INC \
@@ -143,7 +147,7 @@ for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf $tmp/model
             "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
             "$tmp/hf/llama-nvfp4-ct $tmp/hf/llama-nvfp4-ct.ref-bf16.gguf $tmp/hf/unsupported-tensor model.layers.0.mlp.extra_proj.weight" \
             "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM" \
-            "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf"; do
+            "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf $tmp/hf/unsupported-reranker reranker"; do
   # shellcheck disable=SC2086
   "${VG[@]}" "$tmp/test_adapter_vg" $pair 2>"$tmp/vg.log" | tr '\n' ' ' \
     || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg.log" | tail -40; exit 1; }

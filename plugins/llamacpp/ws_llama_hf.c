@@ -318,12 +318,37 @@ static void declare_all(struct ctx *c, ws_checkpoint *ckpt, struct ws_map *map) 
     }
 }
 
+/* Qwen3Model._is_qwen3_reranker: "# qwen3-reranker" in README.md, or the
+ * directory's or _name_or_path's name, lowercased. */
+static int is_reranker(const char *dir, const ws_json *cfg) {
+    char path[4096], *readme = NULL;
+    size_t n = 0, got;
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    FILE *f = fopen(path, "rb");
+    for (char *grown; f && (grown = realloc(readme, n + 65537)) != NULL && (got = fread((readme = grown) + n, 1, 65536, f)) > 0;) n += got;
+    if (f) fclose(f);
+    const ws_json *np = ws_json_get(cfg, "_name_or_path");
+    const char *hints[] = {dir, np && np->type == WS_JSON_STRING ? np->string : "", readme ? readme : ""};
+    if (readme) readme[n] = '\0';
+    int found = 0;
+    for (int h = 0; h < 3 && !found; h++) {
+        char *lower = malloc(strlen(hints[h]) + 1);
+        for (size_t i = 0; lower && (i == 0 || hints[h][i - 1]); i++) lower[i] = (char)(hints[h][i] >= 'A' && hints[h][i] <= 'Z' ? hints[h][i] + 32 : hints[h][i]);
+        found = lower && (h == 2 ? strstr(lower, "# qwen3-reranker") || strstr(lower, "# qwen3-vl-reranker")
+                                 : strstr(lower, "qwen3-reranker") || strstr(lower, "qwen3-vl-reranker"));
+        free(lower);
+    }
+    free(readme);
+    return found;
+}
+
 ws_status ws_hf_metadata(const char *dir, ws_checkpoint *ckpt, struct gguf_context **meta, struct ws_map *map,
                          char *error, size_t error_size) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     ws_json *cfg = ws_json_read_file(path, error, error_size);
     if (!cfg) return WS_ERR_FORMAT;
+    struct stat st;
     struct ctx c = {gguf_init_empty(), cfg, NULL, error, error_size, WS_OK};
     const ws_json *archs = ws_json_get(cfg, "architectures");
     const char *hf = archs && archs->type == WS_JSON_ARRAY && archs->n > 0 && archs->items[0].type == WS_JSON_STRING ? archs->items[0].string : NULL;
@@ -337,13 +362,20 @@ ws_status ws_hf_metadata(const char *dir, ws_checkpoint *ckpt, struct gguf_conte
         refuse(&c, WS_ERR_UNSUPPORTED, "architecture %s is not supported by the adapter (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE are)", path);
     } else if (ws_json_get(cfg, "text_config")) {
         refuse(&c, WS_ERR_UNSUPPORTED, "config.json has a text_config (a multimodal model): not supported%s", "");
+    } else if (c.arch->name[0] == 'q' && (snprintf(path, sizeof path, "%s/modules.json", dir), stat(path, &st) == 0)) {
+        /* Qwen2Model._try_set_pooling_type: a sentence-transformers embedding model */
+        refuse(&c, WS_ERR_UNSUPPORTED, "%s: a sentence-transformers pooling model (convert writes a pooling type): not supported", path);
+    } else if (!strcmp(c.arch->name, "qwen3") && is_reranker(dir, cfg)) {
+        /* Qwen3Model._is_qwen3_reranker: convert writes a rank-pooling head */
+        refuse(&c, WS_ERR_UNSUPPORTED, "%s: a Qwen3 reranker (convert writes its classifier head): not supported", dir);
     } else {
         hparams(&c);
     }
     memset(map, 0, sizeof *map);
     if (c.s == WS_OK) {
         const ws_json *ne = find(cfg, KEYS("num_local_experts", "num_experts", "n_routed_experts"));
-        const ws_json *nh = ws_json_get(cfg, "num_attention_heads"), *nkv = ws_json_get(cfg, "num_key_value_heads");
+        /* present and integral: hparams() checked them */
+        const ws_json *nh = find(cfg, KEYS("num_attention_heads", "n_head", "n_heads")), *nkv = find(cfg, KEYS("num_key_value_heads", "n_kv_heads"));
         uint32_t n_head = (uint32_t)nh->integer, n_kv = nkv && nkv->is_integer ? (uint32_t)nkv->integer : n_head;
         size_t count = ws_tensor_count(ckpt);
         for (size_t i = 0; i < count && c.s == WS_OK; i++) {

@@ -26,10 +26,12 @@ convert_hf_to_gguf.py --outtype bf16 writes from the reference BF16
 checkpoint. Those are what llama.cpp loads normally; the adapter, given
 the quantized directory, must produce the same logits bit for bit.
 
-Two checkpoints the adapter must refuse, naming what it cannot convert:
-unsupported-arch/ (qwen2-bf16 declared Gemma2ForCausalLM) and
+Checkpoints the adapter must refuse, naming what it cannot convert:
+unsupported-arch/ (qwen2-bf16 declared Gemma2ForCausalLM),
 unsupported-tensor/ (llama-bf16 with a tensor llama.cpp has no name for,
-model.layers.0.mlp.extra_proj.weight).
+model.layers.0.mlp.extra_proj.weight), unsupported-reranker/ (qwen3-bf16
+whose README says Qwen3-Reranker) and unsupported-pooling/ (qwen2-bf16
+with a sentence-transformers modules.json).
 
 convert_hf_to_gguf.py names the BPE pre-tokenizer by hashing the token ids
 the tokenizer gives for a test text: a tokenizer made up here matches no
@@ -207,6 +209,13 @@ def refusals(out: Path) -> None:
     config = json.loads((d / "config.json").read_text())
     config["architectures"] = ["Gemma2ForCausalLM"]
     (d / "config.json").write_text(json.dumps(config))
+    d = out / "unsupported-reranker"  # Qwen3-Reranker: convert writes a classifier head
+    shutil.copytree(out / "qwen3-bf16", d)
+    (d / "README.md").write_text("---\nlicense: apache-2.0\n---\n\n# Qwen3-Reranker-0.6B\n")
+    d = out / "unsupported-pooling"  # a sentence-transformers embedding model: convert writes a pooling type
+    shutil.copytree(out / "qwen2-bf16", d)
+    (d / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                                                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     d = out / "unsupported-tensor"
     shutil.copytree(out / "llama-bf16", d)
     tensors = load_file(str(d / "model.safetensors"))
