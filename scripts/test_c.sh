@@ -12,14 +12,23 @@
 #     llama.cpp's normal load of the gguf-py-dequantized BF16 GGUF; a GGUF
 #     with a type no reference dequantizes (Q8_K) is refused with a message
 #     naming the tensor;
+#   - Hugging Face checkpoints (tiny llama, qwen2, qwen3, qwen3moe; BF16 and
+#     FP8/NVFP4/INT4 of the same weights; a Mistral with a SentencePiece
+#     tokenizer, BF16 and FP8) through the adapter: metadata and
+#     logits identical to llama.cpp's load of what the vendored
+#     convert_hf_to_gguf.py writes from the reference BF16 checkpoint; an
+#     unknown architecture and an unknown tensor refused, named;
+#   - the adapter under valgrind (GGUF, split set, Hugging Face, refusals);
 #   - a split set made by the real llama-gguf-split loads through the C API
-#     with the unsplit file's checksums.
-# Run scripts/setup.sh first.
+#     with the unsplit file's checksums, and (the Q4_K_M file in 3+ parts)
+#     through the adapter with the unsplit reference's logits.
+# Run scripts/setup.sh and scripts/setup_vllm.sh first.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 source scripts/env.sh
-LLAMA=$(scripts/build_llama_cpp.sh | tail -1)
+# "valgrind": also the AVX2 libggml-cpu (lib-valgrind/) the adapter runs with under valgrind.
+LLAMA=$(scripts/build_llama_cpp.sh valgrind | tail -1)
 LIB=$ROOT/target/release
 INC="-I$ROOT/crates/weightstream-capi/include -I$ROOT/plugins/llamacpp -I$LLAMA/include"
 tmp=$(mktemp -d)
@@ -75,13 +84,73 @@ for start in "$tmp/split/tiny-00001-of-"*.gguf "$tmp/split"; do
   [ "$(grep -c checksum "$tmp/whole.txt")" -gt 30 ] && cmp "$tmp/whole.txt" "$tmp/split.txt" \
     || { echo "test_c: $start differs from the unsplit file"; diff "$tmp/whole.txt" "$tmp/split.txt" | head; exit 1; }
 done
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c plugins/llamacpp/ws_llama.c $INC \
+ADAPTER=(plugins/llamacpp/ws_llama.c plugins/llamacpp/ws_llama_hf.c plugins/llamacpp/ws_llama_vocab.c plugins/llamacpp/ws_llama_special.c
+         plugins/llamacpp/ws_llama_spm.c plugins/llamacpp/ws_json.c)
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
 for m in q4_0 q8_0 q4_k_m iq4_xs q8_0-tied; do
   printf 'test_c: %-10s ' "$m"
   "$tmp/test_adapter" "$tmp/models/tiny-llama-$m.gguf" "$tmp/models/tiny-llama-$m.ref-bf16.gguf" \
     "$tmp/models/tiny-llama-unsupported.gguf" 2>"$tmp/adapter.log" | tr '\n' ' ' || { echo; cat "$tmp/adapter.log" | grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" | tail -20; exit 1; }
+  echo
+done
+# A split set: the adapter reads the first file's metadata, which lists
+# only that file's tensors; the others must reach llama.cpp as BF16 too.
+echo "test_c: a llama-gguf-split set of the Q4_K_M file through the adapter"
+"$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 "$tmp/models/tiny-llama-q4_k_m.gguf" "$tmp/split/m" \
+  >"$tmp/split.log" 2>&1 || { tail -20 "$tmp/split.log"; exit 1; }
+shards=("$tmp/split/m-"*.gguf)
+[ "${#shards[@]}" -ge 3 ] || { echo "test_c: llama-gguf-split wrote ${#shards[@]} files, expected 3 or more"; exit 1; }
+"$tmp/test_adapter" "${shards[0]}" "$tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf" 2>"$tmp/adapter.log" \
+  || { grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
+# Hugging Face checkpoints: the tiny models of tests/llamacpp/make_hf_models.py
+# (BF16, FP8, NVFP4 twice, INT4 of each architecture), their references
+# written by the vendored convert_hf_to_gguf.py (needs torch and
+# transformers: the vLLM venv).
+VLLM_PY=${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python
+[ -x "$VLLM_PY" ] || { echo "test_c: $VLLM_PY is missing: run scripts/setup_vllm.sh (convert_hf_to_gguf.py needs torch)"; exit 1; }
+echo "test_c: Hugging Face checkpoints through the adapter: metadata and logits of convert_hf_to_gguf.py's GGUF"
+"$VLLM_PY" tests/llamacpp/make_hf_models.py "$tmp/hf" "$LLAMA/../src" >"$tmp/hf.list" 2>"$tmp/hf.log" \
+  || { tail -30 "$tmp/hf.log"; exit 1; }
+n=0
+while read -r model; do
+  printf 'test_c: %-26s ' "$(basename "$model")"
+  "$tmp/test_adapter" "$model" "$model.ref-bf16.gguf" 2>"$tmp/adapter.log" \
+    || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
+  n=$((n + 1))
+done < <(grep "^$tmp/hf/" "$tmp/hf.list")
+# 4 architectures x 5 formats, and Mistral (SentencePiece) in BF16 and FP8
+[ "$n" -eq 22 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 22"; exit 1; }
+for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker Qwen3 reranker" "unsupported-pooling modules.json"; do
+  printf 'test_c: refused:  '
+  # shellcheck disable=SC2086
+  set -- $refused
+  "$tmp/test_adapter" "$tmp/hf/qwen2-bf16" "$tmp/hf/qwen2-bf16.ref-bf16.gguf" "$tmp/hf/$1" "${*:2}" 2>/dev/null | tail -1
+done
+
+echo "test_c: docs/examples/llama_next_token.c on the Qwen3 FP8 checkpoint"
+cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama_next_token.c "${ADAPTER[@]}" $INC \
+  -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
+  -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
+"$tmp/llama_next_token" "$tmp/hf/qwen3-fp8" 1 17 42 2>"$tmp/example.log" | grep -E '^next token: [0-9]+$' \
+  || { tail -20 "$tmp/example.log"; exit 1; }
+
+# The adapter under valgrind: the same llama.cpp with its CPU backend built
+# for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.
+echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe/mistral, the refused ones)"
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
+  -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
+  -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib-valgrind" -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
+VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
+for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
+            "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
+            "$tmp/hf/llama-nvfp4-ct $tmp/hf/llama-nvfp4-ct.ref-bf16.gguf $tmp/hf/unsupported-tensor model.layers.0.mlp.extra_proj.weight" \
+            "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM" \
+            "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf $tmp/hf/unsupported-reranker reranker"; do
+  # shellcheck disable=SC2086
+  "${VG[@]}" "$tmp/test_adapter_vg" $pair 2>"$tmp/vg.log" | tr '\n' ' ' \
+    || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg.log" | tail -40; exit 1; }
   echo
 done
 echo "test_c: passed"

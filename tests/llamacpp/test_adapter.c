@@ -3,14 +3,21 @@
  *   (a) QUANT.gguf through ws_llama_model_load (BF16 tensors filled by weightstream),
  *   (b) REF.gguf (the gguf-py-dequantized BF16 weights) through llama_model_load_from_file.
  * The logits of a short prompt, at every position, must be identical bit for bit.
+ * QUANT may be a Hugging Face checkpoint directory, REF then the GGUF
+ * convert_hf_to_gguf.py wrote from its reference BF16 checkpoint: the
+ * metadata llama.cpp reports for the two must also be the same (every key
+ * but the general.* names convert derives from the directory's name).
  *
- *   test_adapter QUANT.gguf REF.gguf [UNSUPPORTED.gguf]
- * With a third file (holding a k-quant tensor), also checks that loading it
- * fails with a message naming the tensor.
+ *   test_adapter QUANT.gguf|QUANT_DIR REF.gguf [UNSUPPORTED [NAME]]
+ * With a third path (a file or checkpoint the adapter must refuse), also
+ * checks that loading it fails as unsupported with a message naming NAME
+ * (by default blk.0.ffn_down.weight, the Q8_K tensor of
+ * tiny-llama-unsupported.gguf).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "llama.h"
 #include "ws_llama.h"
@@ -54,9 +61,47 @@ static float *logits_of(struct llama_model *model, int *n_vocab) {
     return out;
 }
 
+/* Keys convert_hf_to_gguf.py derives from the directory, not the model. */
+static int is_name_key(const char *key) {
+    return !strcmp(key, "general.name") || !strcmp(key, "general.size_label") || !strcmp(key, "general.type") ||
+           !strcmp(key, "general.basename") || !strcmp(key, "general.finetune");
+}
+
+static char *meta_val(const struct llama_model *m, const char *key) {
+    int n = llama_model_meta_val_str(m, key, NULL, 0);
+    char *v = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (v) {
+        llama_model_meta_val_str(m, key, v, (size_t)n + 1);
+    }
+    return v;
+}
+
+/* Every key of `x` is in `y` with the same value (names aside); 0 if so. */
+static int meta_subset(const struct llama_model *x, const struct llama_model *y, const char *xname) {
+    char key[256];
+    int n = llama_model_meta_count(x);
+    for (int i = 0; i < n; i++) {
+        llama_model_meta_key_by_index(x, i, key, sizeof key);
+        if (is_name_key(key)) {
+            continue;
+        }
+        char *vx = meta_val(x, key), *vy = meta_val(y, key);
+        int same = vx && vy && !strcmp(vx, vy);
+        if (!same) {
+            fprintf(stderr, "FAIL: metadata %s: %s has %.200s, the other %.200s\n", key, xname, vx ? vx : "(none)", vy ? vy : "(none)");
+        }
+        free(vx);
+        free(vy);
+        if (!same) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s QUANT.gguf REF.gguf [UNSUPPORTED.gguf]\n", argv[0]);
+        fprintf(stderr, "usage: %s QUANT.gguf|QUANT_DIR REF.gguf [UNSUPPORTED [NAME]]\n", argv[0]);
         return 2;
     }
     llama_backend_init();
@@ -75,6 +120,13 @@ int main(int argc, char **argv) {
     if (!b) {
         fprintf(stderr, "FAIL: llama.cpp cannot load the reference %s\n", argv[2]);
         return 1;
+    }
+    struct stat sb;
+    if (stat(argv[1], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (meta_subset(a, b, "the adapter") || meta_subset(b, a, "the reference")) {
+            return 1;
+        }
+        printf("same metadata (%d keys); ", llama_model_meta_count(b));
     }
     int na, nb;
     float *la = logits_of(a, &na), *lb = logits_of(b, &nb);
@@ -100,7 +152,8 @@ int main(int argc, char **argv) {
 
     if (rc == 0 && argc > 3) {
         struct llama_model *bad = ws_llama_model_load(argv[3], mp, &st, err, sizeof err);
-        if (bad || st != WS_ERR_UNSUPPORTED || !strstr(err, "blk.0.ffn_down.weight")) {
+        const char *name = argc > 4 ? argv[4] : "blk.0.ffn_down.weight";
+        if (bad || st != WS_ERR_UNSUPPORTED || !strstr(err, name)) {
             fprintf(stderr, "FAIL: loading %s: model %p, status %d, message '%s'\n", argv[3], (void *)bad, (int)st, err);
             rc = 1;
             if (bad) {
