@@ -48,6 +48,8 @@ status=0
 for t in "${TARGETS[@]}"; do
   log=$(mktemp)
   echo "fuzz: $t for ${SECONDS_PER_TARGET}s"
+  # Targets without seeds from fuzz_corpus.py start from an empty corpus.
+  mkdir -p "fuzz/corpus/$t"
   if cargo +nightly fuzz run --fuzz-dir fuzz -O "$t" "fuzz/corpus/$t" -- \
       -max_total_time="$SECONDS_PER_TARGET" ${WEIGHTSTREAM_FUZZ_RUNS:+-runs=$WEIGHTSTREAM_FUZZ_RUNS} \
       -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then

@@ -33,5 +33,5 @@ echo "== leak check (valgrind)"
 scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"
 scripts/test_docker.sh
-echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-60} s per target"
-scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-60}"
+echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-45} s per target"
+scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-45}"
