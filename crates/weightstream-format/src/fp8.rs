@@ -197,17 +197,7 @@ mod tests {
     use crate::catalog::Role;
 
     fn t(name: &str, dtype: StDtype, shape: &[u64]) -> TensorInfo {
-        TensorInfo {
-            name: name.into(),
-            dtype: Dtype::St(dtype),
-            shape: shape.to_vec(),
-            file: 0,
-            offset: 0,
-            nbytes: 0,
-            role: Role::Data,
-            scale: None,
-            packed: None,
-        }
+        TensorInfo::test(name, Dtype::St(dtype), shape)
     }
 
     fn pair(ts: &mut [TensorInfo], block: Option<(u64, u64)>) -> Result<()> {

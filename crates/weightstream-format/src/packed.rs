@@ -488,17 +488,7 @@ mod tests {
     use super::*;
 
     fn t(name: &str, dtype: StDtype, shape: &[u64]) -> TensorInfo {
-        TensorInfo {
-            name: name.into(),
-            dtype: Dtype::St(dtype),
-            shape: shape.to_vec(),
-            file: 0,
-            offset: 0,
-            nbytes: 0,
-            role: Role::Data,
-            scale: None,
-            packed: None,
-        }
+        TensorInfo::test(name, Dtype::St(dtype), shape)
     }
 
     fn pair(ts: &mut [TensorInfo], global: f32) -> Result<()> {

@@ -16,6 +16,7 @@
 //! exact module name first, then a `re:` regular expression, then a class
 //! name (compressed-tensors' own precedence).
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::Value as Json;
@@ -49,7 +50,12 @@ impl Scheme {
 /// scheme weightstream does not read, named by `what`).
 struct Group {
     name: String,
-    targets: Vec<String>,
+    /// Targets that are not `re:` patterns: module names or class names.
+    names: Vec<String>,
+    /// `re:` targets, compiled once (`None`: a pattern Rust's regex cannot
+    /// compile, such as a look-around, taken to match so that the group
+    /// stays a candidate rather than hiding the scheme it declares).
+    patterns: Vec<Option<regex::Regex>>,
     scheme: Option<Scheme>,
     what: String,
 }
@@ -69,7 +75,15 @@ pub fn check<'p>(config: Option<&Json>, config_path: &Path, tensors: &[TensorInf
     let Some(declared) = declared(config, config_path)? else {
         return Ok(());
     };
-    let module_names: Vec<&str> = tensors.iter().filter(|t| t.role == Role::Data).map(module_of).collect();
+    // Per group: whether it names a class (a target that is no module's
+    // name), decided once for the checkpoint.
+    let by_class: Vec<bool> = match &declared {
+        Declared::One(..) => vec![],
+        Declared::Groups(groups) => {
+            let modules: HashSet<&str> = tensors.iter().filter(|t| t.role == Role::Data).map(module_of).collect();
+            groups.iter().map(|g| g.names.iter().any(|n| !modules.contains(n.as_str()))).collect()
+        }
+    };
     for t in tensors.iter().filter(|t| t.role == Role::Data) {
         let Some(found) = stored_scheme(t) else { continue };
         let refuse = |reason: String| {
@@ -83,7 +97,7 @@ pub fn check<'p>(config: Option<&Json>, config_path: &Path, tensors: &[TensorInf
         let (want, whence) = match &declared {
             Declared::One(s, whence) => (*s, whence.clone()),
             Declared::Groups(groups) => {
-                let picked = pick_groups(groups, module_of(t), &module_names);
+                let picked = pick_groups(groups, &by_class, module_of(t));
                 match picked.as_slice() {
                     [] => {
                         let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
@@ -96,7 +110,7 @@ pub fn check<'p>(config: Option<&Json>, config_path: &Path, tensors: &[TensorInf
                     }
                     // Several groups of one precedence: any of them may be
                     // the one; accept a scheme that one of them declares.
-                    many => match many.iter().find(|g| agrees(g.scheme, found)) {
+                    many => match many.iter().find(|g| g.scheme == Some(found)) {
                         Some(g) => (g.scheme, format!("config group '{}'", g.name)),
                         None => (many[0].scheme, format!("config group '{}' ({})", many[0].name, many[0].what)),
                     },
@@ -107,17 +121,13 @@ pub fn check<'p>(config: Option<&Json>, config_path: &Path, tensors: &[TensorInf
             None => {
                 return Err(refuse(format!("the tensors hold {}, but {whence} is a scheme weightstream does not read", found.describe())))
             }
-            Some(w) if !agrees(Some(w), found) => {
+            Some(w) if w != found => {
                 return Err(refuse(format!("{whence} declares {}, but the tensors hold {}", w.describe(), found.describe())))
             }
             Some(_) => {}
         }
     }
     Ok(())
-}
-
-fn agrees(want: Option<Scheme>, found: Scheme) -> bool {
-    want == Some(found)
 }
 
 /// The module a weight belongs to: its name without `.weight`-style
@@ -139,29 +149,19 @@ fn stored_scheme(t: &TensorInfo) -> Option<Scheme> {
 }
 
 /// The groups that govern `module`: those naming it exactly, else those
-/// whose `re:` pattern matches it, else those naming a class (a target that
-/// is neither a module name nor a pattern), as compressed-tensors ranks them.
-fn pick_groups<'g>(groups: &'g [Group], module: &str, modules: &[&str]) -> Vec<&'g Group> {
-    let exact: Vec<&Group> = groups.iter().filter(|g| g.targets.iter().any(|t| t == module)).collect();
+/// whose `re:` pattern matches it (Python's `re.match`: anchored at the
+/// start only), else those naming a class, as compressed-tensors ranks them.
+fn pick_groups<'g>(groups: &'g [Group], by_class: &[bool], module: &str) -> Vec<&'g Group> {
+    let exact: Vec<&Group> = groups.iter().filter(|g| g.names.iter().any(|n| n == module)).collect();
     if !exact.is_empty() {
         return exact;
     }
     let by_pattern: Vec<&Group> =
-        groups.iter().filter(|g| g.targets.iter().filter_map(|t| t.strip_prefix("re:")).any(|p| pattern_matches(p, module))).collect();
+        groups.iter().filter(|g| g.patterns.iter().any(|p| p.as_ref().is_none_or(|re| re.is_match(module)))).collect();
     if !by_pattern.is_empty() {
         return by_pattern;
     }
-    groups.iter().filter(|g| g.targets.iter().any(|t| !t.starts_with("re:") && !modules.contains(&t.as_str()))).collect()
-}
-
-/// Python's `re.match`: anchored at the start only. A pattern Rust's regex
-/// cannot compile (look-around) is taken to match, so that such a group
-/// stays a candidate rather than hiding the scheme it declares.
-fn pattern_matches(pattern: &str, name: &str) -> bool {
-    match regex::Regex::new(&format!("^(?:{pattern})")) {
-        Ok(re) => re.is_match(name),
-        Err(_) => true,
-    }
+    groups.iter().zip(by_class).filter(|(_, &c)| c).map(|(g, _)| g).collect()
 }
 
 fn declared(config: Option<&Json>, config_path: &Path) -> Result<Option<Declared>> {
@@ -186,14 +186,17 @@ fn declared(config: Option<&Json>, config_path: &Path) -> Result<Option<Declared
             let top_format = q.get("format").and_then(Json::as_str);
             let mut out = Vec::with_capacity(groups.len());
             for (name, g) in groups {
-                let targets = match g.get("targets") {
-                    None | Some(Json::Null) => vec!["Linear".to_string()],
-                    Some(Json::Array(a)) => a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect(),
+                let targets: Vec<&str> = match g.get("targets") {
+                    None | Some(Json::Null) => vec!["Linear"],
+                    Some(Json::Array(a)) => a.iter().filter_map(Json::as_str).collect(),
                     Some(other) => return Err(bad(format!("config_groups.{name}.targets is {other}, not a list of strings"))),
                 };
+                let names = targets.iter().filter(|t| !t.starts_with("re:")).map(|t| t.to_string()).collect();
+                let patterns =
+                    targets.iter().filter_map(|t| t.strip_prefix("re:")).map(|p| regex::Regex::new(&format!("^(?:{p})")).ok()).collect();
                 let format = g.get("format").and_then(Json::as_str).or(top_format);
                 let (scheme, what) = group_scheme(g.get("weights"), format);
-                out.push(Group { name: name.clone(), targets, scheme, what });
+                out.push(Group { name: name.clone(), names, patterns, scheme, what });
             }
             Ok(Some(Declared::Groups(out)))
         }

@@ -45,7 +45,7 @@ pub use slices::slices;
 /// the exact grid of the declared or default 128x128 block), refused with
 /// `scale_mismatch` otherwise; never a guessed block size (issue 14).
 pub fn fp8_scale_rule(data: &[u8]) {
-    use weightstream_format::catalog::{Dtype, Role, TensorInfo};
+    use weightstream_format::catalog::{Dtype, TensorInfo};
     use weightstream_format::safetensors::StDtype;
     if data.len() < 10 {
         return;
@@ -67,17 +67,7 @@ pub fn fp8_scale_rule(data: &[u8]) {
         2 => vec![rows, cols],
         _ => vec![2, rows, cols],
     };
-    let info = |name: &str, dtype, shape: Vec<u64>| TensorInfo {
-        name: name.into(),
-        dtype: Dtype::St(dtype),
-        shape,
-        file: 0,
-        offset: 0,
-        nbytes: 0,
-        role: Role::Data,
-        scale: None,
-        packed: None,
-    };
+    let info = |name: &str, dtype, shape: Vec<u64>| TensorInfo::test(name, Dtype::St(dtype), &shape);
     let mut ts = vec![info("x.weight", StDtype::F8_E4M3, wshape.clone()), info("x.weight_scale", StDtype::F32, sshape.clone())];
     let result = weightstream_format::fp8::pair_scales(&mut ts, block, |_| Path::new("fuzz"));
     let (wr, wc) = ts[0].matrix();

@@ -1,18 +1,11 @@
 //! The newer targets over a deterministic sweep of inputs on stable Rust,
 //! so that CI checks their rules on every run, not only while fuzzing.
 
+/// `n` inputs of `len` bytes: consecutive pieces of one pseudo-random
+/// stream (nearby seeds would start out correlated).
 fn inputs(n: usize, len: usize) -> impl Iterator<Item = Vec<u8>> {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    (0..n).map(move |_| {
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    })
+    let stream = weightstream_io::testing::random_bytes(n * len, 0x2545_f491_4f6c_dd1d);
+    (0..n).map(move |i| stream[i * len..(i + 1) * len].to_vec())
 }
 
 #[test]

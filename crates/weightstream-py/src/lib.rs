@@ -23,27 +23,24 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Unsupported { .. } => format!("{e}; open(..., skip_unsupported=True) leaves it out"),
         _ => e.to_string(),
     };
-    let err = WeightstreamError::new_err(message);
-    let v = err.value(py);
-    let _ = v.setattr("kind", e.code());
     let (file, tensor, offset) = e.location();
-    let _ = v.setattr("file", file.map(|f| f.display().to_string()));
-    let _ = v.setattr("tensor", tensor);
-    let _ = v.setattr("offset", offset);
-    err
+    with_attrs(py, message, e.code(), (file.map(|f| f.display().to_string()), tensor, offset))
 }
 
 /// A WeightstreamError not from the library (a bad argument here, a panic):
 /// it has a `kind` like every other (issue 27), and no location.
 fn py_error(kind: &'static str, message: impl Into<String>) -> PyErr {
-    let err = WeightstreamError::new_err(message.into());
-    Python::attach(|py| {
-        let v = err.value(py);
-        let _ = v.setattr("kind", kind);
-        for attr in ["file", "tensor", "offset"] {
-            let _ = v.setattr(attr, py.None());
-        }
-    });
+    Python::attach(|py| with_attrs(py, message.into(), kind, (None, None, None)))
+}
+
+/// WeightstreamError(message) with `kind`, `file`, `tensor` and `offset`.
+fn with_attrs(py: Python<'_>, message: String, kind: &str, (file, tensor, offset): (Option<String>, Option<&str>, Option<u64>)) -> PyErr {
+    let err = WeightstreamError::new_err(message);
+    let v = err.value(py);
+    let _ = v.setattr("kind", kind);
+    let _ = v.setattr("file", file);
+    let _ = v.setattr("tensor", tensor);
+    let _ = v.setattr("offset", offset);
     err
 }
 

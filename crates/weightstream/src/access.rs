@@ -38,7 +38,7 @@ pub fn read_into(cat: &Catalog, file: usize, offset: u64, buf: &mut [u8], tensor
 pub struct JobKernel<'j> {
     job: &'j Job,
     /// The job's file, named by the errors of its chunks.
-    file: std::path::PathBuf,
+    file: &'j std::path::Path,
     scales: Option<Vec<f32>>,
     /// Zero points of an asymmetric integer pack, as exact f32, laid out
     /// like the scales.
@@ -46,7 +46,7 @@ pub struct JobKernel<'j> {
 }
 
 impl<'j> JobKernel<'j> {
-    pub fn new(cat: &Catalog, job: &'j Job) -> Result<Self> {
+    pub fn new(cat: &'j Catalog, job: &'j Job) -> Result<Self> {
         let scales = match &job.scale {
             None => None,
             Some(s) => {
@@ -88,7 +88,7 @@ impl<'j> JobKernel<'j> {
             }
             _ => None,
         };
-        Ok(JobKernel { job, file: file_path(cat, job.file), scales, zeros })
+        Ok(JobKernel { job, file: &cat.files[job.file].path, scales, zeros })
     }
 
     /// Zero points as f32 (asymmetric integer packs).
@@ -98,7 +98,7 @@ impl<'j> JobKernel<'j> {
 
     /// The kernel's refusal of a chunk whose bytes start at `offset`.
     pub fn dequant_error(&self, offset: u64, source: weightstream_dequant::DequantError) -> Error {
-        Error::Dequant { file: self.file.clone(), tensor: self.job.name.clone(), offset, source }
+        Error::Dequant { file: self.file.to_path_buf(), tensor: self.job.name.clone(), offset, source }
     }
 
     pub fn job(&self) -> &Job {
@@ -115,7 +115,7 @@ impl<'j> JobKernel<'j> {
         let job = self.job;
         let wrap = |source| self.dequant_error(job.src.start, source);
         let unscaled = |what: &str| Error::BadScale {
-            file: self.file.clone(),
+            file: self.file.to_path_buf(),
             tensor: job.name.clone(),
             offset: job.src.start,
             reason: format!("{what} without its scales"),

@@ -264,8 +264,7 @@ impl CpuExecutor {
         }
         let kernel = jk.kernel()?;
         let job = jk.job();
-        let at = job.byte_range(first, 0).start;
-        let dequant_error = |source| jk.dequant_error(at, source);
+        let dequant_error = |source| jk.dequant_error(job.byte_range(first, 0).start, source);
         match src {
             GroupBytes::Mem(bytes) => {
                 self.pool.install(|| dequantize_par(&kernel, first, bytes, out, self.isa, DEFAULT_PIECE)).map_err(dequant_error)
