@@ -35,7 +35,7 @@ typedef enum ws_status {
     WS_ERR_INVALID_ARGUMENT = 1, /* a null pointer, a wrong size, an unknown enum value */
     WS_ERR_FORMAT = 2,           /* the checkpoint is malformed (the message names file, tensor, byte) */
     WS_ERR_UNSUPPORTED = 3,      /* the tensor cannot be produced in the dtype asked for */
-    WS_ERR_IO = 4,               /* a file cannot be opened or read */
+    WS_ERR_IO = 4,               /* a file or object cannot be opened or read */
     WS_ERR_NOT_FOUND = 5,        /* no tensor with that name or index */
     WS_ERR_DEVICE = 6,           /* no usable GPU, or a CUDA failure */
     WS_ERR_OUT_OF_MEMORY = 7,    /* host or device memory */

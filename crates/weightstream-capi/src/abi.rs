@@ -99,6 +99,8 @@ impl From<weightstream::Error> for Failure {
             E::BadScale { .. } => WsStatus::Format,
             E::Threads(_) => WsStatus::OutOfMemory,
             E::Dequant { .. } | E::Callback(_) | E::VerifyMismatch { .. } => WsStatus::Internal,
+            E::Remote(r) if r.kind == weightstream::remote::RemoteErrorKind::BadUrl => WsStatus::InvalidArgument,
+            E::Remote(_) => WsStatus::Io,
         };
         Failure { status, message: e.to_string() }
     }

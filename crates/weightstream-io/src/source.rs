@@ -69,6 +69,13 @@ pub trait ByteSource: Send + Sync {
     fn fallback(&self) -> bool {
         false
     }
+    /// Whether loads should read this source ahead in the ring of large
+    /// reads ([`ordered`](crate::ordered)) rather than piece by piece from
+    /// each dequantization thread: sources whose every read is costly
+    /// (direct I/O, object storage). Default: direct I/O sources.
+    fn read_ahead(&self) -> bool {
+        self.direct_file().is_some()
+    }
     /// The file opened with `O_DIRECT`, and whether GPU loads may hand it to
     /// cuFile.
     fn direct_file(&self) -> Option<(&File, GdsUse)> {

@@ -196,7 +196,7 @@ impl CpuExecutor {
             }
             return Ok(());
         }
-        if groups.iter().all(|g| source(g).direct_file().is_none()) {
+        if groups.iter().all(|g| !source(g).read_ahead()) {
             for g in &groups {
                 check()?;
                 on(g, GroupBytes::Fetch { source: &**source(g), offset: g.src.start })?;

@@ -58,6 +58,9 @@ pub enum Error {
     /// driver call, no usable GPU, ...): fronts match on the variant.
     #[error(transparent)]
     Device(#[from] weightstream_cuda::CudaError),
+    /// Object storage: the URL, the store's answer, or a changed object.
+    #[error(transparent)]
+    Remote(#[from] weightstream_remote::RemoteError),
 }
 
 impl Error {
@@ -76,6 +79,7 @@ impl Error {
             Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } | Error::OutputBusy { path, .. } => {
                 (Some(path), None, None)
             }
+            Error::Remote(r) => (Some(std::path::Path::new(&r.object)), None, None),
             Error::Cancelled
             | Error::Device(_)
             | Error::InvalidArgument(_)
@@ -90,7 +94,9 @@ impl Error {
         match self {
             Error::Format(e) => e.kind.code(),
             Error::Unsupported { .. } => "unsupported",
-            Error::Read { .. } => "read",
+            // A read of an object store says which failure it was.
+            Error::Read { source, .. } => weightstream_remote::RemoteError::from_io(source).map_or("read", |r| r.code()),
+            Error::Remote(r) => r.code(),
             Error::ReservedName { .. } => "reserved_name",
             Error::Dequant { .. } => "dequant",
             Error::Io { .. } => "io",

@@ -44,15 +44,27 @@ pub use weightstream_cuda::{CudaError, StagingConfig};
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
 pub use weightstream_format::{Catalog, Encoding, Format, SourceKind, TensorInfo};
+pub use weightstream_remote as remote;
 
 /// Read a checkpoint's headers: a GGUF file, a safetensors file, or a
-/// directory of shards. Touches only headers. Tensor data will be read with
+/// directory of shards, local or in object storage (`s3://bucket/key`,
+/// `s3://bucket/prefix/`, `http(s)://...`; see [`remote`]). Touches only
+/// headers. Tensor data will be read with
 /// positioned reads (see [`open_with_source`] for the alternatives).
 pub fn open(path: impl AsRef<std::path::Path>) -> Result<Catalog> {
-    Ok(weightstream_format::open(path.as_ref())?)
+    open_with_source(path, SourceKind::default())
 }
 
-/// [`open`], reading tensor data with `source`.
+/// [`open`], reading local tensor data with `source` (a URL's is always
+/// read with ranged GETs, settings from [`remote::RemoteOptions::from_env`]).
 pub fn open_with_source(path: impl AsRef<std::path::Path>, source: SourceKind) -> Result<Catalog> {
-    Ok(weightstream_format::open_kind(path.as_ref(), source)?)
+    let path = path.as_ref();
+    if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
+        let opts = remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
+        return remote::open(url, &opts).map_err(|e| match e {
+            remote::OpenError::Remote(r) => Error::Remote(r),
+            remote::OpenError::Format(f) => Error::Format(f),
+        });
+    }
+    Ok(weightstream_format::open_kind(path, source)?)
 }

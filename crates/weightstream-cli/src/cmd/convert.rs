@@ -22,10 +22,15 @@ leaves nothing under OUT.",
     after_help = "Examples:\n  \
 weightstream convert model-q4_0.gguf -o model-bf16.safetensors\n  \
 weightstream convert ./Qwen3-8B-FP8 -o ./Qwen3-8B-BF16 --max-shard-size 2GB\n  \
-weightstream convert model.gguf -o out/ --skip-unsupported --threads 4"
+weightstream convert model.gguf -o out/ --skip-unsupported --threads 4\n  \
+AWS_ENDPOINT_URL=http://127.0.0.1:8333 weightstream convert s3://models/qwen3-q4_k_m.gguf -o q.safetensors\n\n\
+Object storage: credentials and endpoint from the AWS environment (AWS_ACCESS_KEY_ID, \
+AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE and ~/.aws); \
+WEIGHTSTREAM_REMOTE_CONCURRENCY, _PART_SIZE, _RETRIES and _TIMEOUT tune the ranged GETs \
+(docs/storage.md)."
 )]
 pub struct Args {
-    /// A .gguf or .safetensors file, or a checkpoint directory
+    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), http(s)://host/file
     pub input: PathBuf,
     /// Output: a .safetensors file, or a directory
     #[arg(short, long)]

@@ -20,10 +20,12 @@ device, and reports bytes read, time, and throughput both of file bytes and of B
 weightstream load model-q4_0.gguf                   GPU if present, else CPU\n  \
 weightstream load ./DeepSeek-FP8 --device cuda:1 --json\n  \
 weightstream load model.gguf --device cpu --threads 2 --verify\n  \
-weightstream load model.gguf --source direct --readers 8    cold file: O_DIRECT, 8 reads in flight"
+weightstream load model.gguf --source direct --readers 8    cold file: O_DIRECT, 8 reads in flight\n  \
+weightstream load s3://models/qwen3-q4_k_m.gguf --device cpu   ranged GETs, AWS credentials from the environment\n  \
+weightstream load s3://models/Qwen3-8B-FP8/ --readers 8        a prefix of shards; 8 reads of 2 MiB parts in flight"
 )]
 pub struct Args {
-    /// A .gguf or .safetensors file, or a checkpoint directory
+    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), http(s)://host/file
     pub path: PathBuf,
     /// auto (GPU 0 if there is one, else CPU), cpu, cuda or cuda:N
     #[arg(long, default_value = "auto")]

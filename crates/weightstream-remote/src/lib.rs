@@ -1,0 +1,34 @@
+//! weightstream-remote: checkpoints in object storage.
+//!
+//! `s3://bucket/key`, `s3://bucket/prefix/` (a directory of safetensors
+//! shards with its index, or a split GGUF set) and `http(s)://` URLs open
+//! into the same [`Catalog`] a local path does; their tensor data is read
+//! by [`RemoteSource`]s:
+//!
+//! - ranged GETs, cut into parts of [`RemoteOptions::part_size`] fetched
+//!   [`RemoteOptions::concurrency`] at a time, feeding the loaders'
+//!   read-ahead ring ([`ByteSource::read_ahead`](weightstream_io::ByteSource::read_ahead));
+//! - every GET pinned to the version seen at open (`If-Match` ETag, or the
+//!   version id): a replaced object fails with
+//!   [`RemoteErrorKind::Changed`], never a mix of two versions;
+//! - retries with backoff (5xx, SlowDown, resets, timeouts, short bodies),
+//!   timeouts, no redirects followed;
+//! - headers from a cached head that grows by doubling (a few round trips).
+//!
+//! Protocol and credentials are the `object_store` crate's: the AWS
+//! environment (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, web identity,
+//! instance metadata), plus the shared `~/.aws` files ([`profile`]).
+
+pub mod error;
+pub mod open;
+pub mod options;
+pub mod profile;
+pub mod source;
+pub mod store;
+pub mod url;
+
+pub use error::{RemoteError, RemoteErrorKind};
+pub use open::{open, OpenError};
+pub use options::RemoteOptions;
+pub use source::RemoteSource;
+pub use url::{is_url, RemoteUrl};

@@ -1,0 +1,256 @@
+//! One remote object as a [`ByteSource`]: every read is a set of ranged
+//! GETs pinned to the version seen when the object was opened, cut into
+//! parts fetched in parallel; header reads are served from a cached head
+//! that grows by doubling, so a header costs a few round trips.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::stream::{self, TryStreamExt};
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
+use weightstream_io::ByteSource;
+
+use crate::error::{RemoteError, RemoteErrorKind};
+use crate::options::RemoteOptions;
+use crate::store::{classify, runtime};
+
+/// First head fetch (the header parsers read 64 KiB at a time), and the
+/// largest the head grows to, by 4x steps: a 4 MiB GGUF header (a large
+/// vocabulary) costs 5 round trips, a safetensors header one or two.
+pub const HEAD_FIRST: u64 = 64 << 10;
+pub const HEAD_MAX: u64 = 64 << 20;
+const HEAD_GROWTH: u64 = 4;
+
+/// What every GET of one object is pinned to.
+#[derive(Debug, Clone)]
+pub struct Pin {
+    pub e_tag: Option<String>,
+    pub version: Option<String>,
+    pub last_modified: chrono::DateTime<chrono::Utc>,
+}
+
+/// Requests and bytes fetched, for reports and tests.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    pub requests: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+pub struct RemoteSource {
+    store: Arc<dyn ObjectStore>,
+    location: ObjectPath,
+    object: String,
+    path: PathBuf,
+    len: u64,
+    pin: Pin,
+    opts: RemoteOptions,
+    permits: Arc<tokio::sync::Semaphore>,
+    head: Mutex<Vec<u8>>,
+    /// Set once the checkpoint is open: the head stops growing, and data
+    /// reads fetch exactly their ranges (a tensor-parallel rank its slices).
+    sealed: AtomicBool,
+    /// The last read failure, typed (the format crate keeps only its text).
+    failure: Mutex<Option<RemoteError>>,
+    note: String,
+    name: &'static str,
+    pub fetched: Fetched,
+}
+
+impl RemoteSource {
+    /// `meta` is the object's HEAD or listing entry: its size and version
+    /// are what every read is checked against.
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        location: ObjectPath,
+        object: String,
+        meta: &ObjectMeta,
+        opts: &RemoteOptions,
+        name: &'static str,
+    ) -> Self {
+        let pin = Pin { e_tag: meta.e_tag.clone(), version: meta.version.clone(), last_modified: meta.last_modified };
+        let pinned = match (&pin.version, &pin.e_tag) {
+            (Some(_), _) => "version id",
+            (None, Some(_)) => "ETag",
+            (None, None) => "modification time",
+        };
+        let note = format!(
+            "up to {} ranged GETs of {} KiB in flight, each pinned to the object's {pinned}",
+            opts.concurrency,
+            opts.part_size >> 10
+        );
+        RemoteSource {
+            store,
+            location,
+            path: PathBuf::from(&object),
+            object,
+            len: meta.size,
+            pin,
+            opts: opts.clone(),
+            permits: Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1))),
+            head: Mutex::new(Vec::new()),
+            sealed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            note,
+            name,
+            fetched: Fetched::default(),
+        }
+    }
+
+    fn get_options(&self, range: std::ops::Range<u64>) -> GetOptions {
+        let mut o = GetOptions { range: Some(GetRange::Bounded(range)), ..Default::default() };
+        if self.pin.version.is_some() {
+            o.version = self.pin.version.clone();
+        } else if self.pin.e_tag.is_some() {
+            o.if_match = self.pin.e_tag.clone();
+        } else {
+            o.if_unmodified_since = Some(self.pin.last_modified);
+        }
+        o
+    }
+
+    /// One part: a ranged GET, retried (with backoff) when its body breaks
+    /// off or comes back short; object_store retries the request itself.
+    async fn fetch_part(&self, offset: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
+        let range = offset..offset + dst.len() as u64;
+        let mut attempt = 0usize;
+        loop {
+            let _permit = self
+                .permits
+                .acquire()
+                .await
+                .map_err(|_| RemoteError::new(RemoteErrorKind::Server, &self.object, "reads were shut down"))?;
+            self.fetched.requests.fetch_add(1, Ordering::Relaxed);
+            let err = match self.store.get_opts(&self.location, self.get_options(range.clone())).await {
+                Err(e) => classify(&self.object, &e),
+                Ok(got) => {
+                    if let Some(changed) = self.changed(&got.meta) {
+                        return Err(changed);
+                    }
+                    match got.bytes().await {
+                        Ok(b) if b.len() == dst.len() => {
+                            dst.copy_from_slice(&b);
+                            self.fetched.bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
+                            return Ok(());
+                        }
+                        Ok(b) => RemoteError::new(
+                            RemoteErrorKind::Truncated,
+                            &self.object,
+                            format!("bytes {}..{}: the server sent {} of {} bytes", range.start, range.end, b.len(), dst.len()),
+                        ),
+                        Err(e) => {
+                            let c = classify(&self.object, &e);
+                            let kind = if c.kind == RemoteErrorKind::Server { RemoteErrorKind::Truncated } else { c.kind };
+                            RemoteError::new(kind, &self.object, format!("bytes {}..{}: {}", range.start, range.end, c.reason))
+                        }
+                    }
+                }
+            };
+            let retryable = matches!(err.kind, RemoteErrorKind::Truncated);
+            if !retryable || attempt >= self.opts.retries {
+                return Err(err);
+            }
+            attempt += 1;
+            tokio::time::sleep(Duration::from_millis(100 << attempt.min(4))).await;
+        }
+    }
+
+    /// The object's new version, if `meta` (of a GET) is not the pinned one.
+    fn changed(&self, meta: &ObjectMeta) -> Option<RemoteError> {
+        let differs = |pinned: &Option<String>, got: &Option<String>| matches!((pinned, got), (Some(a), Some(b)) if a != b);
+        if differs(&self.pin.e_tag, &meta.e_tag) || differs(&self.pin.version, &meta.version) || meta.size != self.len {
+            return Some(RemoteError::new(
+                RemoteErrorKind::Changed,
+                &self.object,
+                format!("opened as {} bytes, ETag {:?}; now {} bytes, ETag {:?}", self.len, self.pin.e_tag, meta.size, meta.e_tag),
+            ));
+        }
+        None
+    }
+
+    /// `buf` from `offset`, as parts of `part_size` fetched in parallel.
+    fn fetch(&self, offset: u64, buf: &mut [u8]) -> Result<(), RemoteError> {
+        let part = self.opts.part_size.max(1);
+        let parts = buf.chunks_mut(part).enumerate().map(|(i, c)| (offset + (i * part) as u64, c));
+        runtime().block_on(async {
+            stream::iter(parts.map(Ok)).try_for_each_concurrent(self.opts.concurrency.max(1), |(at, dst)| self.fetch_part(at, dst)).await
+        })
+    }
+
+    /// The last read failure, if any.
+    pub fn failure(&self) -> Option<RemoteError> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Headers are parsed: from now on the head only serves reads inside it.
+    pub fn seal(&self) {
+        self.sealed.store(true, Ordering::Release);
+    }
+
+    /// Serve `offset..offset + buf.len()` from the head, growing it while
+    /// the checkpoint is being opened and the read starts inside it (header
+    /// parsing); `false` when the read is not a head read.
+    fn read_head(&self, offset: u64, buf: &mut [u8]) -> Result<bool, RemoteError> {
+        let end = offset + buf.len() as u64;
+        let mut head = self.head.lock().unwrap_or_else(|p| p.into_inner());
+        let have = head.len() as u64;
+        if end > have {
+            if self.sealed.load(Ordering::Acquire) || offset > have || end > HEAD_MAX.min(self.len) {
+                return Ok(false);
+            }
+            let want = end.max(have * HEAD_GROWTH).clamp(HEAD_FIRST, HEAD_MAX).min(self.len);
+            let mut more = vec![0u8; (want - have) as usize];
+            self.fetch(have, &mut more)?;
+            head.extend_from_slice(&more);
+        }
+        buf.copy_from_slice(&head[offset as usize..end as usize]);
+        Ok(true)
+    }
+}
+
+impl ByteSource for RemoteSource {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.len);
+        if end.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("read of {} bytes at {offset} passes the end ({} bytes)", buf.len(), self.len),
+            ));
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let r = match self.read_head(offset, buf) {
+            Ok(true) => Ok(()),
+            Ok(false) => self.fetch(offset, buf),
+            Err(e) => Err(e),
+        };
+        r.map_err(|e| {
+            *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+            e.into_io()
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn note(&self) -> Option<&str> {
+        Some(&self.note)
+    }
+
+    fn read_ahead(&self) -> bool {
+        true
+    }
+}

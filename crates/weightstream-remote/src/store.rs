@@ -1,0 +1,163 @@
+//! The object store behind a URL: S3 (credentials and endpoint from the
+//! standard AWS environment, path-style addressing) or plain HTTP(S), with
+//! the retry, timeout and redirect policy of every load, and the mapping
+//! of `object_store` failures to [`RemoteError`]s.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::client::{HttpClient, HttpConnector};
+use object_store::http::HttpBuilder;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+
+use crate::error::{RemoteError, RemoteErrorKind};
+use crate::options::RemoteOptions;
+use crate::url::{RemoteUrl, Scheme};
+
+/// The runtime every remote read blocks on (reads come from the loaders'
+/// own threads, never from inside it).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("weightstream-remote")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+    })
+}
+
+/// reqwest without redirects: object_store would follow one with the
+/// request's signed headers (an STS session token is not among the headers
+/// reqwest strips), and a presigned URL's redirect could leave the host. A
+/// 3xx becomes [`RemoteErrorKind::Redirect`].
+#[derive(Debug)]
+struct NoRedirects {
+    allow_http: bool,
+    opts: RemoteOptions,
+}
+
+impl HttpConnector for NoRedirects {
+    fn connect(&self, _: &ClientOptions) -> object_store::Result<HttpClient> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(self.opts.connect_timeout)
+            .read_timeout(self.opts.read_timeout)
+            .timeout(self.opts.request_timeout)
+            .https_only(!self.allow_http)
+            .no_gzip()
+            .no_brotli()
+            .no_zstd()
+            .no_deflate()
+            .user_agent(concat!("weightstream/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| object_store::Error::Generic { store: "HTTP client", source: Box::new(e) })?;
+        Ok(HttpClient::new(client))
+    }
+}
+
+fn retry(opts: &RemoteOptions) -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(2), base: 2.0 },
+        max_retries: opts.retries,
+        retry_timeout: opts.retry_timeout,
+    }
+}
+
+/// The store holding `url`'s objects.
+pub fn build(url: &RemoteUrl, opts: &RemoteOptions) -> Result<Arc<dyn ObjectStore>, RemoteError> {
+    let bad = |e: object_store::Error| RemoteError::new(RemoteErrorKind::BadUrl, url.object(), e.to_string());
+    match url.scheme {
+        Scheme::S3 => {
+            let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"].iter().find_map(|k| std::env::var(k).ok());
+            let allow_http = endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
+            let mut b = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
+            if let Some(e) = endpoint {
+                // S3-compatible stores: path-style unless asked otherwise.
+                b = b
+                    .with_endpoint(e)
+                    .with_virtual_hosted_style_request(std::env::var("AWS_VIRTUAL_HOSTED_STYLE_REQUEST").is_ok_and(|v| v == "true"));
+            }
+            if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+                b = b.with_region("us-east-1");
+            }
+            if std::env::var("AWS_ACCESS_KEY_ID").is_err() {
+                if let Some(p) = crate::profile::from_files() {
+                    b = p.apply(b);
+                }
+            }
+            let b = b.with_retry(retry(opts)).with_http_connector(NoRedirects { allow_http, opts: opts.clone() });
+            Ok(Arc::new(b.build().map_err(bad)?))
+        }
+        Scheme::Http => {
+            let allow_http = url.bucket.starts_with("http://");
+            let b = HttpBuilder::new()
+                .with_url(url.bucket.clone())
+                .with_retry(retry(opts))
+                .with_http_connector(NoRedirects { allow_http, opts: opts.clone() });
+            Ok(Arc::new(b.build().map_err(bad)?))
+        }
+    }
+}
+
+/// `e`, about `object`, as a typed error without the library's URL (which
+/// for a presigned URL holds its signature).
+pub fn classify(object: &str, e: &object_store::Error) -> RemoteError {
+    use object_store::Error as E;
+    let (kind, reason) = match e {
+        E::NotFound { .. } => (RemoteErrorKind::NotFound, String::new()),
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+            (RemoteErrorKind::Denied, "the credentials were refused or lack read permission".to_string())
+        }
+        E::Precondition { .. } | E::NotModified { .. } => {
+            (RemoteErrorKind::Changed, "the server refused the pinned ETag (412): the object was replaced".to_string())
+        }
+        _ => {
+            let text = chain(e);
+            let reason = text.split_once(" - ").map_or(text.as_str(), |(_, r)| r).to_string();
+            let status = text.split_once("status code: ").and_then(|(_, r)| r.get(..3)).and_then(|s| s.parse::<u16>().ok());
+            let unreach = is_unreachable(e);
+            let kind = match status {
+                Some(304) | Some(412) => RemoteErrorKind::Changed,
+                Some(300..=399) => RemoteErrorKind::Redirect,
+                Some(401) | Some(403) => RemoteErrorKind::Denied,
+                Some(404) => RemoteErrorKind::NotFound,
+                _ if unreach => RemoteErrorKind::Unreachable,
+                _ => RemoteErrorKind::Server,
+            };
+            (kind, reason)
+        }
+    };
+    RemoteError::new(kind, object, reason)
+}
+
+/// Every message down the source chain, joined.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// A connect failure or a timeout anywhere down the chain.
+fn is_unreachable(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if let Some(h) = c.downcast_ref::<object_store::client::HttpError>() {
+            if matches!(h.kind(), object_store::client::HttpErrorKind::Connect | object_store::client::HttpErrorKind::Timeout) {
+                return true;
+            }
+        }
+        cur = c.source();
+    }
+    false
+}

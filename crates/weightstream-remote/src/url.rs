@@ -1,0 +1,169 @@
+//! Remote checkpoint URLs: `s3://bucket/key`, `s3://bucket/prefix/` and
+//! `http(s)://host/path` (with any query, e.g. a presigned URL's).
+
+use crate::error::{RemoteError, RemoteErrorKind};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scheme {
+    S3,
+    Http,
+}
+
+/// A parsed URL. For S3, `key` is the object key or, ending in `/`, a
+/// prefix naming a checkpoint directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteUrl {
+    pub scheme: Scheme,
+    /// The bucket (S3), or `http(s)://host[:port]` (HTTP).
+    pub bucket: String,
+    /// The key or prefix (S3), or the path without its leading `/` (HTTP).
+    pub key: String,
+    /// HTTP only: the query string, kept out of every message.
+    pub query: Option<String>,
+}
+
+/// Whether `s` names a remote checkpoint (and so goes to [`RemoteUrl::parse`]).
+pub fn is_url(s: &str) -> bool {
+    ["s3://", "s3a://", "http://", "https://"].iter().any(|p| s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p))
+}
+
+impl RemoteUrl {
+    pub fn parse(s: &str) -> Result<RemoteUrl, RemoteError> {
+        let bad = |why: &str| RemoteError::new(RemoteErrorKind::BadUrl, shown(s), why.to_string());
+        let (scheme, rest) = s.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let scheme_lc = scheme.to_ascii_lowercase();
+        let (head, key) = rest.split_once('/').unwrap_or((rest, ""));
+        if head.is_empty() {
+            return Err(bad(if scheme_lc.starts_with("s3") { "no bucket" } else { "no host" }));
+        }
+        if head.contains('@') {
+            return Err(bad("credentials in the URL are not taken: use the AWS environment or a presigned URL"));
+        }
+        if key.split('/').any(|c| c == ".." || c == ".") {
+            return Err(bad("'.' and '..' are not key components"));
+        }
+        match scheme_lc.as_str() {
+            "s3" | "s3a" => {
+                if key.is_empty() {
+                    return Err(bad("no key: name an object or a prefix ending in '/'"));
+                }
+                if key.contains('?') || key.contains('#') {
+                    return Err(bad("s3:// URLs take no query"));
+                }
+                if !head.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') {
+                    return Err(bad("not a bucket name"));
+                }
+                Ok(RemoteUrl { scheme: Scheme::S3, bucket: head.to_string(), key: key.to_string(), query: None })
+            }
+            "http" | "https" => {
+                let (path, query) = match key.split_once('?') {
+                    Some((p, q)) => (p, Some(q.to_string())),
+                    None => (key, None),
+                };
+                let path = path.split('#').next().unwrap_or("");
+                if path.is_empty() || path.ends_with('/') {
+                    return Err(bad("an HTTP URL names one file (servers list no directories)"));
+                }
+                Ok(RemoteUrl { scheme: Scheme::Http, bucket: format!("{scheme_lc}://{head}"), key: path.to_string(), query })
+            }
+            _ => Err(bad("use s3://bucket/key, s3://bucket/prefix/, http:// or https://")),
+        }
+    }
+
+    /// Whether the URL names a prefix (a checkpoint directory).
+    pub fn is_prefix(&self) -> bool {
+        self.key.ends_with('/')
+    }
+
+    /// The "directory" part of the key: up to and including the last `/`.
+    pub fn dir(&self) -> &str {
+        match self.key.rfind('/') {
+            Some(i) => &self.key[..=i],
+            None => "",
+        }
+    }
+
+    /// The last component of the key.
+    pub fn file_name(&self) -> &str {
+        self.key.rsplit('/').next().unwrap_or("")
+    }
+
+    /// The object `name` in the same directory. `name` must be one plain
+    /// component: an index's shard names may not leave the prefix.
+    pub fn sibling(&self, name: &str) -> Result<RemoteUrl, RemoteError> {
+        if !is_plain_name(name) {
+            return Err(RemoteError::new(
+                RemoteErrorKind::Outside,
+                self.object_for(self.dir()),
+                format!("'{}' is not a file name in this prefix (no '/', '..', scheme or host)", name.escape_debug()),
+            ));
+        }
+        Ok(RemoteUrl { scheme: self.scheme.clone(), bucket: self.bucket.clone(), key: format!("{}{name}", self.dir()), query: None })
+    }
+
+    /// `s3://bucket/key` or `https://host/path`, never the query.
+    pub fn object(&self) -> String {
+        self.object_for(&self.key)
+    }
+
+    fn object_for(&self, key: &str) -> String {
+        match self.scheme {
+            Scheme::S3 => format!("s3://{}/{key}", self.bucket),
+            Scheme::Http => format!("{}/{key}", self.bucket),
+        }
+    }
+}
+
+/// One file name: not empty, not `.`/`..`, no `/`, `\\`, NUL or `:`.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0', ':'])
+}
+
+/// `s` for a message: no query string, no user info.
+fn shown(s: &str) -> String {
+    let no_query = s.split('?').next().unwrap_or("");
+    match no_query.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((_, after)) => format!("{scheme}://<user>@{after}"),
+            None => no_query.to_string(),
+        },
+        None => no_query.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_s3_keys_and_prefixes() {
+        let u = RemoteUrl::parse("s3://models/qwen/model.gguf").unwrap();
+        assert_eq!((u.bucket.as_str(), u.key.as_str(), u.is_prefix()), ("models", "qwen/model.gguf", false));
+        assert_eq!(u.dir(), "qwen/");
+        let p = RemoteUrl::parse("s3://models/qwen/").unwrap();
+        assert!(p.is_prefix());
+        assert_eq!(p.sibling("model-00001-of-00002.safetensors").unwrap().object(), "s3://models/qwen/model-00001-of-00002.safetensors");
+    }
+
+    #[test]
+    fn refuses_escapes_and_bad_urls() {
+        let p = RemoteUrl::parse("s3://models/qwen/").unwrap();
+        for bad in ["../x.safetensors", "/etc/passwd", "s3://other/x", "a/b", "..", "http:x"] {
+            assert_eq!(p.sibling(bad).unwrap_err().kind, RemoteErrorKind::Outside, "{bad}");
+        }
+        for bad in ["s3://", "s3:///k", "s3://b", "s3://b/", "ftp://h/x", "s3://b/a/../k", "http://h/", "https://u:p@h/x"] {
+            let e = RemoteUrl::parse(bad).unwrap_err();
+            assert_eq!(e.kind, RemoteErrorKind::BadUrl, "{bad}");
+            assert!(!e.to_string().contains("u:p"), "{e}");
+        }
+    }
+
+    #[test]
+    fn http_query_stays_out_of_names() {
+        let u = RemoteUrl::parse("https://h:9/b/m.gguf?X-Amz-Signature=secret").unwrap();
+        assert_eq!(u.object(), "https://h:9/b/m.gguf");
+        assert_eq!(u.query.as_deref(), Some("X-Amz-Signature=secret"));
+        let e = RemoteUrl::parse("https://h/dir/?sig=secret").unwrap_err();
+        assert!(!e.to_string().contains("secret"));
+    }
+}

@@ -1,0 +1,246 @@
+"""Checkpoints in object storage (issue 34), against a real S3 server:
+SeaweedFS started here on 127.0.0.1 with its own credentials and a bucket
+made by the test, and a fault-injecting proxy in front of it.
+
+Loads from S3 of one file of every format family give the local load's
+bits; every fault (missing key, wrong keys, bad URL, 5xx/SlowDown, a body
+cut short, a redirect, an object replaced or the server stopped mid-load,
+an index naming a shard outside its prefix) is a typed error naming the
+object, with no secret printed, no partial output and no hang."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import weightstream
+from conftest import ROOT, SEED, run_ws, ws_bin
+
+sys.path.insert(0, str(ROOT / "tests" / "s3"))
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+import packed as packed_fixtures  # noqa: E402  (tests/fixtures/packed.py)
+import sample_model  # noqa: E402
+from faultproxy import FaultProxy  # noqa: E402
+from seaweed import SECRET_KEY, SeaweedS3  # noqa: E402
+from test_split_gguf import gguf_py_split  # noqa: E402
+
+BUCKET = "models"
+# Fault tests: two retries, short timeouts; a hang would pass these.
+FAULT_ENV = {"WEIGHTSTREAM_REMOTE_RETRIES": "2", "WEIGHTSTREAM_REMOTE_TIMEOUT": "5"}
+HANG = 90
+
+
+@pytest.fixture(scope="module")
+def models(fixtures, tmp_path_factory) -> dict[str, Path]:
+    """One small checkpoint per format family, by name: a file or a directory."""
+    out, _ = fixtures
+    d = tmp_path_factory.mktemp("s3_models")
+    rng = np.random.default_rng(SEED)
+    q4k = d / "tiny-q4_k_m.gguf"
+    sample_model.write_gguf(q4k, sample_model.PRESETS["tiny"], "q4_k_m", rng, real=True)
+    split = gguf_py_split(q4k, d / "split", max_tensors=12)
+    packed_fixtures.generate(d / "packed", SEED)
+    return {
+        "legacy+iquant+f16+bf16.gguf": out / "all_types.gguf",  # Q4_0, Q8_0, IQ4_XS, F16, BF16, F32
+        "kquant.gguf": q4k,
+        "split-gguf/": split[0].parent,
+        "plain.safetensors": out / "plain.safetensors",
+        "sharded/": out / "sharded",
+        "fp8/": out / "fp8_deepseek",
+        "nvfp4/": d / "packed" / "nvfp4_modelopt",
+        "mxfp4/": d / "packed" / "mxfp4_gptoss",
+        "int/": d / "packed" / "int_ct",
+    }
+
+
+@pytest.fixture(scope="module")
+def s3(models, tmp_path_factory):
+    with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as server, FaultProxy(server.port) as proxy:
+        server.make_bucket(BUCKET)
+        for name, local in models.items():
+            if name.endswith("/"):
+                server.put_tree(BUCKET, name, local)
+            else:
+                server.put_file(BUCKET, name, local)
+        server.proxy = proxy
+        yield server
+
+
+def ws(s3, *args, env=None, endpoint=None, timeout=HANG, **kw):
+    e = s3.env(endpoint=endpoint, **kw)
+    e.update(env or {})
+    return subprocess.run([str(ws_bin()), *map(str, args)], capture_output=True, text=True, env=e, timeout=timeout)
+
+
+def url(name: str) -> str:
+    return f"s3://{BUCKET}/{name}"
+
+
+def same_name(p: Path, d: Path, name: str) -> Path:
+    """`p` under the object's name (convert records the source's name)."""
+    (d / "local").mkdir(exist_ok=True)
+    q = d / "local" / name
+    q.write_bytes(p.read_bytes())
+    return q
+
+
+def bits(tensors: dict) -> dict:
+    return {k: np.asarray(v).view(np.uint16).tobytes() for k, v in tensors.items()}
+
+
+@pytest.mark.parametrize("name", ["legacy+iquant+f16+bf16.gguf", "kquant.gguf", "split-gguf/", "plain.safetensors",
+                                  "sharded/", "fp8/", "nvfp4/", "mxfp4/", "int/"])
+def test_s3_loads_give_the_local_bits(s3, models, name, monkeypatch):
+    for k, v in s3.env().items():
+        monkeypatch.setenv(k, v)
+    want = bits(weightstream.load_file(models[name], skip_unsupported=True))
+    got = bits(weightstream.load_file(url(name), skip_unsupported=True))
+    assert got.keys() == want.keys()
+    assert all(got[k] == want[k] for k in want), [k for k in want if got[k] != want[k]]
+
+
+def test_cli_inspect_load_convert_take_urls(s3, models, tmp_path):
+    info = json.loads(ws(s3, "inspect", "--json", url("sharded/")).stdout)
+    assert [Path(f["path"]).name for f in info["files"]] == sorted(p.name for p in models["sharded/"].glob("*.safetensors"))
+    assert all(f["path"].startswith("s3://models/sharded/") for f in info["files"])
+    r = ws(s3, "load", url("kquant.gguf"), "--device", "cpu", "--verify", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["verify"]["identical"] and rep["sources"][0]["source"] == "s3", rep["sources"]
+    local = tmp_path / "local.safetensors"
+    run_ws("convert", same_name(models["kquant.gguf"], tmp_path, "kquant.gguf"), "-o", local)
+    r = ws(s3, "convert", url("kquant.gguf"), "-o", tmp_path / "remote.safetensors")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "remote.safetensors").read_bytes() == local.read_bytes()
+
+
+def test_headers_take_few_round_trips(s3):
+    s3.proxy.take_log()
+    r = ws(s3, "inspect", "--json", url("legacy+iquant+f16+bf16.gguf"), endpoint=s3.proxy.endpoint)
+    assert r.returncode == 0, r.stderr
+    gets = [x for x in s3.proxy.take_log() if x[0] == "GET" and x[2]]
+    assert 1 <= len(gets) <= 2, gets
+
+
+def failed(r, kind: str, obj: str) -> dict:
+    """The JSON error of a failed run: its kind, naming `obj`, no secret."""
+    assert r.returncode != 0, r.stdout
+    assert SECRET_KEY not in r.stderr + r.stdout
+    err = json.loads(r.stderr.strip().splitlines()[-1])["error"]
+    assert err["kind"] == kind, err
+    assert obj in err["message"], err
+    return err
+
+
+def no_output(d: Path) -> None:
+    assert [p.name for p in d.iterdir()] == [], "partial output left behind"
+
+
+def convert_fails(s3, tmp_path, name, kind, obj=None, **kw):
+    out = tmp_path / "out"
+    out.mkdir()
+    t = time.monotonic()
+    r = ws(s3, "convert", "--json", url(name), "-o", out / "m.safetensors", **kw)
+    err = failed(r, kind, obj or url(name))
+    no_output(out)
+    return err, time.monotonic() - t
+
+
+def test_missing_key_bucket_and_bad_url(s3, tmp_path):
+    convert_fails(s3, tmp_path, "nope.gguf", "remote_not_found")
+    r = ws(s3, "inspect", "--json", "s3://no-such-bucket/m.gguf")
+    failed(r, "remote_not_found", "s3://no-such-bucket/m.gguf")
+    r = ws(s3, "inspect", "--json", "s3://models/a/../kquant.gguf")
+    failed(r, "remote_bad_url", "s3://models/a/../kquant.gguf")
+
+
+def test_wrong_keys_are_refused_without_printing_them(s3, tmp_path):
+    r = ws(s3, "inspect", "--json", url("kquant.gguf"), secret="not-the-" + SECRET_KEY)
+    failed(r, "remote_denied", url("kquant.gguf"))
+    assert "not-the-" not in r.stderr
+
+
+@pytest.mark.parametrize("fault", ["slowdown", "500", "cut"])
+def test_transient_faults_are_retried(s3, tmp_path, fault, models):
+    s3.proxy.inject(fault, times=2)
+    out = tmp_path / "m.safetensors"
+    r = ws(s3, "convert", url("kquant.gguf"), "-o", out, endpoint=s3.proxy.endpoint)
+    s3.proxy.inject(None)
+    assert r.returncode == 0, r.stderr
+    local = tmp_path / "local.safetensors"
+    run_ws("convert", same_name(models["kquant.gguf"], tmp_path, "kquant.gguf"), "-o", local)
+    assert out.read_bytes() == local.read_bytes()
+
+
+@pytest.mark.parametrize("fault,kind", [("slowdown", "remote_server"), ("500", "remote_server"),
+                                        ("cut", "remote_truncated"), ("redirect", "remote_redirect")])
+def test_lasting_faults_fail_typed_and_bounded(s3, tmp_path, fault, kind):
+    s3.proxy.inject(fault)
+    try:
+        _, took = convert_fails(s3, tmp_path, "kquant.gguf", kind, endpoint=s3.proxy.endpoint, env=FAULT_ENV)
+    finally:
+        s3.proxy.inject(None)
+    assert took < 60, took
+
+
+def test_an_index_naming_a_shard_outside_the_prefix_is_refused(s3, models, tmp_path):
+    index = json.loads((models["sharded/"] / "model.safetensors.index.json").read_text())
+    first = next(iter(index["weight_map"]))
+    index["weight_map"][first] = "../kquant.gguf"
+    c = s3.client()
+    for p in models["sharded/"].iterdir():
+        c.upload_file(str(p), BUCKET, "escape/" + p.name)
+    c.put_object(Bucket=BUCKET, Key="escape/model.safetensors.index.json", Body=json.dumps(index).encode())
+    convert_fails(s3, tmp_path, "escape/", "remote_outside", obj=url("escape/model.safetensors.index.json"))
+
+
+def test_an_object_replaced_mid_load_fails_typed(s3, models, tmp_path):
+    """The proxy replaces the object after the first data GET: every later
+    GET carries the old ETag and is refused, never mixed in."""
+    s3.put_file(BUCKET, "replaced.gguf", models["kquant.gguf"])
+    size = models["kquant.gguf"].stat().st_size
+    state = {"n": 0}
+
+    def replace_after_first(method, path, rng):
+        if method == "GET" and rng and "replaced.gguf" in path:
+            state["n"] += 1
+            if state["n"] == 3:
+                s3.client().put_object(Bucket=BUCKET, Key="replaced.gguf", Body=os.urandom(size))
+    s3.proxy.on_request = replace_after_first
+    try:
+        convert_fails(s3, tmp_path, "replaced.gguf", "remote_changed", endpoint=s3.proxy.endpoint,
+                      env={**FAULT_ENV, "WEIGHTSTREAM_REMOTE_PART_SIZE": str(64 << 10)})
+    finally:
+        s3.proxy.on_request = None
+    assert state["n"] >= 3
+
+
+def test_a_server_stopped_mid_load_fails_typed(models, tmp_path):
+    """Its own server: this one is killed after the first data GET."""
+    with SeaweedS3(tmp_path / "seaweed") as server, FaultProxy(server.port) as proxy:
+        server.make_bucket(BUCKET)
+        server.put_file(BUCKET, "kquant.gguf", models["kquant.gguf"])
+        state = {"n": 0}
+
+        def stop_after_first(method, path, rng):
+            if method == "GET" and rng:
+                state["n"] += 1
+                if state["n"] == 3:
+                    server.stop()
+        proxy.on_request = stop_after_first
+        out = tmp_path / "out"
+        out.mkdir()
+        e = server.env(endpoint=proxy.endpoint)
+        e.update(FAULT_ENV, WEIGHTSTREAM_REMOTE_PART_SIZE=str(64 << 10))
+        r = subprocess.run([str(ws_bin()), "convert", "--json", url("kquant.gguf"), "-o", out / "m.safetensors"],
+                           capture_output=True, text=True, env=e, timeout=HANG)
+        err = json.loads(r.stderr.strip().splitlines()[-1])["error"]
+        assert r.returncode != 0 and err["kind"] in ("remote_unreachable", "remote_server", "remote_truncated"), err
+        assert url("kquant.gguf") in err["message"], err
+        no_output(out)
