@@ -244,3 +244,50 @@ def test_a_server_stopped_mid_load_fails_typed(models, tmp_path):
         assert r.returncode != 0 and err["kind"] in ("remote_unreachable", "remote_server", "remote_truncated"), err
         assert url("kquant.gguf") in err["message"], err
         no_output(out)
+
+
+def presigned(s3, key: str) -> str:
+    return s3.client().generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": key}, ExpiresIn=600)
+
+
+def test_presigned_http_urls_load_and_keep_their_signature_secret(s3, models, monkeypatch):
+    u = presigned(s3, "kquant.gguf")
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    want = bits(weightstream.load_file(models["kquant.gguf"]))
+    got = bits(weightstream.load_file(u))
+    assert got == want
+    signature = u.split("Signature=")[1].split("&")[0]
+    # Another valid-looking signature: its first letter changed.
+    i = next(i for i, c in enumerate(signature) if c.isalpha())
+    forged = signature[:i] + ("B" if signature[i] == "A" else "A") + signature[i + 1:]
+    bad = u.replace("Signature=" + signature, "Signature=" + forged)
+    r = subprocess.run([str(ws_bin()), "inspect", "--json", bad], capture_output=True, text=True, timeout=HANG,
+                       env={"PATH": os.environ["PATH"], "NO_PROXY": "127.0.0.1"})
+    err = failed(r, "remote_denied", f"{s3.endpoint}/{BUCKET}/kquant.gguf")
+    assert signature not in r.stderr and forged not in r.stderr, err
+
+
+def test_a_server_without_range_requests_is_refused(models, tmp_path):
+    """python -m http.server answers every GET with the whole file (200)."""
+    import shutil
+    shutil.copy(models["kquant.gguf"], tmp_path / "m.gguf")
+    from seaweed import free_ports
+    (port,) = free_ports(1)
+    srv = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(tmp_path)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            r = subprocess.run([str(ws_bin()), "inspect", "--json", f"http://127.0.0.1:{port}/m.gguf"], capture_output=True,
+                               text=True, timeout=HANG, env={"PATH": os.environ["PATH"], "NO_PROXY": "127.0.0.1"})
+            if "remote_unreachable" not in r.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        err = failed(r, "remote_server", f"http://127.0.0.1:{port}/m.gguf")
+        assert "range" in err["message"].lower(), err
+    finally:
+        srv.kill()
+        srv.wait()

@@ -39,14 +39,18 @@ def weed_bin() -> str:
 
 
 class SeaweedS3:
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, ip: str = "127.0.0.1", netns: str | None = None):
+        """`netns`: run the server inside that network namespace (bench/s3
+        shapes the link to it), listening on `ip` there."""
         self.work = Path(work)
+        self.ip = ip
+        self.netns = netns
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.ip}:{self.port}"
 
     def env(self, endpoint: str | None = None, key: str = ACCESS_KEY, secret: str = SECRET_KEY) -> dict:
         """The environment a weightstream process reads this server with."""
@@ -54,7 +58,7 @@ class SeaweedS3:
         e.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_REGION=REGION,
                  AWS_ENDPOINT_URL=endpoint or self.endpoint, AWS_EC2_METADATA_DISABLED="true")
         # The proxies of the test machine must not see 127.0.0.1.
-        e["NO_PROXY"] = e["no_proxy"] = "127.0.0.1,localhost"
+        e["NO_PROXY"] = e["no_proxy"] = f"127.0.0.1,localhost,{self.ip}"
         return e
 
     def start(self) -> "SeaweedS3":
@@ -68,7 +72,8 @@ class SeaweedS3:
                  "s3.port.grpc", "iam.port", "s3.port.iceberg", "s3.port.lance", "debug.port"]
         self.port, *rest = free_ports(len(names) + 1)
         ports = dict(zip(names, rest))
-        args = [weed_bin(), "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        args = [*prefix, weed_bin(), "server", f"-dir={data}", f"-ip={self.ip}", f"-ip.bind={self.ip}",
                 "-master.volumeSizeLimitMB=256", "-volume.max=8", "-s3", f"-s3.port={self.port}",
                 f"-s3.config={config}", *(f"-{k}={v}" for k, v in ports.items())]
         self.log = open(self.work / "weed.log", "wb")

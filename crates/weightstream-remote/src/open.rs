@@ -110,7 +110,7 @@ fn list<'u>(
     let named = (!url.is_prefix()).then(|| url.file_name().to_string());
     let mut objects: Vec<(String, ObjectMeta)> = Vec::new();
     if let Some(name) = &named {
-        let meta = runtime().block_on(store.head(&location_of(name))).map_err(|e| classify(&url.object(), &e))?;
+        let meta = runtime().block_on(head(store, &location_of(name), &url.scheme)).map_err(|e| classify(&url.object(), &e))?;
         objects.push((name.clone(), meta));
     }
     if url.scheme == Scheme::S3 {
@@ -138,6 +138,19 @@ fn list<'u>(
         }
     }
     Ok((location_of, objects))
+}
+
+/// The object's size and version. Over HTTP a one-byte ranged GET: a
+/// presigned URL is signed for GET only, and it also shows that the server
+/// honours ranges.
+async fn head(store: &dyn ObjectStore, location: &ObjectPath, scheme: &Scheme) -> object_store::Result<ObjectMeta> {
+    match scheme {
+        Scheme::S3 => store.head(location).await,
+        Scheme::Http => {
+            let opts = object_store::GetOptions { range: Some(object_store::GetRange::Bounded(0..1)), ..Default::default() };
+            Ok(store.get_opts(location, opts).await?.meta)
+        }
+    }
 }
 
 /// A whole small object, pinned like every read.

@@ -93,8 +93,14 @@ pub fn build(url: &RemoteUrl, opts: &RemoteOptions) -> Result<Arc<dyn ObjectStor
         }
         Scheme::Http => {
             let allow_http = url.bucket.starts_with("http://");
+            // The file's own URL, query included: objects are read at the
+            // empty path under it.
+            let full = match &url.query {
+                Some(q) => format!("{}?{q}", url.object()),
+                None => url.object(),
+            };
             let b = HttpBuilder::new()
-                .with_url(url.bucket.clone())
+                .with_url(full)
                 .with_retry(retry(opts))
                 .with_http_connector(NoRedirects { allow_http, opts: opts.clone() });
             Ok(Arc::new(b.build().map_err(bad)?))
