@@ -291,3 +291,47 @@ def test_a_server_without_range_requests_is_refused(models, tmp_path):
     finally:
         srv.kill()
         srv.wait()
+
+
+def test_c_api_ws_open_takes_urls(s3, models, monkeypatch):
+    """ws_open / ws_load_tensor through ctypes: an s3:// URL gives the local
+    file's BF16 bytes; a missing object is WS_ERR_IO naming it."""
+    import ctypes as C
+    lib_path = ROOT / "target" / "release" / "libweightstream_c.so"
+    if not lib_path.exists():
+        pytest.fail(f"{lib_path} is missing: cargo build --release -p weightstream-capi --lib")
+    for k, v in s3.env().items():
+        monkeypatch.setenv(k, v)
+    lib = C.CDLL(str(lib_path))
+    lib.ws_open.argtypes = [C.c_char_p, C.POINTER(C.c_void_p)]
+    lib.ws_tensor_count.argtypes = [C.c_void_p]
+    lib.ws_tensor_count.restype = C.c_size_t
+    lib.ws_tensor_nbytes.argtypes = [C.c_void_p, C.c_size_t, C.c_int]
+    lib.ws_tensor_nbytes.restype = C.c_size_t
+    lib.ws_last_error.restype = C.c_char_p
+    lib.ws_close.argtypes = [C.c_void_p]
+
+    class Dest(C.Structure):
+        _fields_ = [("data", C.c_void_p), ("size", C.c_size_t), ("memory", C.c_int), ("device", C.c_int),
+                    ("stream", C.c_void_p)]
+    lib.ws_load_tensor.argtypes = [C.c_void_p, C.c_size_t, C.c_int, C.POINTER(Dest)]
+
+    def all_bf16(path: str) -> list[bytes]:
+        ck = C.c_void_p()
+        assert lib.ws_open(path.encode(), C.byref(ck)) == 0, lib.ws_last_error()
+        out = []
+        try:
+            for i in range(lib.ws_tensor_count(ck)):
+                n = lib.ws_tensor_nbytes(ck, i, 0)
+                buf = C.create_string_buffer(n)
+                d = Dest(C.cast(buf, C.c_void_p), n, 0, 0, None)
+                assert lib.ws_load_tensor(ck, i, 0, C.byref(d)) == 0, lib.ws_last_error()
+                out.append(buf.raw)
+        finally:
+            lib.ws_close(ck)
+        return out
+
+    assert all_bf16(url("kquant.gguf")) == all_bf16(str(models["kquant.gguf"]))
+    ck = C.c_void_p()
+    assert lib.ws_open(url("nope.gguf").encode(), C.byref(ck)) == 4  # WS_ERR_IO
+    assert url("nope.gguf") in lib.ws_last_error().decode()

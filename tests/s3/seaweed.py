@@ -74,7 +74,7 @@ class SeaweedS3:
         ports = dict(zip(names, rest))
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         args = [*prefix, weed_bin(), "server", f"-dir={data}", f"-ip={self.ip}", f"-ip.bind={self.ip}",
-                "-master.volumeSizeLimitMB=256", "-volume.max=8", "-s3", f"-s3.port={self.port}",
+                "-master.volumeSizeLimitMB=256", "-volume.max=32", "-s3", f"-s3.port={self.port}",
                 f"-s3.config={config}", *(f"-{k}={v}" for k, v in ports.items())]
         self.log = open(self.work / "weed.log", "wb")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
