@@ -12,7 +12,9 @@ KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers
 @dataclass
 class Options:
     #: The checkpoint: a .gguf or .safetensors file or a directory (default:
-    #: the --model directory, or the --model file).
+    #: the --model directory, or the --model file), or a URL
+    #: (s3://bucket/key.gguf, s3://bucket/prefix/, https://...): then
+    #: --model is a local directory of config and tokenizer files only.
     file: Optional[str] = None
     #: How to read it: "auto" (measures the page cache: read through it when
     #: warm, O_DIRECT when cold), "read", "mmap", "direct" or "gds" (cuFile).
@@ -36,8 +38,19 @@ class Options:
         return cls(**extra)
 
 
-def find_checkpoint(model: str, options: Options) -> Path:
-    """The checkpoint weightstream reads for `--model model`."""
+REMOTE = ("s3://", "s3a://", "http://", "https://")
+
+
+def is_url(s) -> bool:
+    return isinstance(s, str) and s.lower().startswith(REMOTE)
+
+
+def find_checkpoint(model: str, options: Options) -> "Path | str":
+    """The checkpoint weightstream reads for `--model model`: a local path,
+    or the URL `file` names (the weights in object storage; `model` is then
+    a local directory of config and tokenizer files)."""
+    if is_url(options.file):
+        return options.file
     if options.file:
         p = Path(options.file)
         if not p.is_absolute() and Path(model).is_dir():
