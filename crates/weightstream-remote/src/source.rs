@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::stream::{self, TryStreamExt};
+use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 use weightstream_io::ByteSource;
@@ -130,22 +130,12 @@ impl RemoteSource {
                     if let Some(changed) = self.changed(&got.meta) {
                         return Err(changed);
                     }
-                    match got.bytes().await {
-                        Ok(b) if b.len() == dst.len() => {
-                            dst.copy_from_slice(&b);
-                            self.fetched.bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
+                    match self.stream_into(got, dst).await {
+                        Ok(()) => {
+                            self.fetched.bytes.fetch_add(dst.len() as u64, Ordering::Relaxed);
                             return Ok(());
                         }
-                        Ok(b) => RemoteError::new(
-                            RemoteErrorKind::Truncated,
-                            &self.object,
-                            format!("bytes {}..{}: the server sent {} of {} bytes", range.start, range.end, b.len(), dst.len()),
-                        ),
-                        Err(e) => {
-                            let c = classify(&self.object, &e);
-                            let kind = if c.kind == RemoteErrorKind::Server { RemoteErrorKind::Truncated } else { c.kind };
-                            RemoteError::new(kind, &self.object, format!("bytes {}..{}: {}", range.start, range.end, c.reason))
-                        }
+                        Err(e) => RemoteError::new(e.kind, &self.object, format!("bytes {}..{}: {}", range.start, range.end, e.reason)),
                     }
                 }
             };
@@ -156,6 +146,35 @@ impl RemoteSource {
             attempt += 1;
             tokio::time::sleep(Duration::from_millis(100 << attempt.min(4))).await;
         }
+    }
+
+    /// The body of `got` straight into `dst`, chunk by chunk (no whole-body
+    /// buffer): exactly `dst.len()` bytes, or `Truncated`.
+    async fn stream_into(&self, got: object_store::GetResult, dst: &mut [u8]) -> Result<(), RemoteError> {
+        let mut body = got.into_stream();
+        let mut at = 0usize;
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| {
+                let c = classify(&self.object, &e);
+                // A body that breaks off is a short body, retried as one.
+                let kind = if c.kind == RemoteErrorKind::Server { RemoteErrorKind::Truncated } else { c.kind };
+                RemoteError::new(kind, &self.object, c.reason)
+            })?;
+            let end = at + chunk.len();
+            let Some(d) = dst.get_mut(at..end) else {
+                return Err(RemoteError::new(
+                    RemoteErrorKind::Truncated,
+                    &self.object,
+                    format!("the server sent more than the {} bytes asked for", dst.len()),
+                ));
+            };
+            d.copy_from_slice(&chunk);
+            at = end;
+        }
+        if at != dst.len() {
+            return Err(RemoteError::new(RemoteErrorKind::Truncated, &self.object, format!("the server sent {at} of {} bytes", dst.len())));
+        }
+        Ok(())
     }
 
     /// The object's new version, if `meta` (of a GET) is not the pinned one.

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Time to all BF16 in host memory, for one model kept in S3 (issue 34,
+item 5): weightstream on its Q4_K_M GGUF, its Q4_0 GGUF and its BF16
+safetensors; the Run:ai Model Streamer on the BF16 safetensors; and a plain
+parallel download of the BF16 bytes (boto3's transfer manager).
+
+The server is a SeaweedFS (tests/s3/seaweed.py) in its own network
+namespace, reached over a veth pair whose server side is shaped with `tc
+tbf` to --rate (default 10gbit) for the "shaped" rounds and left bare for
+the "unshaped" ones; the namespace and the pair are made and removed here
+(root needed; without it the script says so and stops). Runs are
+interleaved (every method once per repetition, order rotated) and each is
+its own process, timed from the first request to the last tensor in
+memory (imports excluded). Prints a Markdown table of median and spread.
+
+    sudo .venv-vllm/bin/python bench/s3/bench_s3.py --work /tmp/wsb --reps 5
+
+The model is generated (bench shape: hidden 2048, 16 layers, FFN 5632,
+vocabulary 32000: 886 M parameters, 1.77 GB as BF16) with random blocks of
+each type: the byte counts and the kernels' work are those of a real
+checkpoint of that shape.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "s3"))
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+
+NS, HOST_IF, NS_IF = "wsbench", "wsb-host", "wsb-ns"
+HOST_IP, NS_IP = "10.231.0.1", "10.231.0.2"
+BUCKET = "bench"
+METHODS = ["ws-q4_k_m", "ws-q4_0", "ws-bf16", "runai-bf16", "boto3-bf16"]
+
+
+def sh(*cmd, check=True):
+    return subprocess.run(list(map(str, cmd)), check=check, capture_output=True, text=True)
+
+
+def make_link():
+    sh("ip", "netns", "del", NS, check=False)
+    sh("ip", "netns", "add", NS)
+    sh("ip", "link", "add", HOST_IF, "type", "veth", "peer", "name", NS_IF)
+    sh("ip", "link", "set", NS_IF, "netns", NS)
+    sh("ip", "addr", "add", f"{HOST_IP}/24", "dev", HOST_IF)
+    sh("ip", "link", "set", HOST_IF, "up")
+    sh("ip", "netns", "exec", NS, "ip", "addr", "add", f"{NS_IP}/24", "dev", NS_IF)
+    sh("ip", "netns", "exec", NS, "ip", "link", "set", NS_IF, "up")
+    sh("ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up")
+
+
+def shape(rate: str | None):
+    """Server -> client direction: the server side's egress."""
+    sh("ip", "netns", "exec", NS, "tc", "qdisc", "del", "dev", NS_IF, "root", check=False)
+    if rate:
+        sh("ip", "netns", "exec", NS, "tc", "qdisc", "add", "dev", NS_IF, "root", "tbf", "rate", rate,
+           "burst", "4mb", "latency", "50ms")
+
+
+def remove_link():
+    sh("ip", "link", "del", HOST_IF, check=False)
+    sh("ip", "netns", "del", NS, check=False)
+
+
+def make_model(d: Path) -> dict[str, Path]:
+    import numpy as np
+    import sample_model as sm
+
+    s = sm.Shape(hidden=2048, layers=16, ff=5632, vocab=32000, heads=16, kv_heads=8)
+    out = {"q4_k_m": d / "bench-q4_k_m.gguf", "q4_0": d / "bench-q4_0.gguf", "bf16": d / "bench-bf16"}
+    rng = np.random.default_rng(0)
+    for fmt, p in out.items():
+        if not p.exists():
+            t = time.perf_counter()
+            if fmt == "bf16":
+                sm.write_safetensors(p, s, "bf16", rng, real=False)
+            else:
+                sm.write_gguf(p, s, fmt, rng, real=False)
+            print(f"wrote {p} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    return out
+
+
+def one(method: str, url: str) -> float:
+    """Run in a child process: seconds from start to all BF16 in memory."""
+    if method.startswith("ws-"):
+        import weightstream
+        t = time.perf_counter()
+        tensors = weightstream.load_file(url)
+        took = time.perf_counter() - t
+        assert tensors
+    elif method == "runai-bf16":
+        from runai_model_streamer import SafetensorsStreamer
+        t = time.perf_counter()
+        tensors = {}
+        with SafetensorsStreamer() as s:
+            s.stream_file(url)
+            for name, tensor in s.get_tensors():
+                tensors[name] = tensor  # owned=True (0.17's default): the caller's to keep
+        took = time.perf_counter() - t
+    elif method == "boto3-bf16":
+        import io
+
+        import boto3
+        from boto3.s3.transfer import TransferConfig
+        from botocore.config import Config
+        bucket, key = url[len("s3://"):].split("/", 1)
+        c = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], config=Config(s3={"addressing_style": "path"}, max_pool_connections=16))
+        t = time.perf_counter()
+        buf = io.BytesIO()
+        c.download_fileobj(bucket, key, buf, Config=TransferConfig(max_concurrency=16, multipart_chunksize=8 << 20))
+        took = time.perf_counter() - t
+        assert buf.tell() > 0
+    else:
+        raise SystemExit(f"unknown method {method}")
+    return took
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/ws-bench-s3"))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rate", default="10gbit", help="tc tbf rate of the shaped link")
+    ap.add_argument("--one", nargs=2, metavar=("METHOD", "URL"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        print("SECONDS", one(*a.one), flush=True)
+        return
+    if os.geteuid() != 0:
+        raise SystemExit("bench_s3.py makes a network namespace and a tc qdisc: run it as root")
+    from seaweed import SeaweedS3
+
+    a.work.mkdir(parents=True, exist_ok=True)
+    models = make_model(a.work / "model")
+    bf16_file = models["bf16"] / "model.safetensors"
+    sizes = {"q4_k_m": models["q4_k_m"].stat().st_size, "q4_0": models["q4_0"].stat().st_size, "bf16": bf16_file.stat().st_size}
+    urls = {"ws-q4_k_m": f"s3://{BUCKET}/bench-q4_k_m.gguf", "ws-q4_0": f"s3://{BUCKET}/bench-q4_0.gguf",
+            "ws-bf16": f"s3://{BUCKET}/bench-bf16/", "runai-bf16": f"s3://{BUCKET}/bench-bf16/model.safetensors",
+            "boto3-bf16": f"s3://{BUCKET}/bench-bf16/model.safetensors"}
+    # A fresh server: data of an earlier run would be in the way.
+    import shutil
+    shutil.rmtree(a.work / "seaweed", ignore_errors=True)
+    make_link()
+    results: dict[tuple[str, str], list[float]] = {}
+    try:
+        with SeaweedS3(a.work / "seaweed", ip=NS_IP, netns=NS) as server:
+            server.make_bucket(BUCKET)
+            server.put_file(BUCKET, "bench-q4_k_m.gguf", models["q4_k_m"])
+            server.put_file(BUCKET, "bench-q4_0.gguf", models["q4_0"])
+            server.put_tree(BUCKET, "bench-bf16/", models["bf16"])
+            env = server.env()
+            env["RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING"] = "0"
+            for rep in range(a.reps):
+                for link in ("shaped", "unshaped"):
+                    shape(a.rate if link == "shaped" else None)
+                    order = METHODS[rep % len(METHODS):] + METHODS[:rep % len(METHODS)]
+                    for m in order:
+                        r = subprocess.run([sys.executable, __file__, "--one", m, urls[m]], capture_output=True, text=True,
+                                           env=env, timeout=900)
+                        line = next((l for l in r.stdout.splitlines() if l.startswith("SECONDS ")), None)
+                        if line is None:
+                            raise SystemExit(f"{m} failed:\n{r.stderr[-3000:]}")
+                        results.setdefault((link, m), []).append(float(line.split()[1]))
+                        print(f"rep {rep} {link:8} {m:11} {results[(link, m)][-1]:.2f} s", file=sys.stderr, flush=True)
+    finally:
+        remove_link()
+    fmt_of = {"ws-q4_k_m": "q4_k_m", "ws-q4_0": "q4_0"}
+    print(f"\n{a.reps} interleaved repetitions; model bytes: Q4_K_M {sizes['q4_k_m'] / 1e9:.3f} GB, "
+          f"Q4_0 {sizes['q4_0'] / 1e9:.3f} GB, BF16 {sizes['bf16'] / 1e9:.3f} GB\n")
+    print("| link | method | bytes moved | median s | min-max s | BF16 GB/s | vs Run:ai BF16 |")
+    print("|---|---|---|---|---|---|---|")
+    for link in ("shaped", "unshaped"):
+        runai = statistics.median(results[(link, "runai-bf16")])
+        for m in METHODS:
+            xs = results[(link, m)]
+            med = statistics.median(xs)
+            moved = sizes[fmt_of.get(m, "bf16")]
+            print(f"| {link} | {m} | {moved / 1e9:.3f} GB | {med:.2f} | {min(xs):.2f}-{max(xs):.2f} | "
+                  f"{sizes['bf16'] / 1e9 / med:.2f} | {med / runai:.2f}x |")
+    print("\nraw:", json.dumps({f"{k[0]}/{k[1]}": v for k, v in results.items()}))
+
+
+if __name__ == "__main__":
+    main()
