@@ -335,3 +335,19 @@ def test_c_api_ws_open_takes_urls(s3, models, monkeypatch):
     ck = C.c_void_p()
     assert lib.ws_open(url("nope.gguf").encode(), C.byref(ck)) == 4  # WS_ERR_IO
     assert url("nope.gguf") in lib.ws_last_error().decode()
+
+
+def test_keys_from_a_shared_credentials_file_and_profile(s3, tmp_path):
+    """No keys in the environment: ~/.aws-style files, AWS_PROFILE picks the section."""
+    from seaweed import ACCESS_KEY
+    creds = tmp_path / "credentials"
+    creds.write_text(f"[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n"
+                     f"[bench]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+    e = {k: v for k, v in s3.env().items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    e.update(AWS_SHARED_CREDENTIALS_FILE=str(creds), AWS_CONFIG_FILE=str(tmp_path / "none"), HOME=str(tmp_path))
+    r = subprocess.run([str(ws_bin()), "inspect", "--json", url("kquant.gguf")], capture_output=True, text=True,
+                       env={**e, "AWS_PROFILE": "bench"}, timeout=HANG)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(ws_bin()), "inspect", "--json", url("kquant.gguf")], capture_output=True, text=True,
+                       env=e, timeout=HANG)
+    failed(r, "remote_denied", url("kquant.gguf"))

@@ -30,6 +30,7 @@ def s3(variants, tmp_path_factory):
     with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as server, FaultProxy(server.port) as proxy:
         server.make_bucket("models")
         server.put_tree("models", "fp8/", variants["fp8"][0])
+        server.put_file("models", "q4_0/model.gguf", variants["q4_0"][0] / "model.gguf")
         server.proxy = proxy
         yield server
 
@@ -48,24 +49,36 @@ def run(cmd: list, env: dict) -> list[str]:
     return [l for l in r.stdout.splitlines() if l.startswith(("TOKENS ", "FAILED "))]
 
 
-def tokens(lines: list[str]) -> list:
-    assert [l.split(" ", 2)[:2] for l in lines] == [["TOKENS", "0"], ["TOKENS", "1"]], "\n".join(lines)
+def tokens(lines: list[str], n: int = 2) -> list:
+    assert [l.split(" ", 2)[:2] for l in lines] == [["TOKENS", str(i)] for i in range(n)], "\n".join(lines)
     return [json.loads(l.split(" ", 2)[2]) for l in lines]
+
+
+def config_only(checkpoint, d):
+    """A --model directory with the checkpoint's config.json and nothing else."""
+    d.mkdir()
+    (d / "config.json").write_bytes((checkpoint / "config.json").read_bytes())
+    return d
 
 
 @pytest.fixture(scope="module")
 def runs(variants, tmp_path_factory) -> str:
-    """The local checkpoint, then the same from S3 (--model: its config.json alone)."""
+    """The local FP8 checkpoint, then the same from S3 (--model: its config.json alone)."""
     local = variants["fp8"][0]
-    config_dir = tmp_path_factory.mktemp("config")
-    (config_dir / "config.json").write_bytes((local / "config.json").read_bytes())
+    config_dir = config_only(local, tmp_path_factory.mktemp("fp8") / "config")
     return json.dumps([[str(local), "weightstream", {}],
                        [str(config_dir), "weightstream", {"model_loader_extra_config": {"file": S3_MODEL}}]])
 
 
-def test_tp1_from_s3_gives_the_local_tokens(s3, runs):
-    want, got = tokens(run([runs], env_for(s3, 1)))
-    assert got == want
+def test_tp1_from_s3_gives_the_local_tokens(s3, runs, variants, tmp_path):
+    """FP8 safetensors (a prefix) and a Q4_0 GGUF (one key), in one vLLM process."""
+    gguf_local = variants["q4_0"][0]
+    gguf_config = config_only(gguf_local, tmp_path / "q4_0")
+    more = [[str(gguf_local), "weightstream", {}],
+            [str(gguf_config), "weightstream", {"model_loader_extra_config": {"file": "s3://models/q4_0/model.gguf"}}]]
+    fp8_want, fp8_got, gguf_want, gguf_got = tokens(run([json.dumps(json.loads(runs) + more)], env_for(s3, 1)), 4)
+    assert fp8_got == fp8_want
+    assert gguf_got == gguf_want
 
 
 def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(s3, runs, variants):

@@ -110,8 +110,11 @@ uint32_t ws_api_version(void);
  * the next call on this thread. */
 const char *ws_last_error(void);
 
-/* Open a checkpoint: a .gguf or .safetensors file or a directory of shards.
- * Reads headers only. On failure *out is NULL. */
+/* Open a checkpoint: a .gguf or .safetensors file or a directory of shards,
+ * or a URL: s3://bucket/key, s3://bucket/prefix/ (credentials from the AWS
+ * environment; docs/storage.md) or http(s)://host/file. Reads headers only.
+ * On failure *out is NULL (an object store's failure is WS_ERR_IO, a bad
+ * URL WS_ERR_INVALID_ARGUMENT; ws_last_error() names the object). */
 ws_status ws_open(const char *path, ws_checkpoint **out);
 ws_status ws_open_with(const char *path, const ws_options *options, ws_checkpoint **out);
 /* Free everything; NULL is allowed. */
