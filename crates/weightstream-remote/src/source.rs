@@ -5,7 +5,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,13 +33,6 @@ pub struct Pin {
     pub last_modified: chrono::DateTime<chrono::Utc>,
 }
 
-/// Requests and bytes fetched, for reports and tests.
-#[derive(Debug, Default)]
-pub struct Fetched {
-    pub requests: AtomicU64,
-    pub bytes: AtomicU64,
-}
-
 pub struct RemoteSource {
     store: Arc<dyn ObjectStore>,
     location: ObjectPath,
@@ -57,7 +50,6 @@ pub struct RemoteSource {
     failure: Mutex<Option<RemoteError>>,
     note: String,
     name: &'static str,
-    pub fetched: Fetched,
 }
 
 impl RemoteSource {
@@ -96,7 +88,6 @@ impl RemoteSource {
             failure: Mutex::new(None),
             note,
             name,
-            fetched: Fetched::default(),
         }
     }
 
@@ -123,7 +114,6 @@ impl RemoteSource {
                 .acquire()
                 .await
                 .map_err(|_| RemoteError::new(RemoteErrorKind::Server, &self.object, "reads were shut down"))?;
-            self.fetched.requests.fetch_add(1, Ordering::Relaxed);
             let err = match self.store.get_opts(&self.location, self.get_options(range.clone())).await {
                 Err(e) => classify(&self.object, &e),
                 Ok(got) => {
@@ -131,10 +121,7 @@ impl RemoteSource {
                         return Err(changed);
                     }
                     match self.stream_into(got, dst).await {
-                        Ok(()) => {
-                            self.fetched.bytes.fetch_add(dst.len() as u64, Ordering::Relaxed);
-                            return Ok(());
-                        }
+                        Ok(()) => return Ok(()),
                         Err(e) => RemoteError::new(e.kind, &self.object, format!("bytes {}..{}: {}", range.start, range.end, e.reason)),
                     }
                 }
