@@ -59,6 +59,7 @@ pub enum Error {
     #[error(transparent)]
     Device(#[from] weightstream_cuda::CudaError),
     /// Object storage: the URL, the store's answer, or a changed object.
+    #[cfg(feature = "remote")]
     #[error(transparent)]
     Remote(#[from] weightstream_remote::RemoteError),
 }
@@ -79,6 +80,7 @@ impl Error {
             Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } | Error::OutputBusy { path, .. } => {
                 (Some(path), None, None)
             }
+            #[cfg(feature = "remote")]
             Error::Remote(r) => (Some(std::path::Path::new(&r.object)), None, None),
             Error::Cancelled
             | Error::Device(_)
@@ -95,7 +97,11 @@ impl Error {
             Error::Format(e) => e.kind.code(),
             Error::Unsupported { .. } => "unsupported",
             // A read of an object store says which failure it was.
+            #[cfg(feature = "remote")]
             Error::Read { source, .. } => weightstream_remote::RemoteError::from_io(source).map_or("read", |r| r.code()),
+            #[cfg(not(feature = "remote"))]
+            Error::Read { .. } => "read",
+            #[cfg(feature = "remote")]
             Error::Remote(r) => r.code(),
             Error::ReservedName { .. } => "reserved_name",
             Error::Dequant { .. } => "dequant",

@@ -44,11 +44,13 @@ pub use weightstream_cuda::{CudaError, StagingConfig};
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
 pub use weightstream_format::{Catalog, Encoding, Format, SourceKind, TensorInfo};
+#[cfg(feature = "remote")]
 pub use weightstream_remote as remote;
 
 /// Read a checkpoint's headers: a GGUF file, a safetensors file, or a
 /// directory of shards, local or in object storage (`s3://bucket/key`,
-/// `s3://bucket/prefix/`, `http(s)://...`; see [`remote`]). Touches only
+/// `s3://bucket/prefix/`, `http(s)://...`; the `remote` feature, on by
+/// default, and crate weightstream-remote). Touches only
 /// headers. Tensor data will be read with
 /// positioned reads (see [`open_with_source`] for the alternatives).
 pub fn open(path: impl AsRef<std::path::Path>) -> Result<Catalog> {
@@ -56,9 +58,10 @@ pub fn open(path: impl AsRef<std::path::Path>) -> Result<Catalog> {
 }
 
 /// [`open`], reading local tensor data with `source` (a URL's is always
-/// read with ranged GETs, settings from [`remote::RemoteOptions::from_env`]).
+/// read with ranged GETs, settings from `remote::RemoteOptions::from_env`).
 pub fn open_with_source(path: impl AsRef<std::path::Path>, source: SourceKind) -> Result<Catalog> {
     let path = path.as_ref();
+    #[cfg(feature = "remote")]
     if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
         let opts = remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
         return remote::open(url, &opts).map_err(|e| match e {
