@@ -78,8 +78,8 @@ for line in sys.stdin:
     if m.get("reason") == "build-script-executed" and "weightstream-kernels" in m.get("package_id", ""):
         print(m["out_dir"])')
   cp "$out_dir"/*.fatbin "$CARRY/fatbin/"
-  # One fatbin per crates/weightstream-kernels/cuda/*.cu.
-  [ "$(ls "$CARRY/fatbin" | wc -l)" -eq "$(ls crates/weightstream-kernels/cuda/*.cu | wc -l)" ] || { echo "gpu_round: fatbins missing (nvcc?)" >&2; exit 1; }
+  # One fatbin per kernels/cuda/*.cu.
+  [ "$(ls "$CARRY/fatbin" | wc -l)" -eq "$(ls kernels/cuda/*.cu | wc -l)" ] || { echo "gpu_round: fatbins missing (nvcc?)" >&2; exit 1; }
   "$WS_VENV/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$CARRY/wheels" gguf==0.19.0 cuda-bench==0.3.0 \

@@ -32,21 +32,22 @@ import numpy as np
 SIZES_MIB = [1, 4, 16, 64, 256, 1024]
 OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16",
                  "f16", "f32"]
-OTHER_FUNCTIONS = {"float": ["ws_f32", "ws_f16"], "fp8": ["ws_fp8_e4m3", "ws_fp8_e5m2"], "e2m1": ["ws_e2m1"], "int": ["ws_int4", "ws_int8"]}
 BLOCK = 256
 
 FUNCTIONS = {}
-BLOCK_FORMATS = {}  # module name -> `weightstream formats --json` entry
+BLOCK_FORMATS = {}  # kernel name (ws_<name>) -> `weightstream formats --json` entry
 SM_COUNT = 1
 
 
 def load(fatbins: Path, ws: Path):
     global SM_COUNT
     table = json.loads(subprocess.run([str(ws), "formats", "--json"], check=True, capture_output=True, text=True).stdout)
-    modules = dict(OTHER_FUNCTIONS)
     for f in table["block_formats"]:
-        BLOCK_FORMATS[f["cuda_module"]] = f
-        modules[f["cuda_module"]] = [f["cuda_function"]]
+        BLOCK_FORMATS[f["cuda_function"].removeprefix("ws_")] = f
+    # Every kernel and the fatbin (kernel source) that defines it, as the executor loads them.
+    modules: dict[str, list[str]] = {}
+    for k in table["kernels"]:
+        modules.setdefault(k["module"], []).append(k["function"])
     for module, names in modules.items():
         m = cp.RawModule(path=str(fatbins / f"{module}.fatbin"))
         for n in names:

@@ -154,7 +154,7 @@ impl Gpu {
         let (grid, block) = geometry(launch.groups(n), self.info.sm_count * 32);
         self.bind()?;
         // SAFETY: the function came from our fatbin and takes exactly these
-        // u64 arguments (crates/weightstream-kernels/cuda/*.cu); the caller vouches for the pointers.
+        // u64 arguments (kernels/cuda/*.cu); the caller vouches for the pointers.
         unsafe { result::launch_kernel(f.cu_function(), (grid, 1, 1), (block, 1, 1), 0, stream.cu_stream(), &mut ptrs) }
             .map_err(|e| CudaError::driver("cuLaunchKernel", e))
     }

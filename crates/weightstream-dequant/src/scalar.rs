@@ -3,7 +3,7 @@
 //! for the target's baseline SIMD (SSE2, NEON).
 
 use crate::numerics::{self, f16_to_f32, f32_to_bf16, Fp8Table};
-use weightstream_format::{block, BlockFormat, BlockLayout, Fp8Format, E2M1_VALUES};
+use weightstream_blocks::{block, BlockFormat, BlockLayout, Fp8Format, E2M1_VALUES};
 
 mod grid;
 mod lut4;

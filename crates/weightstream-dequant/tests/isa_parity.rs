@@ -5,9 +5,9 @@
 mod common;
 
 use common::{block_source, Rng, F16_EDGES, F32_EDGES};
+use weightstream_blocks::block::{E8M0_EDGES, UE4M3_EDGES};
+use weightstream_blocks::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
-use weightstream_format::block::{E8M0_EDGES, UE4M3_EDGES};
-use weightstream_format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
 fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> {
     let mut out = vec![0xDEADu16; n];

@@ -22,46 +22,15 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde::Serialize;
-
-use crate::catalog::{Dtype, Encoding, GlobalOp, GlobalScale, Packed, Role, ScaleDtype, ScaleKind, ScaleLayout, ScaleRef, TensorInfo};
+use crate::catalog::{
+    Dtype, Encoding, GlobalOp, GlobalScale, Packed, PackedScheme, Role, ScaleDtype, ScaleKind, ScaleLayout, ScaleRef, TensorInfo,
+};
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::safetensors::StDtype;
 
-/// E2M1 (FP4) values by code: sign bit 3, then 0, 0.5, 1, 1.5, 2, 3, 4, 6
-/// (code 8 is -0.0, as the references decode it). The one definition the
-/// CPU kernels use; the CUDA kernel builds the same values from the bits
-/// (cuda/e2m1.cu) and the parity tests compare the two.
-pub const E2M1_VALUES: [f32; 16] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0];
-
-/// Which producer's layout a packed weight follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PackedScheme {
-    /// NVIDIA ModelOpt NVFP4 (`hf_quant_config.json` `quant_algo: NVFP4`).
-    Nvfp4Modelopt,
-    /// compressed-tensors `nvfp4-pack-quantized`.
-    Nvfp4CompressedTensors,
-    /// compressed-tensors `mxfp4-pack-quantized`.
-    Mxfp4CompressedTensors,
-    /// gpt-oss's MXFP4 experts (`*_blocks`, `*_scales`).
-    Mxfp4GptOss,
-    /// compressed-tensors `pack-quantized` integers (GPTQ/AWQ-style W4A16,
-    /// W8A16), symmetric or with zero points.
-    IntCompressedTensors,
-}
-
+// The scheme's geometry, beside the code that checks it (the enum and
+// its name are catalog vocabulary: `crate::catalog::PackedScheme`).
 impl PackedScheme {
-    pub fn name(self) -> &'static str {
-        match self {
-            PackedScheme::Nvfp4Modelopt => "NVFP4 (ModelOpt)",
-            PackedScheme::Nvfp4CompressedTensors => "NVFP4 (compressed-tensors nvfp4-pack-quantized)",
-            PackedScheme::Mxfp4CompressedTensors => "MXFP4 (compressed-tensors mxfp4-pack-quantized)",
-            PackedScheme::Mxfp4GptOss => "MXFP4 (gpt-oss)",
-            PackedScheme::IntCompressedTensors => "integers (compressed-tensors pack-quantized)",
-        }
-    }
-
     /// Elements per group scale of the 4-bit float schemes.
     fn fp4_group(self) -> u64 {
         match self {

@@ -44,6 +44,7 @@ pub use weightstream_cuda::{CudaError, StagingConfig};
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
 pub use weightstream_format::{Catalog, Encoding, Format, SourceKind, TensorInfo};
+pub use weightstream_kernels as kernels;
 
 /// Read a checkpoint's headers: a GGUF file, a safetensors file, or a
 /// directory of shards. Touches only headers. Tensor data will be read with

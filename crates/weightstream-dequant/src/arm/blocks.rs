@@ -25,7 +25,7 @@ use std::arch::aarch64::*;
 
 use super::neon::{emit16, load16, KernelFn, ADD, NONE, SUB};
 use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
-use weightstream_format::{block, BlockFormat, BlockLayout};
+use weightstream_blocks::{block, BlockFormat, BlockLayout};
 
 /// `N` 16-byte vectors from `p`, in order (any alignment).
 #[inline(always)]

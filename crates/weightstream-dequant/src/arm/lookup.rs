@@ -23,10 +23,10 @@ use std::arch::aarch64::*;
 
 use super::neon::{load16, round4, KernelFn};
 use crate::scalar::{e8m0_half, f16_at, iq1_delta, iq1_m_d, iq2_scale, iq4_xs_scale, u16_at, u32_at, ue4m3_half};
-use weightstream_format::block_tables::{
+use weightstream_blocks::block_tables::{
     E2M1_DOUBLED, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, IQ4NL_VALUES, KSIGNS,
 };
-use weightstream_format::{block, BlockFormat};
+use weightstream_blocks::{block, BlockFormat};
 
 /// The blocks of `src` with their outputs: (block bytes, output pointer).
 #[inline(always)]

@@ -11,7 +11,7 @@ pub mod neon;
 pub mod scaled;
 
 /// The NEON kernel of a block format.
-pub fn block_kernel(f: weightstream_format::BlockFormat) -> Option<neon::KernelFn> {
+pub fn block_kernel(f: weightstream_blocks::BlockFormat) -> Option<neon::KernelFn> {
     neon::block_kernel(f).or_else(|| blocks::block_kernel(f)).or_else(|| lookup::block_kernel(f))
 }
 
@@ -21,7 +21,7 @@ mod tests {
     /// portable one under `Isa::Neon`); isa_parity checks their bits.
     #[test]
     fn every_block_format_has_a_neon_kernel() {
-        for &f in weightstream_format::BlockFormat::ALL {
+        for &f in weightstream_blocks::BlockFormat::ALL {
             assert!(super::block_kernel(f).is_some(), "{f:?} has no NEON kernel");
         }
     }

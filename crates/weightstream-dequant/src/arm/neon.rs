@@ -18,7 +18,7 @@
 use std::arch::aarch64::*;
 
 use crate::scalar;
-use weightstream_format::{block, BlockFormat};
+use weightstream_blocks::{block, BlockFormat};
 
 /// A chunk kernel: callable only on aarch64 with NEON.
 pub type KernelFn = unsafe fn(&[u8], &mut [u16]);

@@ -1,7 +1,7 @@
 //! NEON kernels of the scaled formats: FP8 (E4M3, E5M2) under any scale
 //! layout, and the safetensors packs (format/packed.rs) E2M1 (NVFP4,
 //! MXFP4), INT4 and INT8. Without them `Isa::Neon` ran these through the
-//! portable code; they follow the x86 kernels' numerics (x86/avx2.rs
+//! portable code; they follow the x86 kernels' numerics (x86/fp8.rs
 //! `fp8`, x86/packed256.rs), so each reproduces its scalar kernel
 //! (`scalar::fp8_run`, `e2m1_run`, `int_run`) bit for bit:
 //!
@@ -29,7 +29,7 @@ use std::arch::aarch64::*;
 use super::neon::{f16x8_to_f32, load16, map16, round4, store8};
 use crate::kernel::{fp8_runs, grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
-use weightstream_format::{Fp8Format, E2M1_VALUES};
+use weightstream_blocks::{Fp8Format, E2M1_VALUES};
 
 /// A whole FP8 chunk: runs of one scale, each through the vector loop,
 /// all inside this one target-feature function.
@@ -95,7 +95,7 @@ unsafe fn fp8_loop<const TWO: bool>(format: Fp8Format, src: &[u8], dst: &mut [u1
 
 /// 16 FP8 codes -> 16 binary16 bit patterns (codes 0..8, 8..16) whose
 /// exact values, times the format's rebias (E4M3 2^8, E5M2 1), are the
-/// codes' values (x86/avx2.rs `fp8_to_f16`).
+/// codes' values (x86/fp8.rs `fp8_to_f16`).
 #[inline(always)]
 unsafe fn fp8_to_f16(format: Fp8Format, v: uint8x16_t) -> (uint16x8_t, uint16x8_t) {
     // SAFETY: NEON is always present on aarch64; registers only.

@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 use super::avx2::store16;
 use super::avx512::{Bf16Round, IntRound, Round};
 use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
-use weightstream_format::block;
+use weightstream_blocks::block;
 
 /// What follows the multiply: `dl * q`, `dl * q + m`, `dl * q - m`.
 const NONE: u8 = 0;

@@ -30,8 +30,8 @@ use super::avx2::{pack, round_bf16};
 use super::avx512::{Bf16Round, IntRound, Round};
 use super::blocks::{bit_bytes32, bits, load32};
 use crate::scalar::{e8m0_half, f16_at, iq1_m_d, iq4_xs_scale, ue4m3_half};
-use weightstream_format::block;
-use weightstream_format::block_tables::{
+use weightstream_blocks::block;
+use weightstream_blocks::block_tables::{
     E2M1_DOUBLED, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, IQ4NL_VALUES, KSIGNS,
 };
 

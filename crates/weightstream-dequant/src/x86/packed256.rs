@@ -17,7 +17,7 @@ use std::arch::x86_64::*;
 use super::avx2::{pack, round_bf16};
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
-use weightstream_format::E2M1_VALUES;
+use weightstream_blocks::E2M1_VALUES;
 
 /// INT4 codes 0..16 as values before the zero point: q - 8.
 const INT4_LEVELS: [f32; 16] = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];

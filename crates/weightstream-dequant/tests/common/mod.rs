@@ -34,7 +34,7 @@ pub const F32_EDGES: &[u32] = &[
 
 /// Blocks of format `f`: every f16 edge value in all of its f16 fields
 /// (`BlockLayout::edge_blocks`), then `random` blocks of random bytes.
-pub fn block_source(rng: &mut Rng, f: weightstream_format::BlockFormat, random: usize) -> Vec<u8> {
+pub fn block_source(rng: &mut Rng, f: weightstream_blocks::BlockFormat, random: usize) -> Vec<u8> {
     let l = f.layout();
     let mut src = l.edge_blocks(F16_EDGES);
     for _ in 0..random {
