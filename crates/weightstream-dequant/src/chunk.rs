@@ -89,11 +89,11 @@ fn simd_fn(isa: Isa, k: Simd) -> Option<SimdFn> {
     }
     #[cfg(target_arch = "aarch64")]
     {
-        use crate::arm::{self, neon};
+        use crate::arm::{self, float};
         match (isa, k) {
             (Isa::Neon, Simd::Block(f)) => arm::block_kernel(f),
-            (Isa::Neon, Simd::F32) => Some(neon::f32 as SimdFn),
-            (Isa::Neon, Simd::F16) => Some(neon::f16 as SimdFn),
+            (Isa::Neon, Simd::F32) => Some(float::f32 as SimdFn),
+            (Isa::Neon, Simd::F16) => Some(float::f16 as SimdFn),
             _ => None,
         }
     }
@@ -142,7 +142,7 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
     #[cfg(target_arch = "aarch64")]
     if isa == Isa::Neon {
         // SAFETY: NEON (every aarch64 CPU); src.len() == dst.len().
-        unsafe { crate::arm::scaled::fp8(format, cols, scales, first, src, dst) };
+        unsafe { crate::arm::fp8::fp8(format, cols, scales, first, src, dst) };
         return;
     }
     let _ = isa;
@@ -174,7 +174,7 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
     #[cfg(target_arch = "aarch64")]
     if isa == Isa::Neon {
         // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
-        unsafe { crate::arm::scaled::e2m1(cols, scales, first, src, dst) };
+        unsafe { crate::arm::packed::e2m1(cols, scales, first, src, dst) };
         return;
     }
     let _ = isa;
@@ -210,7 +210,7 @@ fn int(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "aarch64")]
     if isa == Isa::Neon {
         // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
-        unsafe { crate::arm::scaled::int(pack, first, src, dst) };
+        unsafe { crate::arm::packed::int(pack, first, src, dst) };
         return;
     }
     let _ = isa;

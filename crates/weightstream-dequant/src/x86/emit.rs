@@ -1,4 +1,6 @@
-//! Kernels of the block formats after Q4_0/Q8_0: Q4_1, Q5_0, Q5_1 (32
+//! The emitter the x86 legacy and K-quant kernels share (legacy.rs,
+//! kquant.rs): quant bytes to BF16 through `d * q (+/- m)`, for AVX2 and
+//! AVX-512 (`Emit`), and the bit-field readers of their blocks.
 //! elements) and the K-quants Q2_K ... Q6_K (256), one body per format,
 //! each compiled three times (`kernels!`): for AVX2 + F16C ([`Avx2`]: 16
 //! values per store, the integer BF16 rounding) and for AVX-512 ([`Avx512`]:
@@ -21,19 +23,19 @@ use std::arch::x86_64::*;
 
 use super::avx2::store16;
 use super::avx512::{Bf16Round, IntRound, Round};
-use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
-use weightstream_blocks::block;
 
 /// What follows the multiply: `dl * q`, `dl * q + m`, `dl * q - m`.
-const NONE: u8 = 0;
-const ADD: u8 = 1;
-const SUB: u8 = 2;
+pub(super) const NONE: u8 = 0;
+
+pub(super) const ADD: u8 = 1;
+
+pub(super) const SUB: u8 = 2;
 
 /// 16 quants (bytes of `q`, signed when `SIGNED`) -> 16 BF16 values at `out`:
 /// `dl * q`, then `+ m` or `- m` per `OP`, each operation rounded.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
+pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -155,7 +157,7 @@ pub(super) unsafe fn bits(v: __m256i, shift: u32, mask: i8) -> __m256i {
 /// Byte j of the result is `value` where bit `bit` of byte j of `v` is set, else 0.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
+pub(super) unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
     let m = _mm256_set1_epi8((1u8 << bit) as i8);
     _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, m), m), _mm256_set1_epi8(value))
 }
@@ -164,7 +166,7 @@ unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
 /// `qs[0..16]`, then high nibbles.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn nibbles32(qs: *const u8) -> __m256i {
+pub(super) unsafe fn nibbles32(qs: *const u8) -> __m256i {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -188,194 +190,18 @@ pub(super) unsafe fn bit_bytes32(bits: u32) -> __m256i {
 /// Bit j of `qh` as byte j (0 or 0x10): the fifth bit of Q5_0/Q5_1 quants.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn fifth_bits32(qh: u32) -> __m256i {
+pub(super) unsafe fn fifth_bits32(qh: u32) -> __m256i {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables.
     unsafe { _mm256_and_si256(bit_bytes32(qh), _mm256_set1_epi8(0x10)) }
 }
 
-fn qh_u32(b: &[u8], at: usize) -> u32 {
+pub(super) fn qh_u32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 /// The blocks of `src` with their outputs: (block bytes, output pointer).
 #[inline(always)]
-fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> impl Iterator<Item = (&'a [u8], *mut u16)> + 'a {
+pub(super) fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], bytes: usize, elems: usize) -> impl Iterator<Item = (&'a [u8], *mut u16)> + 'a {
     src.chunks_exact(bytes).zip(dst.chunks_exact_mut(elems)).map(|(b, o)| (b, o.as_mut_ptr()))
-}
-
-kernels! {
-    q4_1, q4_1_avx512_int, q4_1_avx512 => q4_1_body;
-    q5_0, q5_0_avx512_int, q5_0_avx512 => q5_0_body;
-    q5_1, q5_1_avx512_int, q5_1_avx512 => q5_1_body;
-    q2_k, q2_k_avx512_int, q2_k_avx512 => q2_k_body;
-    q3_k, q3_k_avx512_int, q3_k_avx512 => q3_k_body;
-    q4_k, q4_k_avx512_int, q4_k_avx512 => q4_k_body;
-    q5_k, q5_k_avx512_int, q5_k_avx512 => q5_k_body;
-    q6_k, q6_k_avx512_int, q6_k_avx512 => q6_k_body;
-}
-
-#[inline(always)]
-unsafe fn q4_1_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: inside a kernel of `kernels!`: its features are enabled, the
-    // lengths checked.
-    unsafe {
-        use block::q4_1::*;
-        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let (d, m) = (f16_at(b, D), f16_at(b, M));
-            let finite = d.is_finite() && m.is_finite();
-            // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-            E::emit32::<false, ADD>(nibbles32(b.as_ptr().add(QS)), d, m, d, m, finite, o);
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn q5_0_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1_body.
-    unsafe {
-        use block::q5_0::*;
-        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let d = f16_at(b, D);
-            // SAFETY: as in q4_1_body.
-            let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
-            E::emit32::<true, NONE>(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), d, 0.0, d, 0.0, d.is_finite(), o);
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn q5_1_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1_body.
-    unsafe {
-        use block::q5_1::*;
-        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let (d, m) = (f16_at(b, D), f16_at(b, M));
-            let finite = d.is_finite() && m.is_finite();
-            // SAFETY: as in q4_1_body.
-            let q = _mm256_or_si256(nibbles32(b.as_ptr().add(QS)), fifth_bits32(qh_u32(b, QH)));
-            E::emit32::<false, ADD>(q, d, m, d, m, finite, o);
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn q2_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1_body.
-    unsafe {
-        use block::q2_k::*;
-        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
-            let finite = d.is_finite() && dmin.is_finite();
-            let scale = |k: usize| (d * (b[SCALES + k] & 0x0F) as f32, dmin * (b[SCALES + k] >> 4) as f32);
-            for h in 0..2 {
-                // SAFETY: 32 of qs's 64 bytes; outputs h*128 + s*32 .. +32 inside the block's 256.
-                let v = load32(b.as_ptr().add(QS + 32 * h));
-                for s in 0..4 {
-                    let k = 8 * h + 2 * s;
-                    let ((d0, m0), (d1, m1)) = (scale(k), scale(k + 1));
-                    E::emit32::<false, SUB>(bits(v, 2 * s as u32, 3), d0, m0, d1, m1, finite, o.add(128 * h + 32 * s));
-                }
-            }
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn q3_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1_body.
-    unsafe {
-        use block::q3_k::*;
-        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let d = f16_at(b, D);
-            let scale = |k: usize| d * q3_k_scale(&b[SCALES..], k) as f32;
-            // SAFETY: the 32 hmask bytes, 32 of the 64 qs bytes; outputs inside the block.
-            let hmask = load32(b.as_ptr().add(HMASK));
-            for h in 0..2 {
-                let v = load32(b.as_ptr().add(QS + 32 * h));
-                for s in 0..4 {
-                    // q = 2 bits, minus 4 where bit 4h + s of hmask[l] is clear.
-                    let minus = _mm256_andnot_si256(where_bit(hmask, (4 * h + s) as u32, -1), _mm256_set1_epi8(4));
-                    let q = _mm256_sub_epi8(bits(v, 2 * s as u32, 3), minus);
-                    let k = 8 * h + 2 * s;
-                    E::emit32::<true, NONE>(q, scale(k), 0.0, scale(k + 1), 0.0, d.is_finite(), o.add(128 * h + 32 * s));
-                }
-            }
-        }
-    }
-}
-
-/// Q4_K and Q5_K: sub-blocks of 32 with (d * sc, dmin * m); `fifth` adds
-/// Q5_K's bit from `qh` (None for Q4_K).
-#[inline(always)]
-unsafe fn k4_family<E: Emit>(src: &[u8], dst: &mut [u16], layout: &block::BlockLayout, fifth: Option<usize>) {
-    // SAFETY: as in q4_1_body.
-    unsafe {
-        let field = |n| layout.field(n).expect("K-quant field").0;
-        let (d_at, dmin_at, sc_at, qs_at) = (field("D"), field("DMIN"), field("SCALES"), field("QS"));
-        for (b, o) in blocks(src, dst, layout.bytes, layout.elems) {
-            let (d, dmin) = (f16_at(b, d_at), f16_at(b, dmin_at));
-            let finite = d.is_finite() && dmin.is_finite();
-            // SAFETY: 32-byte loads at qs + 32c (c < 4) and qh lie inside the block.
-            let qh = fifth.map(|at| load32(b.as_ptr().add(at)));
-            for c in 0..4 {
-                let v = load32(b.as_ptr().add(qs_at + 32 * c));
-                for half in 0..2 {
-                    let k = 2 * c + half;
-                    let (sc, m) = k4_scale_min(&b[sc_at..], k);
-                    let (dl, ml) = (d * sc as f32, dmin * m as f32);
-                    let mut q = bits(v, 4 * half as u32, 0x0F);
-                    if let Some(h) = qh {
-                        q = _mm256_or_si256(q, where_bit(h, k as u32, 0x10));
-                    }
-                    E::emit32::<false, SUB>(q, dl, ml, dl, ml, finite, o.add(32 * k));
-                }
-            }
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn q4_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1_body.
-    unsafe { k4_family::<E>(src, dst, &block::q4_k::LAYOUT, None) }
-}
-
-#[inline(always)]
-unsafe fn q5_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1_body.
-    unsafe { k4_family::<E>(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH)) }
-}
-
-#[inline(always)]
-unsafe fn q6_k_body<E: Emit>(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1_body.
-    unsafe {
-        use block::q6_k::*;
-        for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let d = f16_at(b, D);
-            let scale = |k: usize| d * (b[SCALES + k] as i8) as f32;
-            for h in 0..2 {
-                // SAFETY: ql[64h .. 64h + 64] and qh[32h .. 32h + 32] inside the block.
-                let (l0, l1) = (load32(b.as_ptr().add(QL + 64 * h)), load32(b.as_ptr().add(QL + 64 * h + 32)));
-                let hi = load32(b.as_ptr().add(QH + 32 * h));
-                for t in 0..4 {
-                    // Elements 32t .. 32t + 32 of the half: low nibbles of ql
-                    // for t < 2, high nibbles after; two high bits at shift 2t.
-                    let low = bits(if t % 2 == 0 { l0 } else { l1 }, 4 * (t / 2) as u32, 0x0F);
-                    let q = _mm256_or_si256(low, _mm256_slli_epi16::<4>(bits(hi, 2 * t as u32, 3)));
-                    let k = 8 * h + 2 * t;
-                    E::emit32::<true, NONE>(
-                        _mm256_sub_epi8(q, _mm256_set1_epi8(32)),
-                        scale(k),
-                        0.0,
-                        scale(k + 1),
-                        0.0,
-                        d.is_finite(),
-                        o.add(128 * h + 32 * t),
-                    );
-                }
-            }
-        }
-    }
 }

@@ -1,6 +1,6 @@
-//! NEON kernels of the block formats after Q4_0/Q8_0: Q4_1, Q5_0, Q5_1 (32
-//! elements) and the K-quants Q2_K ... Q6_K (256), the aarch64 twins of
-//! x86/blocks.rs. Each reproduces its scalar kernel (scalar.rs) bit for
+//! NEON kernels of the K-quants Q2_K ... Q6_K (256-element super-blocks;
+//! legacy.rs has Q4_1, Q5_0 and Q5_1, read by the same helpers in
+//! neon.rs). Each reproduces its scalar kernel (scalar.rs) bit for
 //! bit: the per-block scale products (`d * sc`, `dmin * m`) are the same
 //! scalar f32 multiplies (through the same scalar helpers), and per element
 //! `neon::emit16` does the exact int -> f32 conversion, one `fmul`, then
@@ -23,103 +23,14 @@
 
 use std::arch::aarch64::*;
 
-use super::neon::{emit16, load16, KernelFn, ADD, NONE, SUB};
+use super::neon::*;
 use crate::scalar::{f16_at, k4_scale_min, q3_k_scale};
-use weightstream_blocks::{block, BlockFormat, BlockLayout};
-
-/// `N` 16-byte vectors from `p`, in order (any alignment).
-#[inline(always)]
-unsafe fn load<const N: usize>(p: *const u8) -> [uint8x16_t; N] {
-    std::array::from_fn(|i| {
-        // SAFETY: the caller guarantees 16 * N readable bytes at p.
-        unsafe { load16(p.add(16 * i)) }
-    })
-}
-
-/// Elements `16 * k .. 16 * k + 16` of a packed field of `WIDTH` bits, one
-/// per byte: `v` holds the field's bytes, in which each run of `run` bytes
-/// (a multiple of 16) holds `8 / WIDTH` runs of `run` consecutive elements,
-/// element i of them in byte `i % run` at bit `WIDTH * (i / run)`.
-#[inline(always)]
-unsafe fn field16<const WIDTH: i32>(v: &[uint8x16_t], k: usize, run: usize) -> uint8x16_t {
-    let e = 16 * k;
-    // Elements per run of bytes.
-    let per_run = run * (8 / WIDTH as usize);
-    let vector = e / per_run * (run / 16) + e % run / 16;
-    let shift = WIDTH as usize * (e % per_run / run);
-    // SAFETY: NEON is always present on aarch64; registers only.
-    unsafe { vandq_u8(vshlq_u8(v[vector], vdupq_n_s8(-(shift as i8))), vdupq_n_u8((1u8 << WIDTH) - 1)) }
-}
-
-/// Bits `16 * k .. 16 * k + 16` of the little-endian word at `qh`, one per
-/// byte (0 or 1): Q5_0's and Q5_1's fifth quant bits.
-#[inline(always)]
-unsafe fn bits_of_word16(qh: &[u8], k: usize) -> uint8x16_t {
-    // Byte j of the vector gets bit j % 8 of its word byte to bit 0.
-    const SHIFTS: [i8; 16] = [0, -1, -2, -3, -4, -5, -6, -7, 0, -1, -2, -3, -4, -5, -6, -7];
-    // SAFETY: SHIFTS is 16 readable bytes; registers otherwise.
-    unsafe {
-        let bytes = vcombine_u8(vdup_n_u8(qh[2 * k]), vdup_n_u8(qh[2 * k + 1]));
-        vandq_u8(vshlq_u8(bytes, vld1q_s8(SHIFTS.as_ptr())), vdupq_n_u8(1))
-    }
-}
-
-/// The blocks of `src` with their outputs: (block bytes, output pointer).
-#[inline(always)]
-fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], layout: &BlockLayout) -> impl Iterator<Item = (&'a [u8], *mut u16)> + 'a {
-    src.chunks_exact(layout.bytes).zip(dst.chunks_exact_mut(layout.elems)).map(|(b, o)| (b, o.as_mut_ptr()))
-}
-
-/// Q4_1, Q5_0 and Q5_1: quant j is nibble j of `QS` (low nibbles first)
-/// with, where the format has `QH`, bit j of that word as its bit 4; then
-/// `d * (q - offset)`, or `d * q + m` (`OP` ADD, with the format's `M`).
-#[inline(always)]
-unsafe fn legacy32<const SIGNED: bool, const OP: u8>(src: &[u8], dst: &mut [u16], layout: &BlockLayout, offset: u8) {
-    let field = |name| layout.field(name).map(|(at, _)| at);
-    let (d_at, qs_at) = (field("D").expect("D field"), field("QS").expect("QS field"));
-    let (m_at, qh_at) = (field("M"), field("QH"));
-    for (b, o) in blocks(src, dst, layout) {
-        let d = f16_at(b, d_at);
-        let m = m_at.map_or(0.0, |at| f16_at(b, at));
-        // SAFETY: the 16 qs bytes lie inside the block; 32 outputs at o.
-        unsafe {
-            let qs: [_; 1] = load(b.as_ptr().add(qs_at));
-            for k in 0..2 {
-                let mut q = field16::<4>(&qs, k, 16);
-                if let Some(at) = qh_at {
-                    q = vsliq_n_u8::<4>(q, bits_of_word16(&b[at..], k));
-                }
-                emit16::<SIGNED, OP>(vsubq_u8(q, vdupq_n_u8(offset)), d, m, o.add(16 * k));
-            }
-        }
-    }
-}
-
-/// x = d * q + m.
-#[target_feature(enable = "neon")]
-unsafe fn q4_1(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: NEON present; lengths checked by Kernel::check.
-    unsafe { legacy32::<false, ADD>(src, dst, &block::q4_1::LAYOUT, 0) }
-}
-
-/// x = d * (q - 16), q 5 bits.
-#[target_feature(enable = "neon")]
-unsafe fn q5_0(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1.
-    unsafe { legacy32::<true, NONE>(src, dst, &block::q5_0::LAYOUT, 16) }
-}
-
-/// x = d * q + m, q 5 bits.
-#[target_feature(enable = "neon")]
-unsafe fn q5_1(src: &[u8], dst: &mut [u16]) {
-    // SAFETY: as in q4_1.
-    unsafe { legacy32::<false, ADD>(src, dst, &block::q5_1::LAYOUT, 0) }
-}
+use weightstream_blocks::{block, BlockLayout};
 
 /// x = (d * sc) * q - (dmin * m): q the 2-bit crumbs of `QS`, sc and m 4
 /// bits each per 16 elements.
 #[target_feature(enable = "neon")]
-unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
     use block::q2_k::*;
     for (b, o) in blocks(src, dst, &LAYOUT) {
         let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
@@ -140,7 +51,7 @@ unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
 /// (as [`field16`] reads them), `high` the HIGH-bit field of the `NH` at
 /// `high.0`.
 #[inline(always)]
-unsafe fn low_high16<const LOW: i32, const HIGH: i32, const NL: usize, const NH: usize>(
+pub(super) unsafe fn low_high16<const LOW: i32, const HIGH: i32, const NL: usize, const NH: usize>(
     src: &[u8],
     dst: &mut [u16],
     layout: &BlockLayout,
@@ -167,7 +78,7 @@ unsafe fn low_high16<const LOW: i32, const HIGH: i32, const NL: usize, const NH:
 /// `HMASK` bit is clear (crumb | h << 2, minus 4), sc 6 bits signed per
 /// 16 elements.
 #[target_feature(enable = "neon")]
-unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
     use block::q3_k::*;
     // SAFETY: as in q4_1; QS holds 4 vectors, HMASK 2.
     unsafe { low_high16::<2, 1, 4, 2>(src, dst, &LAYOUT, (QS, 32), (HMASK, 32), 4, |b, k| q3_k_scale(&b[SCALES..], k)) }
@@ -177,7 +88,7 @@ unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
 /// elements; q a nibble of `QS`, with Q5_K's fifth bit from `qh` (the
 /// offset of its `QH`; None for Q4_K).
 #[inline(always)]
-unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout, qh: Option<usize>) {
+pub(super) unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout, qh: Option<usize>) {
     let field = |name| layout.field(name).expect("K-quant field").0;
     let (d_at, dmin_at, sc_at, qs_at) = (field("D"), field("DMIN"), field("SCALES"), field("QS"));
     for (b, o) in blocks(src, dst, layout) {
@@ -202,13 +113,13 @@ unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout, qh: Optio
 }
 
 #[target_feature(enable = "neon")]
-unsafe fn q4_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q4_k(src: &[u8], dst: &mut [u16]) {
     // SAFETY: as in q4_1.
     unsafe { k4_family(src, dst, &block::q4_k::LAYOUT, None) }
 }
 
 #[target_feature(enable = "neon")]
-unsafe fn q5_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q5_k(src: &[u8], dst: &mut [u16]) {
     // SAFETY: as in q4_1.
     unsafe { k4_family(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH)) }
 }
@@ -216,23 +127,8 @@ unsafe fn q5_k(src: &[u8], dst: &mut [u16]) {
 /// x = (d * sc) * (q - 32): q a nibble of `QL` (runs of 64 bytes) with a
 /// crumb of `QH` as bits 4 and 5, sc an i8 per 16 elements.
 #[target_feature(enable = "neon")]
-unsafe fn q6_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q6_k(src: &[u8], dst: &mut [u16]) {
     use block::q6_k::*;
     // SAFETY: as in q4_1; QL holds 8 vectors, QH 4.
     unsafe { low_high16::<4, 2, 8, 4>(src, dst, &LAYOUT, (QL, 64), (QH, 32), 32, |b, k| (b[SCALES + k] as i8) as i32) }
-}
-
-/// The NEON kernel of a block format, if this module has one.
-pub fn block_kernel(f: BlockFormat) -> Option<KernelFn> {
-    Some(match f {
-        BlockFormat::Q4_1 => q4_1,
-        BlockFormat::Q5_0 => q5_0,
-        BlockFormat::Q5_1 => q5_1,
-        BlockFormat::Q2_K => q2_k,
-        BlockFormat::Q3_K => q3_k,
-        BlockFormat::Q4_K => q4_k,
-        BlockFormat::Q5_K => q5_k,
-        BlockFormat::Q6_K => q6_k,
-        _ => return None,
-    })
 }
