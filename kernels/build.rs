@@ -84,7 +84,7 @@ fn kernel_sources(dir: &Path) -> Vec<String> {
 /// nvcc: `WEIGHTSTREAM_NVCC` (scripts/env.sh points it at the pinned PyPI
 /// toolchain that scripts/setup.sh installs), else a CUDA installation.
 fn find_nvcc() -> Option<PathBuf> {
-    if let Some(p) = env::var_os("WEIGHTSTREAM_NVCC") {
+    if let Some(p) = env::var_os("WEIGHTSTREAM_NVCC").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
     for var in ["CUDA_HOME", "CUDA_PATH"] {

@@ -198,3 +198,22 @@ __device__ __forceinline__ Coords coords() { return Coords{blockIdx.x, threadIdx
 WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
 
 }  // namespace ws
+
+// A block kernel's grid-stride loop (`<name>_thread`, what the host grid
+// runs) and entry point (`ws_<name>`) around its `<name>_group(src, dst,
+// g)`, which writes outputs 8g .. 8g + 7; n is a whole number of blocks.
+#ifdef __CUDACC__
+#define WS_BLOCK_KERNEL_ENTRY(NAME)                                                  \
+    extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::NAME##_thread(src, dst, n, ws::coords());                              \
+    }
+#else
+#define WS_BLOCK_KERNEL_ENTRY(NAME)
+#endif
+#define WS_BLOCK_KERNEL(NAME)                                                        \
+    namespace ws {                                                                   \
+    WS_HD void NAME##_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { \
+        for (uint64_t g = c.first(); g < n / 8; g += c.stride()) NAME##_group(src, dst, g); \
+    }                                                                                \
+    }                                                                                \
+    WS_BLOCK_KERNEL_ENTRY(NAME)

@@ -23,7 +23,6 @@ WS_BLOCK_KERNEL(iq2_xxs)
 
 // IQ2_XS -> BF16. f16 d; per 8 elements a u16 (9-bit grid index, 7-bit
 // sign index); a 4-bit scale per 16; db as IQ2_XXS's.
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void iq2_xs_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
@@ -40,7 +39,6 @@ WS_BLOCK_KERNEL(iq2_xs)
 
 // IQ2_S -> BF16. f16 d; per 8 elements a grid index byte with 2 high bits
 // from qh and an explicit sign byte; a 4-bit scale per 16; db as IQ2_XXS's.
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void iq2_s_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
@@ -58,7 +56,6 @@ WS_BLOCK_KERNEL(iq2_s)
 // IQ3_XXS -> BF16. f16 d; 64 grid index bytes (4 values each); per 32
 // elements a u32 of four 7-bit sign indices and a 4-bit scale s;
 // db = (d * (0.5 + s)) * 0.5, x = (db * grid) * ±1.
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void iq3_xxs_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
@@ -77,7 +74,6 @@ WS_BLOCK_KERNEL(iq3_xxs)
 
 // IQ3_S -> BF16. f16 d; per 4 elements a grid index byte with a ninth bit
 // from qh; sign bytes per 8; a 4-bit scale s per 32: db = d * (1 + 2s).
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD uint32_t iq3_s_index(const uint8_t* blk, uint32_t i) {
@@ -100,7 +96,6 @@ WS_BLOCK_KERNEL(iq3_s)
 // IQ1_S -> BF16. f16 d; 32 grid index bytes; per 32 elements a u16 of four
 // 3-bit high index parts, a 3-bit scale s (bits 12..14) and the delta's sign
 // (bit 15); x = (d * (2s + 1)) * (grid + delta), grid values -1, 0, 1.
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void iq1_s_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
@@ -120,7 +115,6 @@ WS_BLOCK_KERNEL(iq1_s)
 // index bits, the delta's sign); four u16 scales holding a 3-bit s per 16
 // elements, their top nibbles together the f16 d; x = (d * (2s + 1)) *
 // (grid + delta).
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void iq1_m_group(const uint8_t* src, uint16_t* dst, uint64_t g) {

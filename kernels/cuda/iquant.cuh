@@ -74,20 +74,3 @@ WS_HD float ue4m3_half(uint32_t x) {
 
 }  // namespace ws
 
-// A block kernel's grid-stride loop and entry point around its
-// `<name>_group(src, dst, g)`; n is a whole number of blocks.
-#ifdef __CUDACC__
-#define WS_BLOCK_KERNEL_ENTRY(NAME)                                                  \
-    extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
-        ws::NAME##_thread(src, dst, n, ws::coords());                              \
-    }
-#else
-#define WS_BLOCK_KERNEL_ENTRY(NAME)
-#endif
-#define WS_BLOCK_KERNEL(NAME)                                                        \
-    namespace ws {                                                                   \
-    WS_HD void NAME##_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { \
-        for (uint64_t g = c.first(); g < n / 8; g += c.stride()) NAME##_group(src, dst, g); \
-    }                                                                                \
-    }                                                                                \
-    WS_BLOCK_KERNEL_ENTRY(NAME)

@@ -22,23 +22,13 @@ WS_HD void q2_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 256.
-WS_HD void q2_k_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q2_k_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q2_k(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q2_k_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q2_k)
 
 // Q3_K -> BF16. 32 bytes of high bits, 64 bytes of 2-bit quants, 12 bytes
 // of 6-bit signed scales (per 16 elements), f16 d;
 // x = (d * sc) * q, q = the 2 bits minus 4 where the hmask bit is clear.
-#include "kquant.cuh"
 
 namespace ws {
 
@@ -64,23 +54,13 @@ WS_HD void q3_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 256.
-WS_HD void q3_k_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q3_k_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q3_k(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q3_k_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q3_k)
 
 // Q4_K -> BF16. f16 d, dmin; 12 bytes of 6-bit scales and mins (per 32
 // elements); 128 bytes of nibbles; x = (d * sc) * q - (dmin * m), each
 // operation rounded (gguf-py's order; no FMA).
-#include "kquant.cuh"
 
 namespace ws {
 
@@ -98,22 +78,12 @@ WS_HD void q4_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 256.
-WS_HD void q4_k_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q4_k_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q4_k(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q4_k_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q4_k)
 
 // Q5_K -> BF16. As Q4_K with 32 bytes of high bits: element 32k + l takes
 // bit k of qh[l] as bit 4; x = (d * sc) * q - (dmin * m).
-#include "kquant.cuh"
 
 namespace ws {
 
@@ -132,24 +102,14 @@ WS_HD void q5_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 256.
-WS_HD void q5_k_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q5_k_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q5_k(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q5_k_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q5_k)
 
 // Q6_K -> BF16. 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 x i8
 // scales (per 16 elements), f16 d; x = (d * sc) * (q - 32). In each
 // 128-element half, element i's low nibble is in ql[i % 64] (low nibbles
 // for i < 64, high for the rest) and its high bits are crumb i of qh.
-#include "kquant.cuh"
 
 namespace ws {
 
@@ -168,15 +128,6 @@ WS_HD void q6_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 256.
-WS_HD void q6_k_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q6_k_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q6_k(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q6_k_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q6_k)

@@ -21,22 +21,12 @@ WS_HD void q4_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 32.
-WS_HD void q4_0_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q4_0_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q4_0(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q4_0_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q4_0)
 
 // Q4_1 -> BF16. A block is f16 d, f16 m + 16 bytes of nibbles (as Q4_0);
 // x = (d * q) + m, each operation rounded (gguf-py's order; no FMA).
-#include "legacy.cuh"
 
 namespace ws {
 
@@ -51,22 +41,12 @@ WS_HD void q4_1_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 32.
-WS_HD void q4_1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q4_1_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q4_1(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q4_1_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q4_1)
 
 // Q5_0 -> BF16. A block is f16 d, a u32 of high bits, 16 bytes of low
 // nibbles (as Q4_0); element j's bit 4 is bit j of qh; x = d * (q - 16).
-#include "legacy.cuh"
 
 namespace ws {
 
@@ -83,22 +63,12 @@ WS_HD void q5_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 32.
-WS_HD void q5_0_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q5_0_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q5_0(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q5_0_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q5_0)
 
 // Q5_1 -> BF16. A block is f16 d, f16 m, a u32 of high bits, 16 bytes of
 // low nibbles; q as in Q5_0 but unsigned; x = (d * q) + m.
-#include "legacy.cuh"
 
 namespace ws {
 
@@ -115,18 +85,9 @@ WS_HD void q5_1_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 32.
-WS_HD void q5_1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q5_1_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q5_1(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q5_1_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q5_1)
 
 // Q8_0 -> BF16. A block is f16 d + 32 int8; x = d * q.
 // Thread group g writes elements 8g..8g+7 of block g / 4.
@@ -145,15 +106,6 @@ WS_HD void q8_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     store_bf16(dst + g * 8, out, 8);
 }
 
-// n: elements, a multiple of 32.
-WS_HD void q8_0_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) q8_0_group(src, dst, g);
-}
-
 }  // namespace ws
 
-#ifdef __CUDACC__
-extern "C" __global__ void ws_q8_0(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {
-    ws::q8_0_thread(src, dst, n, ws::coords());
-}
-#endif
+WS_BLOCK_KERNEL(q8_0)

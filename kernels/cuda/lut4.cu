@@ -23,7 +23,6 @@ WS_BLOCK_KERNEL(iq4_nl)
 // nibbles; per 32-element sub-block k a 6-bit scale (nibble k of scales_l,
 // bits 2k..2k+1 of scales_h) minus 32 and 16 bytes laid out as IQ4_NL's;
 // x = (d * sc) * IQ4NL_VALUES[q].
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void iq4_xs_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
@@ -45,7 +44,6 @@ WS_BLOCK_KERNEL(iq4_xs)
 // MXFP4 -> BF16. E8M0 e, 16 bytes of E2M1 nibbles (low, then high);
 // x = 2^(e-128) * E2M1_DOUBLED[q]. Blocks are 17 bytes, so they start at odd
 // addresses: bytes are read one by one. Group g: block g / 4, quarter g % 4.
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void mxfp4_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
@@ -65,7 +63,6 @@ WS_BLOCK_KERNEL(mxfp4)
 // nibbles: sub-block k's 8 bytes, low nibbles then high;
 // x = (s / 2) * E2M1_DOUBLED[q]. Group g: block g / 8, sub-block (g % 8) / 2,
 // low or high nibbles by g % 2.
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void nvfp4_group(const uint8_t* src, uint16_t* dst, uint64_t g) {

@@ -72,8 +72,6 @@ extern "C" __global__ void ws_e2m1(const uint8_t* WS_RESTRICT src, uint16_t* WS_
 // like the scales (scale_grid.cuh), null for symmetric packs. Thread group
 // g writes chunk elements 8g..8g+7, one scale and zero lookup when the 8
 // share them.
-#include "common.cuh"
-#include "scale_grid.cuh"
 
 namespace ws {
 

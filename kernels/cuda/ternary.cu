@@ -38,7 +38,6 @@ WS_BLOCK_KERNEL(tq1_0)
 
 // TQ2_0 -> BF16. 64 bytes of 2-bit values laid out as Q2_K's, f16 d;
 // x = d * (q - 1).
-#include "iquant.cuh"
 
 namespace ws {
 WS_HD void tq2_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {

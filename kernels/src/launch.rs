@@ -1,6 +1,6 @@
 //! Kernel launches described once, for the GPU and the host grid alike.
 
-use weightstream_blocks::BlockFormat;
+use weightstream_blocks::{BlockFormat, Encoding, Fp8Format, ScaleLayout};
 
 /// Threads per block: 8 warps, each writing 512 contiguous bytes per step.
 pub const BLOCK_DIM: u32 = 256;
@@ -111,6 +111,43 @@ impl Launch {
             scaled(Element::Int4),
             scaled(Element::Int8),
         ])
+    }
+
+    /// The launch that dequantizes `encoding` from element `first` of a
+    /// `[rows, cols]` matrix whose scales follow `layout` (none: one scale,
+    /// 1.0); integer packs round to F16 first where `round_f16`. The scale
+    /// and zero-point addresses are 0 here: the caller sets them
+    /// ([`ScaledArgs::scales`], [`ScaledArgs::zeros`]) where it has them.
+    /// `None` for BF16, which needs no kernel (a copy).
+    pub fn for_encoding(
+        encoding: Encoding,
+        (rows, cols): (u64, u64),
+        first: u64,
+        layout: Option<&ScaleLayout>,
+        round_f16: bool,
+    ) -> Option<Launch> {
+        let element = match encoding {
+            Encoding::BF16 => return None,
+            Encoding::Block(f) => return Some(Launch::Block(f)),
+            Encoding::F32 => return Some(Launch::F32),
+            Encoding::F16 => return Some(Launch::F16),
+            Encoding::Fp8(Fp8Format::E4M3) => Element::E4m3,
+            Encoding::Fp8(Fp8Format::E5M2) => Element::E5m2,
+            Encoding::E2m1 => Element::E2m1,
+            Encoding::Int { bits: 4 } => Element::Int4,
+            Encoding::Int { .. } => Element::Int8,
+        };
+        Some(Launch::Scaled(ScaledArgs {
+            element,
+            scales: 0,
+            first,
+            cols,
+            block_rows: layout.map_or(rows.max(1), |l| l.block_rows),
+            block_cols: layout.map_or(cols.max(1), |l| l.block_cols),
+            grid_cols: layout.map_or(1, |l| l.grid_cols),
+            zeros: 0,
+            round_f16: round_f16 && matches!(element, Element::Int4 | Element::Int8),
+        }))
     }
 
     /// (module, function): the `__global__` function's name and the
