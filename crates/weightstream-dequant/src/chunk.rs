@@ -127,7 +127,7 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
         Isa::Scalar | Isa::Neon => {}
         Isa::Avx2 => {
             // SAFETY: AVX2 and F16C confirmed by the caller; src.len() == dst.len().
-            unsafe { crate::x86::fp8::avx2::fp8(format, cols, scales, first, src, dst) };
+            unsafe { crate::x86::fp8::avx2(format, cols, scales, first, src, dst) };
             return;
         }
         Isa::Avx512 | Isa::Avx512Int => {
@@ -135,7 +135,7 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
             let bf16 = isa == Isa::Avx512 && avx512::has_bf16();
             // SAFETY: Isa::Avx512 supported (checked by the caller), AVX512_BF16
             // by has_bf16 where bf16; src.len() == dst.len().
-            unsafe { fp8::avx512::fp8(bf16, format, cols, scales, first, src, dst) };
+            unsafe { fp8::avx512(bf16, format, cols, scales, first, src, dst) };
             return;
         }
     }
