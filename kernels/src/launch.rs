@@ -168,6 +168,35 @@ impl Launch {
         (module_of(name), name)
     }
 
+    /// The kernel's arguments, in order and named, every one a u64: the one
+    /// definition of the argument list, which the GPU executor packs
+    /// (weightstream-cuda), the host grid mirrors, and the GPU round's
+    /// sweep follows (`weightstream formats --json` lists the names).
+    pub fn args(&self, src: u64, dst: u64, n: u64) -> Vec<(&'static str, u64)> {
+        let mut v = vec![("src", src), ("dst", dst), ("n", n)];
+        if let Launch::Scaled(a) = self {
+            let [cm, cs, rm, rs, bm, bs] = a.divisors();
+            v.extend([
+                ("scales", a.scales),
+                ("first", a.first),
+                ("cols", a.cols),
+                ("block_rows", a.block_rows),
+                ("block_cols", a.block_cols),
+                ("grid_cols", a.grid_cols),
+                ("cols_magic", cm),
+                ("cols_shifts", cs),
+                ("block_rows_magic", rm),
+                ("block_rows_shifts", rs),
+                ("block_cols_magic", bm),
+                ("block_cols_shifts", bs),
+            ]);
+            if matches!(a.element, Element::Int4 | Element::Int8) {
+                v.extend([("zeros", a.zeros), ("round_f16", a.round_f16 as u64)]);
+            }
+        }
+        v
+    }
+
     /// Work items (groups of 8 outputs) for `n` elements.
     pub fn groups(&self, n: u64) -> u64 {
         n.div_ceil(8)

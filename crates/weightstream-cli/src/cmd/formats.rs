@@ -40,11 +40,13 @@ pub fn run(args: &Args) -> CmdResult {
                 })
             })
             .collect();
-        // Every CUDA kernel the executor launches and the source (fatbin) that defines it.
+        // Every CUDA kernel the executor launches, the source (fatbin) that
+        // defines it and its u64 arguments in order (Launch::args).
         let kernels: Vec<_> = Launch::every()
             .map(|k| {
                 let (module, function) = k.function();
-                json!({"function": function, "module": module})
+                let args: Vec<&str> = k.args(0, 0, 0).into_iter().map(|(name, _)| name).collect();
+                json!({"function": function, "module": module, "args": args})
             })
             .collect();
         println!(
