@@ -69,6 +69,7 @@ mod kquant;
 mod legacy;
 mod lookup;
 mod lut4;
+mod packed;
 pub mod packed256;
 pub mod packed512;
 mod ternary;
