@@ -215,8 +215,15 @@ step_sanitizer() {
     return
   fi
   echo "compute-sanitizer: $cs" >> "$CUR_LOG"
-  part sanitizer "compute-sanitizer memcheck ($cs)" "$cs" --tool memcheck --leak-check full --error-exitcode 1 \
-    "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 kernels_match_cpu_bitwise e2m1_matches_cpu int_matches_cpu pipeline_matches
+  # The host-sized case list (WEIGHTSTREAM_PARITY_SIZE=host): memcheck
+  # slows every launch; the parity step runs the device-sized one.
+  part sanitizer "compute-sanitizer memcheck ($cs)" env WEIGHTSTREAM_PARITY_SIZE=host "$cs" --tool memcheck --leak-check full \
+    --error-exitcode 1 "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 every_case_matches_cpu_bitwise pipeline_matches
+  local tool
+  for tool in racecheck synccheck; do
+    part sanitizer "compute-sanitizer $tool" env WEIGHTSTREAM_PARITY_SIZE=host "$cs" --tool "$tool" --error-exitcode 1 \
+      "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 every_case_matches_cpu_bitwise pipeline_matches
+  done
 }
 
 step_python() {
