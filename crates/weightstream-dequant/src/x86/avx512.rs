@@ -187,3 +187,27 @@ pub(super) unsafe fn splat_f16(h: u16) -> __m512 {
 pub(super) fn f16_finite(h: u16) -> bool {
     h & 0x7C00 != 0x7C00
 }
+
+/// `numerics::round_f16` on 16 lanes: the same two rounded adds by a power
+/// of two (0.5 below 2^-14, else 2^(e + 13)), infinity from 65520 up, NaN
+/// kept, the sign restored.
+#[inline(always)]
+pub(super) unsafe fn round_f16(x: __m512) -> __m512 {
+    // SAFETY: inside a kernel with avx512f enabled.
+    unsafe {
+        let bits = _mm512_castps_si512(x);
+        let sign = _mm512_and_si512(bits, _mm512_set1_epi32(i32::MIN));
+        let mag = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF_FFFF));
+        let a = _mm512_castsi512_ps(mag);
+        let half = _mm512_set1_ps(0.5);
+        let small = _mm512_sub_ps(_mm512_add_ps(a, half), half);
+        let c = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_and_si512(mag, _mm512_set1_epi32(0x7F80_0000)), _mm512_set1_epi32(13 << 23)));
+        let normal = _mm512_sub_ps(_mm512_add_ps(a, c), c);
+        let is_small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(6.103_515_6e-5));
+        let is_big = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, _mm512_set1_ps(65520.0));
+        let r = _mm512_mask_mov_ps(normal, is_small, small);
+        let r = _mm512_mask_mov_ps(r, is_big, _mm512_set1_ps(f32::INFINITY));
+        let r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+        _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
+    }
+}

@@ -72,6 +72,7 @@ mod lut4;
 mod packed;
 pub mod packed256;
 pub mod packed512;
+mod packed512_int8;
 mod ternary;
 
 use weightstream_blocks::BlockFormat;
