@@ -43,11 +43,12 @@ export PATH=$TOOLS/bin:$PATH
 echo "fuzz: building the targets (nightly, AddressSanitizer)"
 cargo +nightly fuzz build --fuzz-dir fuzz -O 2>&1 | grep -vE "^\s+(Compiling|Finished|Building)" || true
 
-summary=()
-status=0
-for t in "${TARGETS[@]}"; do
-  log=$(mktemp)
-  echo "fuzz: $t for ${SECONDS_PER_TARGET}s"
+# libFuzzer runs one target on one core: run as many targets at once as
+# there are cores (WEIGHTSTREAM_FUZZ_JOBS), each for the full time.
+jobs_max=${WEIGHTSTREAM_FUZZ_JOBS:-$(nproc)}
+out=$(mktemp -d)
+run_target() {
+  local t=$1 log=$out/$1.log result execs corpus
   # Targets without seeds from fuzz_corpus.py start from an empty corpus.
   mkdir -p "fuzz/corpus/$t"
   if cargo +nightly fuzz run --fuzz-dir fuzz -O "$t" "fuzz/corpus/$t" -- \
@@ -56,14 +57,28 @@ for t in "${TARGETS[@]}"; do
     result="no crash"
   else
     result="CRASH: $(ls -t "fuzz/artifacts/$t" 2>/dev/null | head -1)"
-    status=1
-    tail -40 "$log"
+    touch "$out/$t.failed"
   fi
   execs=$(grep -oE "stat::number_of_executed_units: *[0-9]+" "$log" | grep -oE "[0-9]+$" || echo "?")
   corpus=$(ls "fuzz/corpus/$t" | wc -l)
-  summary+=("$(printf '%-20s %12s execs  %6s corpus files  %s' "$t" "$execs" "$corpus" "$result")")
-  rm -f "$log"
+  printf '%-20s %12s execs  %6s corpus files  %s\n' "$t" "$execs" "$corpus" "$result" >"$out/$t.summary"
+}
+for t in "${TARGETS[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  echo "fuzz: $t for ${SECONDS_PER_TARGET}s"
+  run_target "$t" &
 done
-echo "fuzz: ${SECONDS_PER_TARGET}s per target"
+wait
+summary=()
+status=0
+for t in "${TARGETS[@]}"; do
+  if [ -f "$out/$t.failed" ]; then
+    status=1
+    tail -40 "$out/$t.log"
+  fi
+  summary+=("$(cat "$out/$t.summary")")
+done
+rm -rf "$out"
+echo "fuzz: ${SECONDS_PER_TARGET}s per target, $jobs_max at a time"
 printf '  %s\n' "${summary[@]}"
 exit $status

@@ -78,8 +78,8 @@ for line in sys.stdin:
     if m.get("reason") == "build-script-executed" and "weightstream-kernels" in m.get("package_id", ""):
         print(m["out_dir"])')
   cp "$out_dir"/*.fatbin "$CARRY/fatbin/"
-  # One fatbin per crates/weightstream-kernels/cuda/*.cu.
-  [ "$(ls "$CARRY/fatbin" | wc -l)" -eq "$(ls crates/weightstream-kernels/cuda/*.cu | wc -l)" ] || { echo "gpu_round: fatbins missing (nvcc?)" >&2; exit 1; }
+  # One fatbin per kernels/cuda/*.cu.
+  [ "$(ls "$CARRY/fatbin" | wc -l)" -eq "$(ls kernels/cuda/*.cu | wc -l)" ] || { echo "gpu_round: fatbins missing (nvcc?)" >&2; exit 1; }
   "$WS_VENV/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$CARRY/wheels" gguf==0.19.0 cuda-bench==0.3.0 \
@@ -215,8 +215,15 @@ step_sanitizer() {
     return
   fi
   echo "compute-sanitizer: $cs" >> "$CUR_LOG"
-  part sanitizer "compute-sanitizer memcheck ($cs)" "$cs" --tool memcheck --leak-check full --error-exitcode 1 \
-    "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 kernels_match_cpu_bitwise e2m1_matches_cpu int_matches_cpu pipeline_matches
+  # The host-sized case list (WEIGHTSTREAM_PARITY_SIZE=host): memcheck
+  # slows every launch; the parity step runs the device-sized one.
+  part sanitizer "compute-sanitizer memcheck ($cs)" env WEIGHTSTREAM_PARITY_SIZE=host "$cs" --tool memcheck --leak-check full \
+    --error-exitcode 1 "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 every_case_matches_cpu_bitwise pipeline_matches
+  local tool
+  for tool in racecheck synccheck; do
+    part sanitizer "compute-sanitizer $tool" env WEIGHTSTREAM_PARITY_SIZE=host "$cs" --tool "$tool" --error-exitcode 1 \
+      "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 every_case_matches_cpu_bitwise pipeline_matches
+  done
 }
 
 step_python() {
@@ -325,12 +332,12 @@ check() {
   fi
   local tmp
   tmp=$(mktemp -d)
-  "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
+  "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/launch_args.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
   "$WS_VENV/bin/python" bench/gpu/e2e.py --ws "$WEIGHTSTREAM_BIN" --dir "$tmp/models" --out "$tmp/e2e.json" --dry-run --reps 2
   "$WS_VENV/bin/python" bench/io/storage.py --ws "$WEIGHTSTREAM_BIN" --device cpu --sources auto,read,mmap,direct,gds \
     --model "$tmp/models/tiny-llama-q4_0.gguf" --reps 2 --out "$tmp/storage.json" >/dev/null 2>&1
   "$WS_VENV/bin/python" bench/gpu/report.py --e2e "$tmp/e2e.json" --storage "$tmp/storage.json" --out "$tmp/report.md" >/dev/null
-  "$WS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python/test_gpu_report.py
+  "$WS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python/test_gpu_report.py tests/python/test_sweep_args.py
   echo "gpu_round: the device half's scripts ran on a tiny model on the CPU ($tmp)"
 }
 

@@ -6,6 +6,11 @@
 # and safetensors packages, the C API, vLLM, a leak check, both container
 # images (scripts/test_docker.sh, podman) and fuzzing. Extra arguments go to
 # pytest.
+#
+#   scripts/test.sh          everything (CI runs this: .ci/run)
+#   scripts/test.sh quick    the inner loop, a few minutes: fmt, clippy,
+#                            cargo test, the Python suite (no vLLM, C API,
+#                            qemu, valgrind, podman or fuzzing)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -13,15 +18,26 @@ scripts/setup.sh
 source scripts/env.sh
 # CI must build the GPU kernels even without a GPU: fail if nvcc was not used.
 export WEIGHTSTREAM_REQUIRE_GPU_KERNELS=1
+quick=0
+if [ "${1:-}" = quick ]; then
+  quick=1
+  shift
+fi
 echo "== cargo fmt --check and clippy -D warnings (lints: Cargo.toml [workspace.lints])"
 cargo fmt --all -- --check
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --release --locked --workspace
-echo "== aarch64: the NEON kernels' parity suite under qemu-user"
-scripts/test_arm.sh
+if [ "$quick" = 0 ]; then
+  echo "== aarch64: the NEON kernels' parity suite under qemu-user"
+  scripts/test_arm.sh
+fi
 echo "== pytest"
 "$WS_VENV/bin/python" -m pytest tests/python -q -rs "$@"
+if [ "$quick" = 1 ]; then
+  echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, leaks, images, fuzzing)"
+  exit 0
+fi
 # The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).
 scripts/setup_vllm.sh
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"

@@ -14,6 +14,12 @@ the two-thread / one-thread speedup of the kernel and of memcpy.
     python3 bench/cpu/paths.py --format q4_0 --format q4_k --rounds 5
     python3 bench/cpu/paths.py --threads2 > table.md  # and two-thread scaling
     python3 bench/cpu/paths.py --json > paths.json   # every run, raw
+    python3 bench/cpu/paths.py --baseline /tmp/old-weightstream   # before/after
+
+With --baseline BIN, each round also runs that binary on each path right
+before or after the current one (alternating), and the table gives, per
+path, the current kernel's ratio to memcpy over the baseline's from the
+same round: median over the rounds (range). Above 1: the change is faster.
 
 Needs the release CLI (target/release/weightstream, or --ws / $WEIGHTSTREAM_BIN).
 """
@@ -105,15 +111,20 @@ def main() -> int:
     ap.add_argument("--threads2", action="store_true", help="also run the best path on two threads")
     ap.add_argument("--json", action="store_true", help="print every run as JSON instead of the table")
     ap.add_argument("--save", type=Path, help="also write every run as JSON to this file")
+    ap.add_argument("--baseline", help="another weightstream binary to compare with, path by path, in the same rounds")
     args = ap.parse_args()
     formats = args.format or FORMATS
 
     paths = list(args.isa or ISAS)
     runs: dict[str, list[dict]] = {p: [] for p in paths}
+    base: dict[str, list[dict]] = {p: [] for p in paths}
     runs2: list[dict] = []
     for r in range(args.rounds):
         for isa in list(paths):
             print(f"round {r + 1}/{args.rounds}: {isa}, 1 thread", file=sys.stderr)
+            baseline_first = args.baseline and r % 2 == 1
+            if baseline_first:
+                base[isa].append(run_bench(args.baseline, isa, 1, args.reps, formats, args.shape))
             res = run_bench(args.ws, isa, 1, args.reps, formats, args.shape)
             if res is None:
                 print(f"  {isa}: not supported by this CPU, skipped", file=sys.stderr)
@@ -121,10 +132,12 @@ def main() -> int:
                 del runs[isa]
                 continue
             runs[isa].append(res)
+            if args.baseline and not baseline_first:
+                base[isa].append(run_bench(args.baseline, isa, 1, args.reps, formats, args.shape))
         if args.threads2 and paths:
             print(f"round {r + 1}/{args.rounds}: {paths[-1]}, 2 threads", file=sys.stderr)
             runs2.append(run_bench(args.ws, paths[-1], 2, args.reps, formats, args.shape))
-    raw = {"cpu": cpu_description(), "paths": runs, "two_threads": runs2}
+    raw = {"cpu": cpu_description(), "paths": runs, "two_threads": runs2, "baseline": base if args.baseline else None}
     if args.save:
         args.save.write_text(json.dumps(raw, indent=1))
     if args.json:
@@ -134,6 +147,8 @@ def main() -> int:
     if not paths:
         print("no path ran", file=sys.stderr)
         return 1
+    if args.baseline:
+        return compare_table(args, formats, paths, runs, base)
     shape = "x".join(str(d) for d in runs[paths[0]][0]["shape"])
     print(f"CPU: {cpu_description()}")
     print(f"Shape {shape}, hot output, {args.rounds} interleaved rounds of --reps {args.reps}; "
@@ -153,6 +168,23 @@ def main() -> int:
             m1 = statistics.median(gbps(runs[best], f, "memcpy_gbps_median"))
             m2 = statistics.median(gbps(runs2, f, "memcpy_gbps_median"))
             row += [f"{two / one:.2f}", f"{m2 / m1:.2f}"]
+        print("| " + " | ".join(row) + " |")
+    return 0
+
+
+def compare_table(args, formats: list[str], paths: list[str], runs: dict, base: dict) -> int:
+    """Per path: this binary's ratio to memcpy over the baseline's, round by round."""
+    print(f"CPU: {cpu_description()}")
+    print(f"{args.ws} over {args.baseline}: each kernel's ratio to memcpy divided by the baseline's from the same "
+          f"round, median of {args.rounds} interleaved rounds (range); above 1 is faster.\n")
+    head = ["kernel"] + paths
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for f in formats:
+        row = [f]
+        for p in paths:
+            q = [a / b for a, b in zip(ratios(runs[p], f), ratios([x for x in base[p] if x], f))]
+            row.append(f"{statistics.median(q):.3f} ({min(q):.3f}-{max(q):.3f})" if q else "-")
         print("| " + " | ".join(row) + " |")
     return 0
 

@@ -26,28 +26,38 @@ import sys
 from pathlib import Path
 
 import cuda.bench as bench
+import launch_args
 import cupy as cp
 import numpy as np
 
 SIZES_MIB = [1, 4, 16, 64, 256, 1024]
 OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16",
                  "f16", "f32"]
-OTHER_FUNCTIONS = {"float": ["ws_f32", "ws_f16"], "fp8": ["ws_fp8_e4m3", "ws_fp8_e5m2"], "e2m1": ["ws_e2m1"], "int": ["ws_int4", "ws_int8"]}
 BLOCK = 256
 
 FUNCTIONS = {}
-BLOCK_FORMATS = {}  # module name -> `weightstream formats --json` entry
+ARGS = {}  # kernel function -> its argument names, in order (`formats --json`)
+BLOCK_FORMATS = {}  # kernel name (ws_<name>) -> `weightstream formats --json` entry
 SM_COUNT = 1
+
+
+def read_table(ws: Path) -> dict[str, list[str]]:
+    """The block formats, every kernel's arguments (Launch::args) and which
+    fatbin (kernel source) defines each kernel, from `weightstream formats
+    --json`: {module: [functions]}."""
+    table = json.loads(subprocess.run([str(ws), "formats", "--json"], check=True, capture_output=True, text=True).stdout)
+    for f in table["block_formats"]:
+        BLOCK_FORMATS[f["cuda_function"].removeprefix("ws_")] = f
+    modules: dict[str, list[str]] = {}
+    for k in table["kernels"]:
+        modules.setdefault(k["module"], []).append(k["function"])
+        ARGS[k["function"]] = k["args"]
+    return modules
 
 
 def load(fatbins: Path, ws: Path):
     global SM_COUNT
-    table = json.loads(subprocess.run([str(ws), "formats", "--json"], check=True, capture_output=True, text=True).stdout)
-    modules = dict(OTHER_FUNCTIONS)
-    for f in table["block_formats"]:
-        BLOCK_FORMATS[f["cuda_module"]] = f
-        modules[f["cuda_module"]] = [f["cuda_function"]]
-    for module, names in modules.items():
+    for module, names in read_table(ws).items():
         m = cp.RawModule(path=str(fatbins / f"{module}.fatbin"))
         for n in names:
             FUNCTIONS[n] = m.get_function(n)
@@ -81,36 +91,42 @@ def quant_blocks(n: int, fmt: dict) -> cp.ndarray:
 
 
 def inputs(kernel: str, n: int):
-    """(function, source array, extra args, bytes read)."""
-    u64 = np.uint64
+    """(function, source array, its other arguments by name, bytes read):
+    `launch_args.pack` puts them in the kernel's order."""
     if kernel in BLOCK_FORMATS:
         fmt = BLOCK_FORMATS[kernel]
         src = quant_blocks(n, fmt)
-        return fmt["cuda_function"], src, (), src.nbytes
+        return fmt["cuda_function"], src, {}, src.nbytes
     if kernel == "f16":
         src = (cp.random.standard_normal(n, dtype=cp.float32)).astype(cp.float16).view(cp.uint8)
-        return "ws_f16", src, (), src.nbytes
+        return "ws_f16", src, {}, src.nbytes
     if kernel == "f32":
         src = cp.random.standard_normal(n, dtype=cp.float32).view(cp.uint8)
-        return "ws_f32", src, (), src.nbytes
+        return "ws_f32", src, {}, src.nbytes
+    return scaled_inputs(kernel, n)
+
+
+def scaled_inputs(kernel: str, n: int):
+    """`inputs` for the scaled kernels: FP8 with per-tensor or 128x128
+    block scales, and the safetensors packs (format/packed.rs): E2M1 pairs
+    in groups of 16 or 32, INT4 in groups of 128 with zero points, INT8 per
+    channel with F16 rounding; f32 scales (and zero points) as the executor
+    uploads them."""
     cols = 8192
     rows = n // cols
     if kernel in ("nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16"):
-        # The safetensors packs (format/packed.rs): E2M1 pairs in groups of
-        # 16 or 32, INT4 in groups of 128 with zero points, INT8 per channel
-        # with F16 rounding; f32 scales (and zero points) as the executor uploads them.
         group = {"nvfp4_st": 16, "mxfp4_st": 32, "int4_g128_zp": 128, "int8_channel_f16": cols}[kernel]
         bits = 8 if kernel.startswith("int8") else 4
         src = cp.random.randint(0, 256, n * bits // 8, dtype=cp.uint8)
         scales = cp.random.uniform(0.5, 2, rows * (cols // group)).astype(cp.float32)
         zeros = cp.random.randint(-8, 8, scales.size).astype(cp.float32)
-        grid_args = (scales, u64(0), u64(cols), u64(1), u64(group), u64(cols // group))
+        grid = {"scales": scales, "first": 0, "cols": cols, "block_rows": 1, "block_cols": group, "grid_cols": cols // group}
         if kernel.endswith("_st"):
-            return "ws_e2m1", src, grid_args, src.nbytes + scales.nbytes
+            return "ws_e2m1", src, grid, src.nbytes + scales.nbytes
         if bits == 4:
-            return "ws_int4", src, grid_args + (zeros, u64(0)), src.nbytes + 2 * scales.nbytes
+            return "ws_int4", src, {**grid, "zeros": zeros, "round_f16": 0}, src.nbytes + 2 * scales.nbytes
         # No zero points (a null pointer), F16 rounding on.
-        return "ws_int8", src, grid_args + (u64(0), u64(1)), src.nbytes + scales.nbytes
+        return "ws_int8", src, {**grid, "zeros": 0, "round_f16": 1}, src.nbytes + scales.nbytes
     src = cp.random.randint(0, 256, n, dtype=cp.uint8)
     src[(src & 0x7F) == 0x7F] ^= 1
     if kernel.endswith("_tensor"):
@@ -120,8 +136,8 @@ def inputs(kernel: str, n: int):
         scales = cp.random.uniform(0.5, 2, (-(-rows // 128)) * (cols // 128)).astype(cp.float32)
         geom = (128, 128, cols // 128)
     fn = "ws_fp8_e4m3" if "e4m3" in kernel else "ws_fp8_e5m2"
-    extra = (scales, u64(0), u64(cols), u64(geom[0]), u64(geom[1]), u64(geom[2]))
-    return fn, src, extra, src.nbytes + scales.nbytes
+    grid = {"scales": scales, "first": 0, "cols": cols, "block_rows": geom[0], "block_cols": geom[1], "grid_cols": geom[2]}
+    return fn, src, grid, src.nbytes + scales.nbytes
 
 
 def register(args):
@@ -144,12 +160,13 @@ def register(args):
 
             state.exec(launch)
             return
-        fn, src, extra, read = inputs(kernel, n)
+        fn, src, values, read = inputs(kernel, n)
         state.add_global_memory_reads(read)
         state.add_global_memory_writes(dst.nbytes)
         f = FUNCTIONS[fn]
         grid, block = geometry(-(-n // 8))
-        params = (src, dst, np.uint64(n)) + extra
+        packed = launch_args.pack(ARGS[fn], {"src": src, "dst": dst, "n": n, **values})
+        params = tuple(np.uint64(v) if isinstance(v, int) else v for v in packed)
 
         def launch(l):
             with cp.cuda.ExternalStream(l.get_stream().addressof()):

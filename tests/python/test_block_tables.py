@@ -22,6 +22,6 @@ def test_check_fails_on_a_changed_table(tmp_path, monkeypatch):
 
     rust.write_text(g.rust(version("gguf")).replace("0x2b", "0x2c", 1))  # one grid value changed
     monkeypatch.setattr(g, "RUST", rust)
-    monkeypatch.setattr(g, "CUDA", ROOT / "crates/weightstream-kernels/cuda/block_tables.cuh")
+    monkeypatch.setattr(g, "CUDA", ROOT / "kernels/cuda/block_tables.cuh")
     monkeypatch.setattr(sys, "argv", ["gen_block_tables.py", "--check"])
     assert g.main() == 1

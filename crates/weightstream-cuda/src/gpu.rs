@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream};
 use cudarc::nvrtc::Ptx;
-use weightstream_kernels::{fatbin, geometry, Element, Launch};
+use weightstream_kernels::{fatbin, geometry, Launch};
 
 use crate::error::{CudaError, Result};
 use crate::memory::{DeviceBuffer, PinnedBuffer};
@@ -140,21 +140,14 @@ impl Gpu {
         }
         let (_, name) = launch.function();
         let f = &self.functions[name];
-        let mut args: Vec<u64> = vec![src, dst, n];
-        if let Launch::Scaled(a) = launch {
-            args.extend([a.scales, a.first, a.cols, a.block_rows, a.block_cols, a.grid_cols]);
-            args.extend(a.divisors());
-            if matches!(a.element, Element::Int4 | Element::Int8) {
-                args.extend([a.zeros, a.round_f16 as u64]);
-            }
-        }
+        let mut args: Vec<u64> = launch.args(src, dst, n).into_iter().map(|(_, v)| v).collect();
         let mut ptrs: Vec<*mut c_void> = args.iter_mut().map(|a| a as *mut u64 as *mut c_void).collect();
         // Enough blocks to fill every SM several times over; the kernels
         // stride beyond that.
         let (grid, block) = geometry(launch.groups(n), self.info.sm_count * 32);
         self.bind()?;
         // SAFETY: the function came from our fatbin and takes exactly these
-        // u64 arguments (crates/weightstream-kernels/cuda/*.cu); the caller vouches for the pointers.
+        // u64 arguments (Launch::args, kernels/cuda/*.cu); the caller vouches for the pointers.
         unsafe { result::launch_kernel(f.cu_function(), (grid, 1, 1), (block, 1, 1), 0, stream.cu_stream(), &mut ptrs) }
             .map_err(|e| CudaError::driver("cuLaunchKernel", e))
     }

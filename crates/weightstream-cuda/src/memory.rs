@@ -54,14 +54,20 @@ impl DeviceBuffer {
         unsafe { result::memcpy_dtoh_sync(out, self.ptr) }.map_err(|e| CudaError::driver("cuMemcpyDtoH", e))
     }
 
-    /// Copy from the host (synchronous).
+    /// Copy from the host, landed when this returns. `cuMemcpyHtoD` from
+    /// pageable memory may return once the bytes are staged, before the DMA
+    /// to the device completes, and our streams are non-blocking (they do
+    /// not wait for the legacy stream): a kernel launched next could read
+    /// the old contents (issue 33, item 2). So the context is synchronized
+    /// after the copy.
     pub fn from_host(&self, data: &[u8]) -> Result<()> {
         if data.len() > self.bytes {
             return Err(CudaError::Invalid(format!("copy of {} bytes into a {}-byte buffer", data.len(), self.bytes)));
         }
         self.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
         // SAFETY: the buffer holds at least data.len() bytes (checked above).
-        unsafe { result::memcpy_htod_sync(self.ptr, data) }.map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
+        unsafe { result::memcpy_htod_sync(self.ptr, data) }.map_err(|e| CudaError::driver("cuMemcpyHtoD", e))?;
+        result::ctx::synchronize().map_err(|e| CudaError::driver("cuCtxSynchronize", e))
     }
 }
 

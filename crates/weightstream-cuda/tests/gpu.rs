@@ -1,18 +1,19 @@
 //! GPU tests: need a CUDA device. CI has none, so each is ignored there
 //! with that reason; scripts/gpu_round.sh runs them with --include-ignored.
 //!
-//! Every kernel is checked bitwise against the scalar CPU kernels on random
-//! and edge-case inputs, odd sizes and tails, into poisoned outputs with a
-//! guard region; the pipeline end to end, including its failure paths (read
+//! Every kernel is checked bitwise against the scalar CPU kernels on the
+//! one parity case list (`weightstream_dequant::cases`), into poisoned
+//! outputs with a guard region; the pipeline end to end, including its failure paths (read
 //! error, cancel, out of memory), with device memory checked for leaks.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use weightstream_cuda::{run, ChunkOp, ChunkWork, CudaError, Gpu, StagingConfig, StagingRing};
-use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
-use weightstream_format::{BlockFormat, Fp8Format, MemorySource, ScaleKind, ScaleLayout, SharedSource};
-use weightstream_kernels::{Element, Launch, ScaledArgs};
+use weightstream_dequant::cases::{self, Draw, Size};
+use weightstream_dequant::{dequantize, Isa, Kernel};
+use weightstream_format::{BlockFormat, MemorySource, SharedSource};
+use weightstream_kernels::{Launch, ScaledArgs};
 
 const POISON: u8 = 0xA5;
 const GUARD: usize = 64;
@@ -29,12 +30,8 @@ fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
     out
 }
 
-/// Launch on the device into a poisoned buffer; check every output and the guard.
-fn check_launch(g: &Gpu, name: &str, launch: Launch, src: &[u8], n: usize, scales: Option<&[f32]>, want: &[u16]) {
-    check_launch_zeros(g, name, launch, src, n, scales, None, want)
-}
-
-/// `check_launch` with an integer pack's zero points.
+/// Launch on the device into a poisoned buffer (scales and an integer
+/// pack's zero points uploaded beside it); check every output and the guard.
 #[allow(clippy::too_many_arguments)]
 fn check_launch_zeros(
     g: &Gpu,
@@ -76,178 +73,24 @@ fn check_launch_zeros(
     assert!(out[n * 2..].iter().all(|&b| b == POISON), "{name}: wrote past the end");
 }
 
+/// The device runner of the one parity case list
+/// (`weightstream_dequant::cases`, with the sizes only a GPU runs quickly):
+/// every case launched as the executor launches it, against the scalar
+/// CPU kernels.
 #[test]
 #[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
-fn kernels_match_cpu_bitwise() {
+fn every_case_matches_cpu_bitwise() {
     let g = gpu();
-    let mut rng = Rng::from_env("kernels_match_cpu_bitwise");
-    let f16_edges: [u16; 13] = [0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x3C00, 0x2E66];
-    for &f in BlockFormat::ALL {
-        let (launch, kernel, l) = (Launch::Block(f), Kernel::Block(f), f.layout());
-        // Every f16 field (d, dmin, m) gets edge values in about half the blocks.
-        let f16_fields: Vec<usize> = l.f16_fields().collect();
-        for blocks in [1usize, 3, 1000, 100_003] {
-            let mut src = rng.bytes(blocks * l.bytes);
-            for (b, d) in src.chunks_exact_mut(l.bytes).zip(f16_edges.iter().cycle()) {
-                for &o in &f16_fields {
-                    if rng.next_u64() % 2 == 0 {
-                        b[o..o + 2].copy_from_slice(&d.to_le_bytes());
-                    }
-                }
-            }
-            let n = blocks * l.elems;
-            check_launch(&g, &format!("{launch:?} {blocks} blocks"), launch, &src, n, None, &cpu(&kernel, 0, &src, n));
-        }
-    }
-    let all_f16: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
-    check_launch(&g, "F16 all", Launch::F16, &all_f16, 65536, None, &cpu(&Kernel::F16, 0, &all_f16, 65536));
-    for n in [1usize, 7, 9, 1001, 1 << 20] {
-        let src = rng.bytes(n * 4);
-        check_launch(&g, &format!("F32 {n}"), Launch::F32, &src, n, None, &cpu(&Kernel::F32, 0, &src, n));
-        let src = rng.bytes(n * 2);
-        check_launch(&g, &format!("F16 {n}"), Launch::F16, &src, n, None, &cpu(&Kernel::F16, 0, &src, n));
-    }
-    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 2f32.powi(-127), 3e38, f32::INFINITY, f32::NAN, 448.0];
-    for (rows, cols) in [(1u64, 1u64), (3, 17), (130, 260), (257, 129), (1024, 4096)] {
-        let total = (rows * cols) as usize;
-        let mut w: Vec<u8> = (0..=255u8).cycle().take(total.min(256)).collect();
-        w.extend(rng.bytes(total - w.len()));
-        for layout in [
-            ScaleLayout { kind: ScaleKind::PerTensor, block_rows: rows, block_cols: cols, grid_rows: 1, grid_cols: 1 },
-            ScaleLayout { kind: ScaleKind::PerChannel, block_rows: 1, block_cols: cols, grid_rows: rows, grid_cols: 1 },
-            ScaleLayout {
-                kind: ScaleKind::Block,
-                block_rows: 128,
-                block_cols: 128,
-                grid_rows: rows.div_ceil(128),
-                grid_cols: cols.div_ceil(128),
-            },
-        ] {
-            let values: Vec<f32> = (0..(layout.grid_rows * layout.grid_cols) as usize)
-                .map(|i| scale_edges.get(i).copied().unwrap_or(0.5 + (rng.next_u64() % 100) as f32 / 64.0))
-                .collect();
-            let grid = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
-            for (format, element) in [(Fp8Format::E4M3, Element::E4m3), (Fp8Format::E5M2, Element::E5m2)] {
-                let kernel = Kernel::Fp8 { format, rows, cols, scales: Some(grid) };
-                for (a, b) in [(0usize, total), (total / 3, total), (total / 7, total / 2 + 1)] {
-                    let args = ScaledArgs {
-                        element,
-                        scales: 0,
-                        first: a as u64,
-                        cols,
-                        block_rows: layout.block_rows,
-                        block_cols: layout.block_cols,
-                        grid_cols: layout.grid_cols,
-                        zeros: 0,
-                        round_f16: false,
-                    };
-                    let want = cpu(&kernel, a as u64, &w[a..b], b - a);
-                    check_launch(
-                        &g,
-                        &format!("{format:?} {rows}x{cols} {:?} [{a},{b})", layout.kind),
-                        Launch::Scaled(args),
-                        &w[a..b],
-                        b - a,
-                        Some(&values),
-                        &want,
-                    );
-                }
-            }
-        }
+    let mut rng = Rng::from_env("every_case_matches_cpu_bitwise");
+    // The sanitizer step runs the host-sized list (memcheck slows every launch).
+    let size = if std::env::var("WEIGHTSTREAM_PARITY_SIZE").as_deref() == Ok("host") { Size::Host } else { Size::Device };
+    for c in cases::all(size, &mut Draw(&mut || rng.next_u64())) {
+        let launch = Launch::for_encoding(c.encoding, (c.rows, c.cols), c.first, c.layout().as_ref(), c.round_f16).expect("a kernel");
+        check_launch_zeros(&g, &c.name, launch, &c.src, c.n, c.scale_values(), c.zeros.as_deref(), &c.scalar());
     }
 }
 
 use weightstream_io::testing::FailingSource;
-
-/// E2M1 pairs with group scales (the 4-bit safetensors schemes), on the
-/// device against the CPU kernel: every code, edge scales, both group
-/// sizes, odd row counts, chunks from any pair.
-#[test]
-#[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
-fn e2m1_matches_cpu_bitwise() {
-    let g = gpu();
-    let mut rng = Rng::from_env("e2m1_matches_cpu_bitwise");
-    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 2f32.powi(-127), 3e38, f32::INFINITY, f32::NAN, 2688.0, 2f32.powi(127)];
-    for (rows, cols) in [(1u64, 32u64), (5, 96), (17, 160), (1024, 4096)] {
-        let total = (rows * cols) as usize;
-        let mut w: Vec<u8> = (0..=255u8).cycle().take((total / 2).min(256)).collect();
-        w.extend(rng.bytes(total / 2 - w.len()));
-        for group in [16u64, 32] {
-            let layout = ScaleLayout { kind: ScaleKind::Group, block_rows: 1, block_cols: group, grid_rows: rows, grid_cols: cols / group };
-            let values: Vec<f32> = (0..(rows * cols / group) as usize)
-                .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| f32::from_bits(rng.next_u64() as u32 & 0x7FFF_FFFF)))
-                .collect();
-            let kernel = Kernel::E2m1 { rows, cols, scales: ScaleGrid::new(&values, &layout, rows, cols).unwrap() };
-            for (a, b) in [(0usize, total), (total / 3 / 2 * 2, total), (total / 7 / 2 * 2, total / 2 / 2 * 2 + 2)] {
-                let args = ScaledArgs {
-                    element: Element::E2m1,
-                    scales: 0,
-                    first: a as u64,
-                    cols,
-                    block_rows: 1,
-                    block_cols: group,
-                    grid_cols: cols / group,
-                    zeros: 0,
-                    round_f16: false,
-                };
-                let want = cpu(&kernel, a as u64, &w[a / 2..b / 2], b - a);
-                let name = format!("E2M1 {rows}x{cols} groups of {group} [{a},{b})");
-                check_launch(&g, &name, Launch::Scaled(args), &w[a / 2..b / 2], b - a, Some(&values), &want);
-            }
-        }
-    }
-}
-
-/// Packed integers on the device against the CPU kernel: INT4 and INT8,
-/// with and without zero points and F16 rounding, group and channel
-/// scales, edge scales, chunks from any word.
-#[test]
-#[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
-fn int_matches_cpu_bitwise() {
-    let g = gpu();
-    let mut rng = Rng::from_env("int_matches_cpu_bitwise");
-    let scale_edges = [1.0f32, 0.0, -0.5, 1e-40, 6.1e-5, 3e-8, 65504.0, 300.0, 3e38, f32::INFINITY, f32::NAN];
-    for (bits, element) in [(4u8, Element::Int4), (8, Element::Int8)] {
-        for (rows, cols) in [(3u64, 64u64), (17, 256), (1024, 4096)] {
-            let total = (rows * cols) as usize;
-            let w = rng.bytes(total * bits as usize / 8);
-            for block_cols in [128u64, cols] {
-                let layout =
-                    ScaleLayout { kind: ScaleKind::Group, block_rows: 1, block_cols, grid_rows: rows, grid_cols: cols / block_cols };
-                let ns = (rows * cols / block_cols) as usize;
-                let values: Vec<f32> = (0..ns)
-                    .map(|i| scale_edges.get(i).copied().unwrap_or_else(|| (rng.next_u64() % 20000) as f32 / 4096.0 - 2.0))
-                    .collect();
-                let half = 1i64 << (bits - 1);
-                let zeros: Vec<f32> = (0..ns).map(|_| ((rng.next_u64() % (2 * half as u64)) as i64 - half) as f32).collect();
-                for (with_zeros, round_f16) in [(false, false), (true, true)] {
-                    let zgrid = with_zeros.then(|| ScaleGrid::new(&zeros, &layout, rows, cols).unwrap());
-                    let scales = ScaleGrid::new(&values, &layout, rows, cols).unwrap();
-                    let kernel = Kernel::Int { bits, rows, cols, scales, zeros: zgrid, round_f16 };
-                    let per_word = 32 / bits as usize;
-                    for (a, b) in [(0usize, total), (total / 3 / per_word * per_word, total)] {
-                        let (sa, sb) = (a * bits as usize / 8, b * bits as usize / 8);
-                        let args = ScaledArgs {
-                            element,
-                            scales: 0,
-                            first: a as u64,
-                            cols,
-                            block_rows: 1,
-                            block_cols,
-                            grid_cols: cols / block_cols,
-                            zeros: 0,
-                            round_f16,
-                        };
-                        let want = cpu(&kernel, a as u64, &w[sa..sb], b - a);
-                        let name = format!("INT{bits} {rows}x{cols} groups of {block_cols} zeros={with_zeros} [{a},{b})");
-                        let z = with_zeros.then_some(&zeros[..]);
-                        check_launch_zeros(&g, &name, Launch::Scaled(args), &w[sa..sb], b - a, Some(&values), z, &want);
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// Q4_0 work: `blocks` blocks split into chunks of `chunk_blocks`, one tensor.
 fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> Vec<ChunkWork> {

@@ -3,7 +3,7 @@
 use crate::isa::Isa;
 use crate::kernel::{fp8_runs, grid_runs, DequantError, IntPack, Kernel, ScaleGrid};
 use crate::scalar;
-use weightstream_format::{BlockFormat, Fp8Format};
+use weightstream_blocks::{BlockFormat, Fp8Format};
 
 /// Dequantize elements `[first, first + dst.len())` of a tensor from `src`,
 /// the bytes of exactly those elements.
@@ -38,8 +38,8 @@ pub fn runs_on(kernel: &Kernel, isa: Isa) -> Isa {
     }
     #[cfg(target_arch = "x86_64")]
     if let (Kernel::Block(f), Isa::Avx512 | Isa::Avx512Int) = (kernel, isa) {
-        // Both roundings exist or neither (avx512::block_kernel).
-        if crate::x86::avx512::block_kernel(*f, false).is_none() {
+        // Both roundings exist or neither (x86::avx512_block_kernel).
+        if crate::x86::avx512_block_kernel(*f, false).is_none() {
             return Isa::Avx2;
         }
     }
@@ -62,17 +62,17 @@ type SimdFn = unsafe fn(&[u8], &mut [u16]);
 /// `Isa::Avx512` and `Isa::Avx512Int`, a format without an AVX-512 kernel
 /// runs its AVX2 one: IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and TQ2_0, whose
 /// AVX2 kernels look every output up in a BF16 table
-/// (`avx512::block_kernel` lists the others). Under `Isa::Neon` every
+/// (`x86::avx512_block_kernel` lists the others). Under `Isa::Neon` every
 /// format has a NEON kernel. `isa` must be supported (checked by the
 /// caller).
 fn simd_fn(isa: Isa, k: Simd) -> Option<SimdFn> {
     #[cfg(target_arch = "x86_64")]
     {
-        use crate::x86::{avx2, avx512};
+        use crate::x86::{self, avx512, float};
         let avx2_fn = |k| match k {
-            Simd::Block(f) => avx2::block_kernel(f),
-            Simd::F32 => Some(avx2::f32 as SimdFn),
-            Simd::F16 => Some(avx2::f16 as SimdFn),
+            Simd::Block(f) => x86::avx2_block_kernel(f),
+            Simd::F32 => Some(float::avx2::f32 as SimdFn),
+            Simd::F16 => Some(float::avx2::f16 as SimdFn),
         };
         match isa {
             Isa::Scalar | Isa::Neon => None,
@@ -80,20 +80,20 @@ fn simd_fn(isa: Isa, k: Simd) -> Option<SimdFn> {
             Isa::Avx512 | Isa::Avx512Int => {
                 let bf16 = isa == Isa::Avx512 && avx512::has_bf16();
                 match k {
-                    Simd::Block(f) => avx512::block_kernel(f, bf16).or_else(|| avx2_fn(k)),
-                    Simd::F32 => Some(avx512::f32()),
-                    Simd::F16 => Some(avx512::f16(bf16)),
+                    Simd::Block(f) => x86::avx512_block_kernel(f, bf16).or_else(|| avx2_fn(k)),
+                    Simd::F32 => Some(float::avx512::f32()),
+                    Simd::F16 => Some(float::avx512::f16(bf16)),
                 }
             }
         }
     }
     #[cfg(target_arch = "aarch64")]
     {
-        use crate::arm::{self, neon};
+        use crate::arm::{self, float};
         match (isa, k) {
             (Isa::Neon, Simd::Block(f)) => arm::block_kernel(f),
-            (Isa::Neon, Simd::F32) => Some(neon::f32 as SimdFn),
-            (Isa::Neon, Simd::F16) => Some(neon::f16 as SimdFn),
+            (Isa::Neon, Simd::F32) => Some(float::f32 as SimdFn),
+            (Isa::Neon, Simd::F16) => Some(float::f16 as SimdFn),
             _ => None,
         }
     }
@@ -127,22 +127,22 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
         Isa::Scalar | Isa::Neon => {}
         Isa::Avx2 => {
             // SAFETY: AVX2 and F16C confirmed by the caller; src.len() == dst.len().
-            unsafe { crate::x86::avx2::fp8(format, cols, scales, first, src, dst) };
+            unsafe { crate::x86::fp8::avx2(format, cols, scales, first, src, dst) };
             return;
         }
         Isa::Avx512 | Isa::Avx512Int => {
-            use crate::x86::avx512;
+            use crate::x86::{avx512, fp8};
             let bf16 = isa == Isa::Avx512 && avx512::has_bf16();
             // SAFETY: Isa::Avx512 supported (checked by the caller), AVX512_BF16
             // by has_bf16 where bf16; src.len() == dst.len().
-            unsafe { avx512::fp8(bf16, format, cols, scales, first, src, dst) };
+            unsafe { fp8::avx512(bf16, format, cols, scales, first, src, dst) };
             return;
         }
     }
     #[cfg(target_arch = "aarch64")]
     if isa == Isa::Neon {
         // SAFETY: NEON (every aarch64 CPU); src.len() == dst.len().
-        unsafe { crate::arm::scaled::fp8(format, cols, scales, first, src, dst) };
+        unsafe { crate::arm::fp8::fp8(format, cols, scales, first, src, dst) };
         return;
     }
     let _ = isa;
@@ -174,7 +174,7 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
     #[cfg(target_arch = "aarch64")]
     if isa == Isa::Neon {
         // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
-        unsafe { crate::arm::scaled::e2m1(cols, scales, first, src, dst) };
+        unsafe { crate::arm::packed::e2m1(cols, scales, first, src, dst) };
         return;
     }
     let _ = isa;
@@ -210,7 +210,7 @@ fn int(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "aarch64")]
     if isa == Isa::Neon {
         // SAFETY: NEON (every aarch64 CPU); Kernel::check matched src to dst.
-        unsafe { crate::arm::scaled::int(pack, first, src, dst) };
+        unsafe { crate::arm::packed::int(pack, first, src, dst) };
         return;
     }
     let _ = isa;

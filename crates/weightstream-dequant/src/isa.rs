@@ -14,7 +14,7 @@ pub enum Isa {
     /// also has AVX512_BF16. AVX-512 kernels: F32, F16, FP8, Q4_0, Q8_0,
     /// Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K, the IQ2/IQ3/IQ1 grids, the E2M1 and
     /// integer packs; AVX2 ones for IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0,
-    /// TQ2_0, which look every output up in a table (list: x86/avx512.rs).
+    /// TQ2_0, which look every output up in a table (list: x86/mod.rs `avx512_block_kernel`).
     Avx512,
     /// `Avx512` with the integer BF16 rounding, never `vcvtne2ps2bf16`:
     /// what `Avx512` runs on CPUs without AVX512_BF16, selectable on those

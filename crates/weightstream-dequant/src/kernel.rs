@@ -2,7 +2,7 @@
 //! element is touched, so that a bad chunk is an error and never a panic or
 //! an out-of-bounds access.
 
-use weightstream_format::{BlockFormat, Encoding, Fp8Format, ScaleLayout};
+use weightstream_blocks::{BlockFormat, Encoding, Fp8Format, ScaleLayout};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DequantError {

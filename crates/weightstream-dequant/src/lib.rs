@@ -6,6 +6,8 @@
 
 #[cfg(target_arch = "aarch64")]
 mod arm;
+#[cfg(feature = "testing")]
+pub mod cases;
 pub mod chunk;
 pub mod isa;
 pub mod kernel;

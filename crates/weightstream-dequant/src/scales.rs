@@ -2,7 +2,7 @@
 //! a packed weight's global scale folded into its group scales.
 
 use crate::numerics::{bf16_to_f32, e4m3_to_f32, e8m0_to_f32, exp2_u8_to_f32, f16_to_f32};
-use weightstream_format::{GlobalOp, ScaleDtype};
+use weightstream_blocks::{GlobalOp, ScaleDtype};
 
 /// Decode little-endian scale values; `None` if `bytes` is not a whole
 /// number of values.

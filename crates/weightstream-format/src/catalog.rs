@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::block::BlockFormat;
 use crate::gguf::{GgmlType, MetadataValue};
 use crate::safetensors::StDtype;
+pub use weightstream_blocks::{BlockFormat, Encoding, Fp8Format, GlobalOp, ScaleDtype, ScaleKind, ScaleLayout};
 use weightstream_io::SharedSource;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,130 +44,6 @@ impl Serialize for Dtype {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Fp8Format {
-    E4M3,
-    E5M2,
-}
-
-/// How a tensor's stored bytes become BF16. Serialized as its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Encoding {
-    F32,
-    F16,
-    BF16,
-    /// A block quantization format (ggml's Q4_0 ... Q6_K): `crate::block`.
-    Block(BlockFormat),
-    Fp8(Fp8Format),
-    /// FP4 E2M1 values two per byte, low nibble first, each group of
-    /// elements times its scale (the safetensors 4-bit schemes:
-    /// `crate::packed`).
-    E2m1,
-    /// Signed integers of `bits` bits (4 or 8) packed little-endian in
-    /// int32 words, stored with a `2^(bits-1)` offset (compressed-tensors
-    /// `pack-quantized`): `(q - zero_point) * scale` per group.
-    Int {
-        bits: u8,
-    },
-}
-
-impl Encoding {
-    pub fn name(self) -> &'static str {
-        match self {
-            Encoding::F32 => "F32",
-            Encoding::F16 => "F16",
-            Encoding::BF16 => "BF16",
-            Encoding::Block(f) => f.name(),
-            Encoding::Fp8(Fp8Format::E4M3) => "F8_E4M3",
-            Encoding::Fp8(Fp8Format::E5M2) => "F8_E5M2",
-            Encoding::E2m1 => "E2M1",
-            Encoding::Int { bits: 4 } => "INT4",
-            Encoding::Int { .. } => "INT8",
-        }
-    }
-
-    /// Elements per independently decodable block, and its size in bytes.
-    /// Chunks of a tensor start and end on these boundaries.
-    pub fn block(self) -> (u64, u64) {
-        match self {
-            Encoding::F32 => (1, 4),
-            Encoding::F16 | Encoding::BF16 => (1, 2),
-            Encoding::Block(f) => f.geometry(),
-            Encoding::Fp8(_) => (1, 1),
-            Encoding::E2m1 => (2, 1),
-            // One int32 word: 8 nibbles or 4 bytes.
-            Encoding::Int { bits } => (32 / bits as u64, 4),
-        }
-    }
-}
-
-impl Serialize for Encoding {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-/// Storage type of an FP8 scale tensor. Each converts to f32 exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum ScaleDtype {
-    F32,
-    BF16,
-    F16,
-    /// Power-of-two exponents (OCP MX): 2^(e - 127), 0xFF is NaN.
-    E8M0,
-    /// FP8 E4M3FN (NVFP4's group scales).
-    E4M3,
-    /// U8 biased exponents of the MXFP4 safetensors schemes (gpt-oss,
-    /// compressed-tensors `mxfp4-pack-quantized`): 2^(e - 127). 0xFF, NaN in
-    /// OCP MX, is refused at load: its producers decode it differently.
-    Exp2U8,
-}
-
-impl ScaleDtype {
-    pub fn size(self) -> u64 {
-        match self {
-            ScaleDtype::F32 => 4,
-            ScaleDtype::BF16 | ScaleDtype::F16 => 2,
-            ScaleDtype::E8M0 | ScaleDtype::E4M3 | ScaleDtype::Exp2U8 => 1,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScaleKind {
-    PerTensor,
-    PerChannel,
-    Block,
-    /// One scale per `block_cols` consecutive elements of a row (the 4-bit
-    /// schemes' groups of 16 or 32).
-    Group,
-}
-
-/// How one scale value covers the weight matrix: element (r, c) of the
-/// `[rows, cols]` weight uses scale `[r / block_rows][c / block_cols]` of a
-/// `[grid_rows, grid_cols]` scale matrix. Per-tensor and per-channel scales
-/// are blocks that span the whole matrix or a whole row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ScaleLayout {
-    pub kind: ScaleKind,
-    pub block_rows: u64,
-    pub block_cols: u64,
-    pub grid_rows: u64,
-    pub grid_cols: u64,
-}
-
-impl ScaleLayout {
-    pub fn describe(&self) -> String {
-        match self.kind {
-            ScaleKind::PerTensor => "per-tensor".into(),
-            ScaleKind::PerChannel => format!("per-channel [{}, 1]", self.grid_rows),
-            ScaleKind::Block => format!("block {}x{} [{}, {}]", self.block_rows, self.block_cols, self.grid_rows, self.grid_cols),
-            ScaleKind::Group => format!("groups of {} [{}, {}]", self.block_cols, self.grid_rows, self.grid_cols),
-        }
-    }
-}
-
 /// An FP8 weight's link to its scale tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ScaleRef {
@@ -175,17 +51,6 @@ pub struct ScaleRef {
     pub tensor: usize,
     pub dtype: ScaleDtype,
     pub layout: ScaleLayout,
-}
-
-/// How a packed weight's per-tensor global scale enters its group scales:
-/// each group scale `s` becomes `s * value` (ModelOpt's `weight_scale_2`)
-/// or `s / value` (compressed-tensors' `weight_global_scale`, the
-/// reciprocal), one rounded f32 operation, before it scales the elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GlobalOp {
-    Multiply,
-    Divide,
 }
 
 /// A packed weight's global scale, read and checked at open.
@@ -197,11 +62,40 @@ pub struct GlobalScale {
     pub op: GlobalOp,
 }
 
+/// Which producer's layout a packed weight follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PackedScheme {
+    /// NVIDIA ModelOpt NVFP4 (`hf_quant_config.json` `quant_algo: NVFP4`).
+    Nvfp4Modelopt,
+    /// compressed-tensors `nvfp4-pack-quantized`.
+    Nvfp4CompressedTensors,
+    /// compressed-tensors `mxfp4-pack-quantized`.
+    Mxfp4CompressedTensors,
+    /// gpt-oss's MXFP4 experts (`*_blocks`, `*_scales`).
+    Mxfp4GptOss,
+    /// compressed-tensors `pack-quantized` integers (GPTQ/AWQ-style W4A16,
+    /// W8A16), symmetric or with zero points.
+    IntCompressedTensors,
+}
+
+impl PackedScheme {
+    pub fn name(self) -> &'static str {
+        match self {
+            PackedScheme::Nvfp4Modelopt => "NVFP4 (ModelOpt)",
+            PackedScheme::Nvfp4CompressedTensors => "NVFP4 (compressed-tensors nvfp4-pack-quantized)",
+            PackedScheme::Mxfp4CompressedTensors => "MXFP4 (compressed-tensors mxfp4-pack-quantized)",
+            PackedScheme::Mxfp4GptOss => "MXFP4 (gpt-oss)",
+            PackedScheme::IntCompressedTensors => "integers (compressed-tensors pack-quantized)",
+        }
+    }
+}
+
 /// A weight stored packed in another dtype beside its scale tensors (the
 /// safetensors 4-bit schemes, `crate::packed`): the BF16 tensor it becomes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Packed {
-    pub scheme: crate::packed::PackedScheme,
+    pub scheme: PackedScheme,
     /// How its stored bytes become BF16 (E2M1, INT4, INT8).
     pub encoding: Encoding,
     /// The BF16 tensor's name (`X.weight`; gpt-oss's `X_blocks` becomes `X`).

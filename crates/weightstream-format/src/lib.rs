@@ -6,10 +6,6 @@
 //! here reads tensor data, and no input can make it panic, read out of
 //! bounds, or allocate much beyond the size of the headers it reads.
 
-pub mod block;
-// Generated (scripts/gen_block_tables.py, checked in CI): left as generated.
-#[rustfmt::skip]
-pub mod block_tables;
 pub mod catalog;
 mod cursor;
 pub mod error;
@@ -20,13 +16,16 @@ pub mod packed;
 pub mod quant_config;
 pub mod safetensors;
 
-pub use block::{BlockFormat, BlockLayout};
 pub use catalog::{
-    supported_encodings, Catalog, CatalogFile, Dtype, Encoding, Format, Fp8Format, GlobalOp, GlobalScale, Metadata, Packed, Role,
-    ScaleDtype, ScaleKind, ScaleLayout, ScaleRef, TensorInfo,
+    supported_encodings, Catalog, CatalogFile, Dtype, Format, GlobalScale, Metadata, Packed, PackedScheme, Role, ScaleRef, TensorInfo,
 };
 pub use error::{ErrorKind, FormatError, Result};
 pub use open::{mmap_opener, open, open_kind, open_with, safetensors_catalog, SourceOpener};
-pub use packed::{PackedScheme, E2M1_VALUES};
+// The vocabulary (block formats, encodings, scale layouts) lives in
+// weightstream-blocks; re-exported so format users need one import.
+pub use weightstream_blocks::{
+    self as blocks, block, block_tables, BlockFormat, BlockLayout, Encoding, Fp8Format, GlobalOp, ScaleDtype, ScaleKind, ScaleLayout,
+    E2M1_VALUES,
+};
 // Byte sources live in weightstream-io; re-exported so format users need one import.
 pub use weightstream_io::{self as io, ByteSource, FileSource, MemorySource, MmapSource, SharedSource, SourceKind};

@@ -21,9 +21,9 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
+use crate::catalog::PackedScheme;
 use crate::catalog::{Dtype, Encoding, Role, TensorInfo};
 use crate::error::{ErrorKind, FormatError, Result};
-use crate::packed::PackedScheme;
 use crate::safetensors::StDtype;
 
 /// How a weight is stored, as far as a config can say.

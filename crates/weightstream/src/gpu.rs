@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gds, GdsFile, Gpu, StagingConfig, StagingRing};
 use weightstream_format::io::GdsUse;
-use weightstream_format::{Catalog, Encoding, Fp8Format, ScaleDtype};
-use weightstream_kernels::{Element, Launch, ScaledArgs};
+use weightstream_format::{Catalog, Encoding, ScaleDtype};
+use weightstream_kernels::{Launch, ScaledArgs};
 
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
@@ -320,34 +320,14 @@ fn chunks_for(
     let source = cat.files[job.file].source.clone();
     let start = out.len();
     for c in job.chunks(elems) {
-        let op = match job.encoding {
-            Encoding::BF16 => ChunkOp::Copy,
-            Encoding::Block(f) => ChunkOp::Kernel(Launch::Block(f)),
-            Encoding::F32 => ChunkOp::Kernel(Launch::F32),
-            Encoding::F16 => ChunkOp::Kernel(Launch::F16),
-            Encoding::Fp8(_) | Encoding::E2m1 | Encoding::Int { .. } => {
-                let (rows, cols) = job.matrix;
-                let layout = job.scale.as_ref().map(|s| s.scale.layout);
-                let element = match job.encoding {
-                    Encoding::Fp8(Fp8Format::E4M3) => Element::E4m3,
-                    Encoding::Fp8(Fp8Format::E5M2) => Element::E5m2,
-                    Encoding::Int { bits: 4 } => Element::Int4,
-                    Encoding::Int { .. } => Element::Int8,
-                    _ => Element::E2m1,
-                };
-                ChunkOp::Kernel(Launch::Scaled(ScaledArgs {
-                    element,
-                    scales: scales.unwrap_or(0),
-                    first: c.first,
-                    cols,
-                    block_rows: layout.map_or(rows.max(1), |l| l.block_rows),
-                    block_cols: layout.map_or(cols.max(1), |l| l.block_cols),
-                    grid_cols: layout.map_or(1, |l| l.grid_cols),
-                    zeros: zeros.unwrap_or(0),
-                    round_f16: job.scale.as_ref().is_some_and(|s| s.scale.dtype == ScaleDtype::F16)
-                        && matches!(job.encoding, Encoding::Int { .. }),
-                }))
+        let layout = job.scale.as_ref().map(|s| s.scale.layout);
+        let round_f16 = job.scale.as_ref().is_some_and(|s| s.scale.dtype == ScaleDtype::F16);
+        let op = match Launch::for_encoding(job.encoding, job.matrix, c.first, layout.as_ref(), round_f16) {
+            None => ChunkOp::Copy,
+            Some(Launch::Scaled(a)) => {
+                ChunkOp::Kernel(Launch::Scaled(ScaledArgs { scales: scales.unwrap_or(0), zeros: zeros.unwrap_or(0), ..a }))
             }
+            Some(l) => ChunkOp::Kernel(l),
         };
         out.push(ChunkWork {
             tensor: index,

@@ -44,6 +44,7 @@ pub use weightstream_cuda::{CudaError, StagingConfig};
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
 pub use weightstream_format::{Catalog, Encoding, Format, SourceKind, TensorInfo};
+pub use weightstream_kernels as kernels;
 #[cfg(feature = "remote")]
 pub use weightstream_remote as remote;
 

@@ -166,6 +166,13 @@ fn input(name: &'static str, rows: u64, cols: u64) -> Option<Input> {
     })
 }
 
+/// A kernel's memory traffic (source bytes read + BF16 written per second)
+/// as a share of memcpy's (output bytes read + written), from the two
+/// timings' ratio: both move their bytes in the time each took.
+fn traffic_share(ratio_to_memcpy: f64, source_bytes: usize, out_bytes: u64) -> f64 {
+    ratio_to_memcpy * (source_bytes as f64 + out_bytes as f64) / (2.0 * out_bytes as f64)
+}
+
 /// The baseline: one memcpy per thread over a contiguous share of the output.
 fn memcpy_par(src: &[u16], dst: &mut [u16]) {
     let share = dst.len().div_ceil(rayon::current_num_threads()).max(1);
@@ -290,16 +297,18 @@ pub fn run(args: &Args) -> CmdResult {
     }
 
     if args.json {
-        let entry = |(k, m): &(Timing, Timing)| {
+        let entry = |(k, m): &(Timing, Timing), source_bytes: usize| {
             let (med, fast, slow) = k.gbps(out_bytes);
             let (mmed, _, _) = m.gbps(out_bytes);
             json!({"gbps_median": med, "gbps_fastest": fast, "gbps_slowest": slow, "memcpy_gbps_median": mmed,
-                   "ratio_to_memcpy": med / mmed, "seconds": k.runs, "memcpy_seconds": m.runs})
+                   "ratio_to_memcpy": med / mmed, "traffic_share_of_memcpy": traffic_share(med / mmed, source_bytes, out_bytes),
+                   "seconds": k.runs, "memcpy_seconds": m.runs})
         };
         let out = json!({
             "shape": [rows, cols], "threads": threads, "isa": isa.name(), "reps": reps, "output_bytes": out_bytes,
             "kernels": results.iter().map(|r| json!({
-                "kernel": r.name, "path": r.path.name(), "source_bytes": r.source_bytes, "hot": entry(&r.hot), "fresh": entry(&r.fresh),
+                "kernel": r.name, "path": r.path.name(), "source_bytes": r.source_bytes,
+                "hot": entry(&r.hot, r.source_bytes), "fresh": entry(&r.fresh, r.source_bytes),
             })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&out).expect("JSON of owned values"));
@@ -310,17 +319,25 @@ pub fn run(args: &Args) -> CmdResult {
         out_bytes as f64 / 1e6,
         isa.name()
     );
-    println!("GB/s of BF16 written (fastest..slowest); memcpy of the same size measured alternately with each kernel\n");
+    println!("GB/s of BF16 written (fastest..slowest); memcpy of the same size measured alternately with each kernel;");
+    println!("TRAFFIC: bytes read + written per second as a share of memcpy's (the one-core limit of a kernel)\n");
     let mut t = Table::new(
-        &["KERNEL", "PATH", "HOT GB/s", "", "MEMCPY", "RATIO", "FRESH GB/s", "", "MEMCPY", "RATIO"],
-        &[false, false, true, false, true, true, true, false, true, true],
+        &["KERNEL", "PATH", "HOT GB/s", "", "MEMCPY", "RATIO", "TRAFFIC", "FRESH GB/s", "", "MEMCPY", "RATIO", "TRAFFIC"],
+        &[false, false, true, false, true, true, true, true, false, true, true, true],
     );
     for r in &results {
         let mut row = vec![r.name.to_string(), r.path.name().to_string()];
         for (k, m) in [&r.hot, &r.fresh] {
             let (a, a0, a1) = k.gbps(out_bytes);
             let (b, _, _) = m.gbps(out_bytes);
-            row.extend([format!("{a:.2}"), format!("({a0:.2}..{a1:.2})"), format!("{b:.2}"), format!("{:.2}", a / b)]);
+            let share = traffic_share(a / b, r.source_bytes, out_bytes);
+            row.extend([
+                format!("{a:.2}"),
+                format!("({a0:.2}..{a1:.2})"),
+                format!("{b:.2}"),
+                format!("{:.2}", a / b),
+                format!("{share:.2}"),
+            ]);
         }
         t.row(row);
     }

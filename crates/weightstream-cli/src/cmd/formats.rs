@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use weightstream::format::{supported_encodings, BlockFormat};
+use weightstream::kernels::Launch;
 
 use crate::human::Table;
 use crate::report::CmdResult;
@@ -33,15 +34,25 @@ pub fn run(args: &Args) -> CmdResult {
                     "elements": l.elems,
                     "bytes": l.bytes,
                     "fields": l.fields.iter().map(|x| json!({"name": x.name.to_ascii_lowercase(), "offset": x.offset, "bytes": l.field(x.name).map(|(a, b)| b - a)})).collect::<Vec<_>>(),
-                    "cuda_module": l.module,
+                    // The kernel source (one fatbin) that holds its kernel.
+                    "cuda_module": Launch::Block(*f).function().0,
                     "cuda_function": l.cuda_function,
                 })
+            })
+            .collect();
+        // Every CUDA kernel the executor launches, the source (fatbin) that
+        // defines it and its u64 arguments in order (Launch::args).
+        let kernels: Vec<_> = Launch::every()
+            .map(|k| {
+                let (module, function) = k.function();
+                let args: Vec<&str> = k.args(0, 0, 0).into_iter().map(|(name, _)| name).collect();
+                json!({"function": function, "module": module, "args": args})
             })
             .collect();
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"supported": supported_encodings().split(", ").collect::<Vec<_>>(), "block_formats": blocks})
+                &json!({"supported": supported_encodings().split(", ").collect::<Vec<_>>(), "block_formats": blocks, "kernels": kernels})
             )
             .expect("JSON of owned values")
         );

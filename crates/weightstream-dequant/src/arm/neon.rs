@@ -1,5 +1,5 @@
-//! NEON kernels for F32, F16, Q4_0 and Q8_0, and the parts every NEON
-//! kernel shares: integers to f32, one `fmul` per value (never a fused
+//! The NEON primitives every aarch64 kernel shares (the kernels are in
+//! the family files: legacy.rs, kquant.rs, float.rs, ...): integers to f32, one `fmul` per value (never a fused
 //! multiply-add: Rust does not contract, and these call `vmulq_f32`, not
 //! `vfmaq_f32`), and the scalar BF16 rounding formula on 4 lanes at a time.
 //! Each kernel reproduces `scalar` bit for bit (Linux runs aarch64 code
@@ -17,8 +17,7 @@
 
 use std::arch::aarch64::*;
 
-use crate::scalar;
-use weightstream_format::{block, BlockFormat};
+use weightstream_blocks::BlockLayout;
 
 /// A chunk kernel: callable only on aarch64 with NEON.
 pub type KernelFn = unsafe fn(&[u8], &mut [u16]);
@@ -71,7 +70,9 @@ pub(super) unsafe fn f16x8_to_f32(h: uint16x8_t) -> (float32x4_t, float32x4_t) {
 
 /// What follows the multiply in [`emit16`]: `d * q`, `d * q + m`, `d * q - m`.
 pub(super) const NONE: u8 = 0;
+
 pub(super) const ADD: u8 = 1;
+
 pub(super) const SUB: u8 = 2;
 
 /// 16 quants (the bytes of `q`, signed when `SIGNED`) -> 16 BF16 values at
@@ -121,68 +122,45 @@ pub(super) unsafe fn load16(p: *const u8) -> uint8x16_t {
     unsafe { vld1q_u8(p) }
 }
 
-#[target_feature(enable = "neon")]
-unsafe fn q4_0(src: &[u8], dst: &mut [u16]) {
-    use block::q4_0::*;
-    for (b, o) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
-        let d = scalar::f16_at(b, D);
-        // SAFETY: the 16 qs bytes lie inside the block; 32 outputs at o.
-        unsafe {
-            let qs = load16(b.as_ptr().add(QS));
-            let eight = vdupq_n_u8(8);
-            // Low nibbles are elements 0..16, high nibbles 16..32; minus 8 as i8.
-            emit16::<true, NONE>(vsubq_u8(vandq_u8(qs, vdupq_n_u8(0x0F)), eight), d, 0.0, o.as_mut_ptr());
-            emit16::<true, NONE>(vsubq_u8(vshrq_n_u8::<4>(qs), eight), d, 0.0, o.as_mut_ptr().add(16));
-        }
-    }
-}
-
-#[target_feature(enable = "neon")]
-unsafe fn q8_0(src: &[u8], dst: &mut [u16]) {
-    use block::q8_0::*;
-    for (b, o) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
-        let d = scalar::f16_at(b, D);
-        // SAFETY: the 32 qs bytes lie inside the block; 32 outputs at o.
-        unsafe {
-            emit16::<true, NONE>(load16(b.as_ptr().add(QS)), d, 0.0, o.as_mut_ptr());
-            emit16::<true, NONE>(load16(b.as_ptr().add(QS + 16)), d, 0.0, o.as_mut_ptr().add(16));
-        }
-    }
-}
-
-#[target_feature(enable = "neon")]
-pub unsafe fn f32(src: &[u8], dst: &mut [u16]) {
-    let n = dst.len() / 8 * 8;
-    for i in (0..n).step_by(8) {
-        // SAFETY: i + 8 <= n <= dst.len(), and src holds 4 bytes per element.
-        unsafe {
-            let p = src.as_ptr().add(i * 4) as *const f32;
-            store8(dst.as_mut_ptr().add(i), vld1q_f32(p), vld1q_f32(p.add(4)));
-        }
-    }
-    scalar::f32(&src[n * 4..], &mut dst[n..]);
-}
-
-#[target_feature(enable = "neon")]
-pub unsafe fn f16(src: &[u8], dst: &mut [u16]) {
-    let n = dst.len() / 8 * 8;
-    for i in (0..n).step_by(8) {
-        // SAFETY: as in f32, 2 bytes per element. `fcvtl` is exact (an f16
-        // value is never an f32 subnormal); its NaNs keep their payload,
-        // which the rounding makes canonical.
-        unsafe {
-            let (a, b) = f16x8_to_f32(vld1q_u16(src.as_ptr().add(i * 2) as *const u16));
-            store8(dst.as_mut_ptr().add(i), a, b);
-        }
-    }
-    scalar::f16(&src[n * 2..], &mut dst[n..]);
-}
-
-/// The NEON kernel of a block format, if it has one here.
-pub fn block_kernel(f: BlockFormat) -> Option<KernelFn> {
-    Some(match f {
-        BlockFormat::Q4_0 => q4_0,
-        BlockFormat::Q8_0 => q8_0,
-        _ => return None,
+/// `N` 16-byte vectors from `p`, in order (any alignment).
+#[inline(always)]
+pub(super) unsafe fn load<const N: usize>(p: *const u8) -> [uint8x16_t; N] {
+    std::array::from_fn(|i| {
+        // SAFETY: the caller guarantees 16 * N readable bytes at p.
+        unsafe { load16(p.add(16 * i)) }
     })
+}
+
+/// Elements `16 * k .. 16 * k + 16` of a packed field of `WIDTH` bits, one
+/// per byte: `v` holds the field's bytes, in which each run of `run` bytes
+/// (a multiple of 16) holds `8 / WIDTH` runs of `run` consecutive elements,
+/// element i of them in byte `i % run` at bit `WIDTH * (i / run)`.
+#[inline(always)]
+pub(super) unsafe fn field16<const WIDTH: i32>(v: &[uint8x16_t], k: usize, run: usize) -> uint8x16_t {
+    let e = 16 * k;
+    // Elements per run of bytes.
+    let per_run = run * (8 / WIDTH as usize);
+    let vector = e / per_run * (run / 16) + e % run / 16;
+    let shift = WIDTH as usize * (e % per_run / run);
+    // SAFETY: NEON is always present on aarch64; registers only.
+    unsafe { vandq_u8(vshlq_u8(v[vector], vdupq_n_s8(-(shift as i8))), vdupq_n_u8((1u8 << WIDTH) - 1)) }
+}
+
+/// Bits `16 * k .. 16 * k + 16` of the little-endian word at `qh`, one per
+/// byte (0 or 1): Q5_0's and Q5_1's fifth quant bits.
+#[inline(always)]
+pub(super) unsafe fn bits_of_word16(qh: &[u8], k: usize) -> uint8x16_t {
+    // Byte j of the vector gets bit j % 8 of its word byte to bit 0.
+    const SHIFTS: [i8; 16] = [0, -1, -2, -3, -4, -5, -6, -7, 0, -1, -2, -3, -4, -5, -6, -7];
+    // SAFETY: SHIFTS is 16 readable bytes; registers otherwise.
+    unsafe {
+        let bytes = vcombine_u8(vdup_n_u8(qh[2 * k]), vdup_n_u8(qh[2 * k + 1]));
+        vandq_u8(vshlq_u8(bytes, vld1q_s8(SHIFTS.as_ptr())), vdupq_n_u8(1))
+    }
+}
+
+/// The blocks of `src` with their outputs: (block bytes, output pointer).
+#[inline(always)]
+pub(super) fn blocks<'a>(src: &'a [u8], dst: &'a mut [u16], layout: &BlockLayout) -> impl Iterator<Item = (&'a [u8], *mut u16)> + 'a {
+    src.chunks_exact(layout.bytes).zip(dst.chunks_exact_mut(layout.elems)).map(|(b, o)| (b, o.as_mut_ptr()))
 }

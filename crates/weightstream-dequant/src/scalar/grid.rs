@@ -6,8 +6,8 @@
 
 use super::f16_at;
 use crate::numerics::{f16_to_f32, f32_to_bf16};
-use weightstream_format::block;
-use weightstream_format::block_tables::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS};
+use weightstream_blocks::block;
+use weightstream_blocks::block_tables::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS};
 
 #[inline(always)]
 pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {

@@ -3,8 +3,8 @@
 
 use super::f16_at;
 use crate::numerics::f32_to_bf16;
-use weightstream_format::block;
-use weightstream_format::block_tables::{E2M1_DOUBLED, IQ4NL_VALUES};
+use weightstream_blocks::block;
+use weightstream_blocks::block_tables::{E2M1_DOUBLED, IQ4NL_VALUES};
 
 /// Element `j` of 16 bytes of nibbles holding 32 values: the low nibbles of
 /// all 16 bytes, then the high nibbles.

@@ -2,7 +2,7 @@
 
 use super::{crumb, f16_at};
 use crate::numerics::f32_to_bf16;
-use weightstream_format::block;
+use weightstream_blocks::block;
 
 /// Powers of 3 by which TQ1_0 bytes are multiplied (mod 256) to bring each
 /// base-3 digit to the top: digit = (byte * 3^k mod 256) * 3 >> 8.

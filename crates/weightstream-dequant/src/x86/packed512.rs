@@ -1,4 +1,5 @@
-//! AVX-512 kernels of the safetensors packs (format/packed.rs): E2M1
+//! AVX-512 kernels of the safetensors packs (format/packed.rs; the run
+//! logic both widths share is x86/packed.rs): E2M1
 //! (NVFP4, MXFP4) and INT4 through a table of the 16 outputs a run of one
 //! scale can have; INT8 through a table of its 256 outputs in runs of at
 //! least `INT8_TABLE_MIN` values (per-channel and per-tensor scales) where
@@ -30,37 +31,11 @@
 
 use std::arch::x86_64::*;
 
-use super::avx512::{Bf16Round, IntRound, Round};
+use super::avx512::{round_f16, Bf16Round, IntRound, Round};
+use super::packed::{self, PackWidth};
+use super::packed512_int8::{int8_run, int8_table, int8_table_run, INT8_TABLE_MIN};
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
-use crate::scalar;
-use weightstream_format::E2M1_VALUES;
-
-/// INT4 codes 0..16 as values, before the zero point: q - 8.
-const INT4_LEVELS: [f32; 16] = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
-
-/// `numerics::round_f16` on 16 lanes: the same two rounded adds by a power
-/// of two (0.5 below 2^-14, else 2^(e + 13)), infinity from 65520 up, NaN
-/// kept, the sign restored.
-#[inline(always)]
-unsafe fn round_f16(x: __m512) -> __m512 {
-    // SAFETY: inside a kernel with avx512f enabled.
-    unsafe {
-        let bits = _mm512_castps_si512(x);
-        let sign = _mm512_and_si512(bits, _mm512_set1_epi32(i32::MIN));
-        let mag = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF_FFFF));
-        let a = _mm512_castsi512_ps(mag);
-        let half = _mm512_set1_ps(0.5);
-        let small = _mm512_sub_ps(_mm512_add_ps(a, half), half);
-        let c = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_and_si512(mag, _mm512_set1_epi32(0x7F80_0000)), _mm512_set1_epi32(13 << 23)));
-        let normal = _mm512_sub_ps(_mm512_add_ps(a, c), c);
-        let is_small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(6.103_515_6e-5));
-        let is_big = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, _mm512_set1_ps(65520.0));
-        let r = _mm512_mask_mov_ps(normal, is_small, small);
-        let r = _mm512_mask_mov_ps(r, is_big, _mm512_set1_ps(f32::INFINITY));
-        let r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
-        _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
-    }
-}
+use weightstream_blocks::E2M1_VALUES;
 
 /// The 16 outputs of a run, in words 0..16: BF16(R(level * scale)).
 #[inline(always)]
@@ -174,14 +149,9 @@ unsafe fn e2m1_rows<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[
 /// Elements through one BF16 table per run of one scale (`grid_runs`).
 #[inline(always)]
 unsafe fn e2m1_tables(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
-    // SAFETY: 16 readable f32.
-    let levels = unsafe { _mm512_loadu_ps(E2M1_VALUES.as_ptr()) };
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
-        let scale = scales.value(k);
-        let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
         // SAFETY: the caller's features; the run lies within src and dst.
-        let done = unsafe { nibble_run(table16(levels, scale, false), s, d) };
-        scalar::e2m1_run(scale, &s[done / 2..], &mut d[done..]);
+        unsafe { packed::e2m1_run::<Pack512<false>>(scales, k, i, len, src, dst) }
     });
 }
 
@@ -269,7 +239,7 @@ unsafe fn int_plain(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: see `int` (these features confirmed by the caller);
         // grid_runs covers [0, dst.len()).
-        unsafe { int_one_run::<false>(&pack, k, i, len, src, dst) }
+        unsafe { packed::int_run::<Pack512<false>>(&pack, k, i, len, src, dst) }
     });
 }
 
@@ -277,156 +247,40 @@ unsafe fn int_plain(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
 unsafe fn int_vbmi(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: as in int_plain, AVX512VBMI confirmed too.
-        unsafe { int_one_run::<true>(&pack, k, i, len, src, dst) }
+        unsafe { packed::int_run::<Pack512<true>>(&pack, k, i, len, src, dst) }
     });
 }
 
-/// The run of scale `k`, values `[i, i + len)` of the chunk.
-#[inline(always)]
-unsafe fn int_one_run<const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len: usize, src: &[u8], dst: &mut [u16]) {
-    let IntPack { bits, ref scales, ref zeros, to_f16, .. } = *pack;
-    let (scale, zero) = (scales.value(k), zeros.as_ref().map_or(0.0, |z| z.value(k)));
-    let per_byte = 8 / bits as usize;
-    let (s, d) = (&src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len]);
-    // SAFETY: the enclosing kernel's features (avx512vbmi where VBMI); 16
-    // readable f32 in INT4_LEVELS; the run lies within src and dst.
-    let done = unsafe {
-        if bits == 4 {
-            let int4 = _mm512_loadu_ps(INT4_LEVELS.as_ptr());
-            nibble_run(table16(_mm512_sub_ps(int4, _mm512_set1_ps(zero)), scale, to_f16), s, d)
-        } else if VBMI && len >= INT8_TABLE_MIN {
-            let done = int8_table_run(&int8_table(scale, zero, to_f16), s, d);
-            done + int8_run(scale, zero, to_f16, &s[done..], &mut d[done..])
-        } else {
-            int8_run(scale, zero, to_f16, s, d)
-        }
-    };
-    scalar::int_run(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
-}
+/// AVX-512: a table is the 16 outputs in words 0..16, looked up by
+/// `vpermw`; with `VBMI`, INT8 runs of at least [`INT8_TABLE_MIN`] values
+/// look their outputs up in a 256-entry table.
+struct Pack512<const VBMI: bool>;
 
-/// 16 INT8 values (offset bytes) as f32 outputs before BF16:
-/// R((q - zero) * scale).
-#[inline(always)]
-unsafe fn int8_values(b: __m128i, s: __m512, z: __m512, to_f16: bool) -> __m512 {
-    // SAFETY: inside a kernel with avx512f enabled.
-    unsafe {
-        let q = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(128)));
-        let x = _mm512_mul_ps(_mm512_sub_ps(q, z), s);
-        if to_f16 {
-            round_f16(x)
-        } else {
-            x
+impl<const VBMI: bool> PackWidth for Pack512<VBMI> {
+    type Table = __m512i;
+
+    #[inline(always)]
+    unsafe fn table16(levels: &[f32; 16], zero: f32, scale: f32, to_f16: bool) -> __m512i {
+        // SAFETY: inside a kernel with avx512f/bw enabled; 16 readable f32.
+        unsafe { table16(_mm512_sub_ps(_mm512_loadu_ps(levels.as_ptr()), _mm512_set1_ps(zero)), scale, to_f16) }
+    }
+
+    #[inline(always)]
+    unsafe fn nibble_run(table: __m512i, src: &[u8], dst: &mut [u16]) -> usize {
+        // SAFETY: the trait's contract.
+        unsafe { nibble_run(table, src, dst) }
+    }
+
+    #[inline(always)]
+    unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
+        // SAFETY: the trait's contract (avx512vbmi where VBMI).
+        unsafe {
+            if VBMI && dst.len() >= INT8_TABLE_MIN {
+                let done = int8_table_run(&int8_table(scale, zero, to_f16), src, dst);
+                done + int8_run(scale, zero, to_f16, &src[done..], &mut dst[done..])
+            } else {
+                int8_run(scale, zero, to_f16, src, dst)
+            }
         }
     }
-}
-
-/// 32 INT8 values (offset bytes at `p`) as 32 BF16 outputs.
-#[inline(always)]
-unsafe fn int8_pack32(p: *const u8, s: __m512, z: __m512, to_f16: bool) -> __m512i {
-    // SAFETY: inside a kernel with avx512f/bw enabled; the caller
-    // guarantees 32 readable bytes at p.
-    unsafe {
-        let (a, b) = (_mm_loadu_si128(p as *const __m128i), _mm_loadu_si128(p.add(16) as *const __m128i));
-        IntRound::pack(int8_values(a, s, z, to_f16), int8_values(b, s, z, to_f16))
-    }
-}
-
-/// INT8 values `[0, n - n % 32)` of a run, value by value: returns how
-/// many were written.
-#[inline(always)]
-unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
-    let n = dst.len();
-    let mut i = 0;
-    // SAFETY: inside a kernel with avx512f/bw/vl enabled; each step reads
-    // src[i..i + 32] and writes dst[i..i + 32], inside the run.
-    unsafe {
-        let (s, z) = (_mm512_set1_ps(scale), _mm512_set1_ps(zero));
-        while i + 32 <= n {
-            let packed = int8_pack32(src.as_ptr().add(i), s, z, to_f16);
-            _mm512_storeu_si512(dst.as_mut_ptr().add(i) as *mut __m512i, packed);
-            i += 32;
-        }
-    }
-    i
-}
-
-/// Runs at least this long go through [`int8_table`] (with VBMI): its 256
-/// outputs cost about what 256 values computed one by one do.
-const INT8_TABLE_MIN: usize = 1024;
-
-/// Every offset byte 0..=255, in order.
-const BYTES: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = i as u8;
-        i += 1;
-    }
-    t
-};
-
-/// `vpermt2b` indices: byte `k` of (a, b) for `k = start, start + step, ...`
-/// (64 picks), or with `interleave`, `a[start + k]` and `b[start + k]`
-/// alternating for k in 0..32.
-const fn byte_picks(start: u8, step: u8, interleave: bool) -> [u8; 64] {
-    let mut t = [0u8; 64];
-    let mut k = 0;
-    while k < 64 {
-        t[k] = if interleave { start + (k / 2) as u8 + 64 * (k % 2) as u8 } else { start + step * k as u8 };
-        k += 1;
-    }
-    t
-}
-
-const LOW_BYTES: [u8; 64] = byte_picks(0, 2, false);
-const HIGH_BYTES: [u8; 64] = byte_picks(1, 2, false);
-const FIRST_WORDS: [u8; 64] = byte_picks(0, 0, true);
-const LAST_WORDS: [u8; 64] = byte_picks(32, 0, true);
-
-/// The 256 outputs of an INT8 run, computed as `int8_run` computes each
-/// value (so the same bits): low bytes of codes 0..64, 64..128, 128..192,
-/// 192..256 in vectors 0..4, high bytes in 4..8.
-#[inline(always)]
-unsafe fn int8_table(scale: f32, zero: f32, to_f16: bool) -> [__m512i; 8] {
-    // SAFETY: inside a kernel with avx512f/bw/vbmi enabled; BYTES is 256
-    // readable bytes, the index tables 64 each.
-    unsafe {
-        let (s, z) = (_mm512_set1_ps(scale), _mm512_set1_ps(zero));
-        let (lo, hi) =
-            (_mm512_loadu_si512(LOW_BYTES.as_ptr() as *const __m512i), _mm512_loadu_si512(HIGH_BYTES.as_ptr() as *const __m512i));
-        let mut t = [_mm512_setzero_si512(); 8];
-        for j in 0..4 {
-            let w0 = int8_pack32(BYTES.as_ptr().add(64 * j), s, z, to_f16);
-            let w1 = int8_pack32(BYTES.as_ptr().add(64 * j + 32), s, z, to_f16);
-            t[j] = _mm512_permutex2var_epi8(w0, lo, w1);
-            t[4 + j] = _mm512_permutex2var_epi8(w0, hi, w1);
-        }
-        t
-    }
-}
-
-/// INT8 values `[0, n - n % 64)` of a run through its table: returns how
-/// many were written.
-#[inline(always)]
-unsafe fn int8_table_run(t: &[__m512i; 8], src: &[u8], dst: &mut [u16]) -> usize {
-    let n = dst.len();
-    let mut i = 0;
-    // SAFETY: inside a kernel with avx512f/bw/vbmi enabled; each step reads
-    // src[i..i + 64] and writes dst[i..i + 64], inside the run.
-    unsafe {
-        let first = _mm512_loadu_si512(FIRST_WORDS.as_ptr() as *const __m512i);
-        let last = _mm512_loadu_si512(LAST_WORDS.as_ptr() as *const __m512i);
-        while i + 64 <= n {
-            let v = _mm512_loadu_si512(src.as_ptr().add(i) as *const __m512i);
-            // Bit 7 of a code picks the table half, bits 0..6 the byte.
-            let upper = _mm512_movepi8_mask(v);
-            let lo = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(t[0], v, t[1]), _mm512_permutex2var_epi8(t[2], v, t[3]));
-            let hi = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(t[4], v, t[5]), _mm512_permutex2var_epi8(t[6], v, t[7]));
-            let o = dst.as_mut_ptr().add(i);
-            _mm512_storeu_si512(o as *mut __m512i, _mm512_permutex2var_epi8(lo, first, hi));
-            _mm512_storeu_si512(o.add(32) as *mut __m512i, _mm512_permutex2var_epi8(lo, last, hi));
-            i += 64;
-        }
-    }
-    i
 }

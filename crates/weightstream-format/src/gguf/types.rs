@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::block::{self, BlockFormat};
+use weightstream_blocks::block::{self, BlockFormat};
 
 /// Block geometry of a ggml type: `block` elements take `type_size` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,57 +18,62 @@ pub struct GgmlTypeInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GgmlType(&'static GgmlTypeInfo);
 
-macro_rules! ggml_types {
-    ($($name:ident = $id:expr, $block:expr, $size:expr;)*) => {
-        const TYPES: &[GgmlTypeInfo] = &[
-            $(GgmlTypeInfo { id: $id, name: stringify!($name), block: $block, type_size: $size },)*
-        ];
-    };
-}
-
 const QK_K: u64 = block::QK_K as u64;
 
-// Ids, block sizes and bytes per block as in ggml.h / gguf-py 0.19.0
-// (GGML_QUANT_SIZES). Types with a dequant kernel take their geometry from
-// their one definition in `crate::block`; the others are listed so
-// `inspect` can show them. Ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 were
-// removed from ggml and are rejected as unknown.
-ggml_types! {
-    F32 = 0, 1, 4;
-    F16 = 1, 1, 2;
-    Q4_0 = 2, block::q4_0::ELEMS as u64, block::q4_0::BYTES as u64;
-    Q4_1 = 3, block::q4_1::ELEMS as u64, block::q4_1::BYTES as u64;
-    Q5_0 = 6, block::q5_0::ELEMS as u64, block::q5_0::BYTES as u64;
-    Q5_1 = 7, block::q5_1::ELEMS as u64, block::q5_1::BYTES as u64;
-    Q8_0 = 8, block::q8_0::ELEMS as u64, block::q8_0::BYTES as u64;
-    Q8_1 = 9, 32, 4 + 4 + 32;
-    Q2_K = 10, block::q2_k::ELEMS as u64, block::q2_k::BYTES as u64;
-    Q3_K = 11, block::q3_k::ELEMS as u64, block::q3_k::BYTES as u64;
-    Q4_K = 12, block::q4_k::ELEMS as u64, block::q4_k::BYTES as u64;
-    Q5_K = 13, block::q5_k::ELEMS as u64, block::q5_k::BYTES as u64;
-    Q6_K = 14, block::q6_k::ELEMS as u64, block::q6_k::BYTES as u64;
-    Q8_K = 15, 256, 4 + QK_K + QK_K / 8;
-    IQ2_XXS = 16, block::iq2_xxs::ELEMS as u64, block::iq2_xxs::BYTES as u64;
-    IQ2_XS = 17, block::iq2_xs::ELEMS as u64, block::iq2_xs::BYTES as u64;
-    IQ3_XXS = 18, block::iq3_xxs::ELEMS as u64, block::iq3_xxs::BYTES as u64;
-    IQ1_S = 19, block::iq1_s::ELEMS as u64, block::iq1_s::BYTES as u64;
-    IQ4_NL = 20, block::iq4_nl::ELEMS as u64, block::iq4_nl::BYTES as u64;
-    IQ3_S = 21, block::iq3_s::ELEMS as u64, block::iq3_s::BYTES as u64;
-    IQ2_S = 22, block::iq2_s::ELEMS as u64, block::iq2_s::BYTES as u64;
-    IQ4_XS = 23, block::iq4_xs::ELEMS as u64, block::iq4_xs::BYTES as u64;
-    I8 = 24, 1, 1;
-    I16 = 25, 1, 2;
-    I32 = 26, 1, 4;
-    I64 = 27, 1, 8;
-    F64 = 28, 1, 8;
-    IQ1_M = 29, block::iq1_m::ELEMS as u64, block::iq1_m::BYTES as u64;
-    BF16 = 30, 1, 2;
-    TQ1_0 = 34, block::tq1_0::ELEMS as u64, block::tq1_0::BYTES as u64;
-    TQ2_0 = 35, block::tq2_0::ELEMS as u64, block::tq2_0::BYTES as u64;
-    MXFP4 = 39, block::mxfp4::ELEMS as u64, block::mxfp4::BYTES as u64;
-    NVFP4 = 40, block::nvfp4::ELEMS as u64, block::nvfp4::BYTES as u64;
-    Q1_0 = 41, 128, 2 + 16;
+/// The ggml types without a block format of ours: the plain element types
+/// and the quantizations weightstream lists but does not load. Ids, block
+/// sizes and bytes per block as in ggml.h / gguf-py 0.19.0
+/// (GGML_QUANT_SIZES). Ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 were removed
+/// from ggml and are rejected as unknown.
+const OTHER_TYPES: [GgmlTypeInfo; 11] = [
+    info(0, "F32", 1, 4),
+    info(1, "F16", 1, 2),
+    info(9, "Q8_1", 32, 4 + 4 + 32),
+    info(15, "Q8_K", 256, 4 + QK_K + QK_K / 8),
+    info(24, "I8", 1, 1),
+    info(25, "I16", 1, 2),
+    info(26, "I32", 1, 4),
+    info(27, "I64", 1, 8),
+    info(28, "F64", 1, 8),
+    info(30, "BF16", 1, 2),
+    info(41, "Q1_0", 128, 2 + 16),
+];
+const OTHERS: usize = OTHER_TYPES.len();
+
+const fn info(id: u32, name: &'static str, block: u64, type_size: u64) -> GgmlTypeInfo {
+    GgmlTypeInfo { id, name, block, type_size }
 }
+
+/// Every known type, by id: the others above and one row per block format,
+/// its id, name and geometry taken from its one definition in
+/// `weightstream_blocks::block` (nothing restated here).
+static TYPES: [GgmlTypeInfo; OTHERS + BlockFormat::ALL.len()] = {
+    let mut t = [OTHER_TYPES[0]; OTHERS + BlockFormat::ALL.len()];
+    let mut n = 0;
+    while n < OTHERS {
+        t[n] = OTHER_TYPES[n];
+        n += 1;
+    }
+    let mut k = 0;
+    while k < BlockFormat::ALL.len() {
+        let l = BlockFormat::ALL[k].layout();
+        t[n + k] = info(l.ggml_id, l.name, l.elems as u64, l.bytes as u64);
+        k += 1;
+    }
+    // Insertion sort by id (const context): `all()` lists types in id order.
+    let mut i = 1;
+    while i < t.len() {
+        let mut j = i;
+        while j > 0 && t[j - 1].id > t[j].id {
+            let tmp = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = tmp;
+            j -= 1;
+        }
+        i += 1;
+    }
+    t
+};
 
 impl GgmlType {
     pub fn from_id(id: u32) -> Option<GgmlType> {

@@ -1,0 +1,34 @@
+//! NEON F32 and F16 -> BF16 (neon.rs has the shared rounding).
+
+use std::arch::aarch64::*;
+
+use super::neon::*;
+use crate::scalar;
+
+#[target_feature(enable = "neon")]
+pub unsafe fn f32(src: &[u8], dst: &mut [u16]) {
+    let n = dst.len() / 8 * 8;
+    for i in (0..n).step_by(8) {
+        // SAFETY: i + 8 <= n <= dst.len(), and src holds 4 bytes per element.
+        unsafe {
+            let p = src.as_ptr().add(i * 4) as *const f32;
+            store8(dst.as_mut_ptr().add(i), vld1q_f32(p), vld1q_f32(p.add(4)));
+        }
+    }
+    scalar::f32(&src[n * 4..], &mut dst[n..]);
+}
+
+#[target_feature(enable = "neon")]
+pub unsafe fn f16(src: &[u8], dst: &mut [u16]) {
+    let n = dst.len() / 8 * 8;
+    for i in (0..n).step_by(8) {
+        // SAFETY: as in f32, 2 bytes per element. `fcvtl` is exact (an f16
+        // value is never an f32 subnormal); its NaNs keep their payload,
+        // which the rounding makes canonical.
+        unsafe {
+            let (a, b) = f16x8_to_f32(vld1q_u16(src.as_ptr().add(i * 2) as *const u16));
+            store8(dst.as_mut_ptr().add(i), a, b);
+        }
+    }
+    scalar::f16(&src[n * 2..], &mut dst[n..]);
+}

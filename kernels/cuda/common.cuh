@@ -1,0 +1,219 @@
+// weightstream kernels: shared numerics and memory helpers.
+//
+// Everything here is `__host__ __device__`: the same source compiles with
+// nvcc for the GPU and with a plain C++ compiler for the host, where the
+// tests run every kernel's complete launch grid and compare the bits with
+// the Rust CPU kernels (docs/numerics.md is the contract).
+//
+// Numerics: every input converts to f32 exactly; each f32 multiply, add or
+// subtract rounds to nearest even (__fmul_rn, __fadd_rn, __fsub_rn: never
+// contracted into an FMA; the fatbins are also built with --fmad=false); f32 -> BF16 round
+// to nearest even with every NaN as 0x7FC0. Build without fast math.
+#pragma once
+
+#include <stdint.h>
+#ifndef __CUDACC__
+#include <string.h>
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#endif
+
+#include "formats.cuh"
+
+#define WS_HD __host__ __device__ __forceinline__
+// Kernel pointer parameters: source, destination and tables never alias
+// (nvcc may then read them through the read-only data path).
+#define WS_RESTRICT __restrict__
+#ifdef __CUDACC__
+#define WS_UNROLL _Pragma("unroll")
+#else
+#define WS_UNROLL
+#endif
+
+namespace ws {
+
+constexpr uint16_t CANONICAL_NAN = 0x7FC0;
+
+WS_HD uint32_t float_bits(float x) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(x);
+#else
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+#endif
+}
+
+WS_HD float bits_float(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+#endif
+}
+
+// One IEEE multiply, round to nearest even.
+WS_HD float mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+// One IEEE add and one subtract, round to nearest even; with `mul`, the
+// K-quants' `d * q - m` stays two roundings (never an FMA).
+WS_HD float add(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+WS_HD float sub(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
+// x rounded to IEEE binary16 precision, as f32 (nearest even, past 65504
+// to infinity, f16 subnormals as multiples of 2^-24): what torch's f16
+// arithmetic keeps of a product. Two rounded adds by a power of two whose
+// ulp is f16's quantum there; the Rust kernels do the same (numerics.rs
+// round_f16).
+WS_HD float round_f16(float x) {
+    uint32_t bits = float_bits(x), sign = bits & 0x80000000u, mag = bits & 0x7FFFFFFFu;
+    if (mag > 0x7F800000u) return x;  // NaN
+    float a = bits_float(mag), r;
+    if (a >= 65520.0f) r = bits_float(0x7F800000u);
+    else if (a < 6.103515625e-05f) r = sub(add(a, 0.5f), 0.5f);
+    else {
+        float c = bits_float((mag & 0x7F800000u) + (13u << 23));
+        r = sub(add(a, c), c);
+    }
+    return bits_float(float_bits(r) | sign);
+}
+
+WS_HD uint16_t f32_to_bf16(float x) {
+    uint32_t b = float_bits(x);
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return CANONICAL_NAN;
+    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+
+// IEEE binary16 -> f32, exact, by bit manipulation on both host and device.
+// Branch-free: all three encodings are computed and one is selected, so a
+// kernel's loads that follow the decode of a scale are not held behind a
+// branch on the loaded value (the GPU issues them together).
+WS_HD float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1Fu;
+    uint32_t man = h & 0x3FFu;
+    // Zero or subnormal: man * 2^-24, a normal f32 (or zero), exact.
+    uint32_t sub = float_bits(mul((float)man, 5.9604644775390625e-8f));
+    uint32_t normal = (exp + 112u) << 23, special = 0x7F800000u;
+    uint32_t high = exp == 0x1Fu ? special : normal;
+    return bits_float(sign | (exp == 0 ? sub : high | (man << 13)));
+}
+
+// OCP E4M3FN: bias 7, no infinities, S.1111.111 is NaN.
+WS_HD float e4m3_to_f32(uint8_t v) {
+    uint32_t mag = v & 0x7Fu;
+    if (mag == 0x7Fu) return bits_float(0x7FC00000u);
+    uint32_t e = mag >> 3, m = mag & 7u;
+    float x = e ? bits_float(((e + 120u) << 23) | (m << 20)) : mul((float)m, 0.001953125f);  // m * 2^-9
+    return (v & 0x80u) ? -x : x;
+}
+
+// E5M2: bias 15, IEEE-like with infinities and NaNs.
+WS_HD float e5m2_to_f32(uint8_t v) {
+    uint32_t mag = v & 0x7Fu;
+    uint32_t e = mag >> 2, m = mag & 3u;
+    float x;
+    if (e == 31u) x = bits_float(0x7F800000u | (m << 21));
+    else if (e == 0u) x = mul((float)m, 1.52587890625e-5f);  // m * 2^-16
+    else x = bits_float(((e + 112u) << 23) | (m << 21));
+    return (v & 0x80u) ? -x : x;
+}
+
+// Little-endian u16 at a 2-byte aligned address (block fields in device
+// scratch: block sizes 18 and 34 are even and scratch bases are aligned).
+WS_HD uint16_t load_u16(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+    return *reinterpret_cast<const uint16_t*>(p);
+#else
+    return (uint16_t)(p[0] | (p[1] << 8));
+#endif
+}
+
+// 8 bytes at a 2-byte aligned address.
+WS_HD void load8_even(const uint8_t* p, uint8_t out[8]) {
+#ifdef __CUDA_ARCH__
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(p);
+    WS_UNROLL
+    for (int i = 0; i < 4; i++) {
+        uint16_t w = q[i];
+        out[2 * i] = (uint8_t)w;
+        out[2 * i + 1] = (uint8_t)(w >> 8);
+    }
+#else
+    memcpy(out, p, 8);
+#endif
+}
+
+// Store `count` (<= 8) BF16 values; one 16-byte store when all 8 go to a
+// 16-byte aligned address.
+WS_HD void store_bf16(uint16_t* dst, const uint16_t v[8], uint32_t count) {
+#ifdef __CUDA_ARCH__
+    if (count == 8 && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
+        uint4 u;
+        u.x = v[0] | ((uint32_t)v[1] << 16);
+        u.y = v[2] | ((uint32_t)v[3] << 16);
+        u.z = v[4] | ((uint32_t)v[5] << 16);
+        u.w = v[6] | ((uint32_t)v[7] << 16);
+        *reinterpret_cast<uint4*>(dst) = u;
+        return;
+    }
+#endif
+    for (uint32_t j = 0; j < count; j++) dst[j] = v[j];
+}
+
+// The launch coordinates a kernel's per-thread work is a function of.
+struct Coords {
+    uint32_t block, thread, block_dim, grid_dim;
+    WS_HD uint64_t first() const { return (uint64_t)block * block_dim + thread; }
+    WS_HD uint64_t stride() const { return (uint64_t)grid_dim * block_dim; }
+};
+
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ Coords coords() { return Coords{blockIdx.x, threadIdx.x, blockDim.x, gridDim.x}; }
+#endif
+
+// Each thread produces groups of 8 outputs: this many groups for n outputs.
+WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
+
+}  // namespace ws
+
+// A block kernel's grid-stride loop (`<name>_thread`, what the host grid
+// runs) and entry point (`ws_<name>`) around its `<name>_group(src, dst,
+// g)`, which writes outputs 8g .. 8g + 7; n is a whole number of blocks.
+#ifdef __CUDACC__
+#define WS_BLOCK_KERNEL_ENTRY(NAME)                                                  \
+    extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::NAME##_thread(src, dst, n, ws::coords());                              \
+    }
+#else
+#define WS_BLOCK_KERNEL_ENTRY(NAME)
+#endif
+#define WS_BLOCK_KERNEL(NAME)                                                        \
+    namespace ws {                                                                   \
+    WS_HD void NAME##_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { \
+        for (uint64_t g = c.first(); g < n / 8; g += c.stride()) NAME##_group(src, dst, g); \
+    }                                                                                \
+    }                                                                                \
+    WS_BLOCK_KERNEL_ENTRY(NAME)

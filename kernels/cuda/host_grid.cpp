@@ -1,0 +1,88 @@
+// The kernels compiled for the host: each entry point runs a kernel's
+// complete launch grid (every block, every thread) sequentially, calling the
+// same per-thread functions the GPU runs. Used by the CI parity tests.
+// Every kernel source and WS_HOST_BLOCKS (kernels/build.rs writes it).
+#include "host_kernels.inc"
+
+namespace {
+template <class F>
+void grid(uint32_t grid_dim, uint32_t block_dim, F f) {
+    for (uint32_t b = 0; b < grid_dim; b++)
+        for (uint32_t t = 0; t < block_dim; t++) f(ws::Coords{b, t, block_dim, grid_dim});
+}
+
+struct HostField {
+    const char* name;
+    uint32_t offset;
+};
+}  // namespace
+
+extern "C" {
+// A block format's kernel, by ggml type id. Returns 0, or -1 for a format
+// without a kernel here.
+int ws_host_block(uint32_t ggml_id, const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
+    switch (ggml_id) {
+#define WS_HOST_BLOCK_CASE(NS) \
+    case ws::NS::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::NS##_thread(src, dst, n, c); }); return 0;
+        WS_HOST_BLOCKS(WS_HOST_BLOCK_CASE)
+#undef WS_HOST_BLOCK_CASE
+        default: return -1;
+    }
+}
+void ws_host_f32(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
+    grid(g, b, [&](ws::Coords c) { ws::f32_thread(src, dst, n, c); });
+}
+void ws_host_f16(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
+    grid(g, b, [&](ws::Coords c) { ws::f16_thread(src, dst, n, c); });
+}
+// The scaled kernels: element 0 E4M3, 1 E5M2, 2 E2M1, 3 INT4, 4 INT8
+// (launch.rs Element); zeros and round_f16 for the integers.
+void ws_host_scaled(int element, const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first,
+                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, WS_DIVISOR_PARAMS,
+                    const float* zeros, int round_f16, uint32_t g, uint32_t b) {
+    ws::ScaleParams p = WS_SCALE_PARAMS(scales, first, cols, block_rows, block_cols, grid_cols);
+    ws::IntParams ip{p, zeros, round_f16 != 0};
+    if (element == 0)
+        grid(g, b, [&](ws::Coords c) { ws::fp8_thread<true>(src, dst, n, p, c); });
+    else if (element == 1)
+        grid(g, b, [&](ws::Coords c) { ws::fp8_thread<false>(src, dst, n, p, c); });
+    else if (element == 2)
+        grid(g, b, [&](ws::Coords c) { ws::e2m1_thread(src, dst, n, p, c); });
+    else if (element == 3)
+        grid(g, b, [&](ws::Coords c) { ws::int_thread<4>(src, dst, n, ip, c); });
+    else
+        grid(g, b, [&](ws::Coords c) { ws::int_thread<8>(src, dst, n, ip, c); });
+}
+
+// n / d by the kernels' multiply-high division (scale_grid.cuh), for the
+// divisor tests.
+uint64_t ws_host_quotient(uint64_t n, uint64_t d, uint64_t magic, uint64_t shifts) {
+    return ws::quotient(ws::divisor(d, magic, shifts), n);
+}
+
+// formats.cuh as compiled, for the mirror test: entry i's name, ggml id,
+// elements, bytes and up to 8 fields (names and offsets). Returns the
+// number of fields, or -1 past the last entry.
+int ws_host_block_layout(uint32_t i, const char** name, uint32_t* ggml_id, uint32_t* elems, uint32_t* bytes,
+                         const char** field_names, uint32_t* field_offsets) {
+    uint32_t k = 0;
+#define WS_LAYOUT_ENTRY(NAME, NS, ...)                                              \
+    if (k++ == i) {                                                                 \
+        using namespace ws;                                                         \
+        static const HostField fields[] = __VA_ARGS__;                              \
+        *name = NAME;                                                               \
+        *ggml_id = NS::GGML_ID;                                                     \
+        *elems = NS::ELEMS;                                                         \
+        *bytes = NS::BYTES;                                                         \
+        uint32_t nf = sizeof(fields) / sizeof(fields[0]);                           \
+        for (uint32_t f = 0; f < nf && f < 8; f++) {                                \
+            field_names[f] = fields[f].name;                                        \
+            field_offsets[f] = fields[f].offset;                                    \
+        }                                                                           \
+        return (int)nf;                                                             \
+    }
+    WS_BLOCK_LAYOUTS(WS_LAYOUT_ENTRY)
+#undef WS_LAYOUT_ENTRY
+    return -1;
+}
+}

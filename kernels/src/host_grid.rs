@@ -1,0 +1,223 @@
+//! The kernels compiled for the host (kernels/host_grid.cpp): run a
+//! launch's complete grid, block by block and thread by thread, on the CPU.
+
+use std::ffi::{c_char, CStr};
+
+use crate::launch::{divisor, Element, Launch};
+
+extern "C" {
+    fn ws_host_block(ggml_id: u32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
+    fn ws_host_f32(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
+    fn ws_host_f16(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
+    #[allow(clippy::too_many_arguments)]
+    fn ws_host_scaled(
+        element: i32,
+        src: *const u8,
+        dst: *mut u16,
+        n: u64,
+        scales: *const f32,
+        first: u64,
+        cols: u64,
+        block_rows: u64,
+        block_cols: u64,
+        grid_cols: u64,
+        cols_magic: u64,
+        cols_shifts: u64,
+        block_rows_magic: u64,
+        block_rows_shifts: u64,
+        block_cols_magic: u64,
+        block_cols_shifts: u64,
+        zeros: *const f32,
+        round_f16: i32,
+        grid: u32,
+        block: u32,
+    );
+    fn ws_host_quotient(n: u64, d: u64, magic: u64, shifts: u64) -> u64;
+    fn ws_host_block_layout(
+        i: u32,
+        name: *mut *const c_char,
+        ggml_id: *mut u32,
+        elems: *mut u32,
+        bytes: *mut u32,
+        field_names: *mut *const c_char,
+        field_offsets: *mut u32,
+    ) -> i32;
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum HostGridError {
+    SourceTooShort {
+        needed: usize,
+        got: usize,
+    },
+    DestinationTooShort {
+        needed: usize,
+        got: usize,
+    },
+    ScalesTooShort {
+        needed: usize,
+        got: usize,
+    },
+    Unaligned,
+    /// The host build has no kernel for this block format.
+    NoKernel(&'static str),
+}
+
+fn src_bytes(launch: &Launch, n: usize) -> usize {
+    match launch {
+        Launch::Block(f) => {
+            let l = f.layout();
+            n / l.elems * l.bytes
+        }
+        Launch::F32 => n * 4,
+        Launch::F16 => n * 2,
+        Launch::Scaled(a) => a.element.bytes(n as u64) as usize,
+    }
+}
+
+/// Run `launch` over `n` elements with a `grid` x `block` launch. For the
+/// scaled launches, `scales` holds the scale grid and `zeros` an integer
+/// pack's zero points (`ScaledArgs::scales` is ignored here: the
+/// host address comes from the slice). Checks every length first: the
+/// kernels index exactly what a correct launch covers.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    launch: &Launch,
+    src: &[u8],
+    dst: &mut [u16],
+    n: u64,
+    scales: Option<&[f32]>,
+    zeros: Option<&[f32]>,
+    grid: u32,
+    block: u32,
+) -> Result<(), HostGridError> {
+    let n_us = n as usize;
+    if let Launch::Block(f) = launch {
+        if n_us % f.layout().elems != 0 {
+            return Err(HostGridError::Unaligned);
+        }
+    }
+    let need = src_bytes(launch, n_us);
+    if src.len() < need {
+        return Err(HostGridError::SourceTooShort { needed: need, got: src.len() });
+    }
+    if dst.len() < n_us {
+        return Err(HostGridError::DestinationTooShort { needed: n_us, got: dst.len() });
+    }
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    // SAFETY: src holds the bytes of n elements and dst n outputs (checked
+    // above); for FP8 the scale grid is checked below. The C++ code reads
+    // and writes nothing else and keeps no pointers.
+    unsafe {
+        match launch {
+            Launch::Block(f) => {
+                if ws_host_block(f.layout().ggml_id, s, d, n, grid, block) != 0 {
+                    return Err(HostGridError::NoKernel(f.name()));
+                }
+            }
+            Launch::F32 => ws_host_f32(s, d, n, grid, block),
+            Launch::F16 => ws_host_f16(s, d, n, grid, block),
+            Launch::Scaled(a) => {
+                let scale_ptr = match scales {
+                    None => std::ptr::null(),
+                    Some(v) => {
+                        let last = if n == 0 || a.cols == 0 {
+                            0
+                        } else {
+                            let e = a.first + n - 1;
+                            ((e / a.cols / a.block_rows) * a.grid_cols + (a.cols - 1) / a.block_cols) as usize + 1
+                        };
+                        if v.len() < last {
+                            return Err(HostGridError::ScalesTooShort { needed: last, got: v.len() });
+                        }
+                        v.as_ptr()
+                    }
+                };
+                let element = match a.element {
+                    Element::E4m3 => 0,
+                    Element::E5m2 => 1,
+                    Element::E2m1 => 2,
+                    Element::Int4 => 3,
+                    Element::Int8 => 4,
+                };
+                // Zero points are laid out like the scales: the same length.
+                let zeros_ptr = match zeros {
+                    Some(z) if z.len() == scales.map_or(0, |s| s.len()) => z.as_ptr(),
+                    Some(z) => return Err(HostGridError::ScalesTooShort { needed: scales.map_or(0, |s| s.len()), got: z.len() }),
+                    None => std::ptr::null(),
+                };
+                let [cols_magic, cols_shifts, block_rows_magic, block_rows_shifts, block_cols_magic, block_cols_shifts] = a.divisors();
+                ws_host_scaled(
+                    element,
+                    s,
+                    d,
+                    n,
+                    scale_ptr,
+                    a.first,
+                    a.cols,
+                    a.block_rows,
+                    a.block_cols,
+                    a.grid_cols,
+                    cols_magic,
+                    cols_shifts,
+                    block_rows_magic,
+                    block_rows_shifts,
+                    block_cols_magic,
+                    block_cols_shifts,
+                    zeros_ptr,
+                    a.round_f16 as i32,
+                    grid,
+                    block,
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `n / d` (`d >= 1`) as the scaled kernels divide: one multiply-high by
+/// `d`'s magic number (cuda/scale_grid.cuh).
+pub fn quotient(n: u64, d: u64) -> u64 {
+    assert!(d >= 1, "division by zero");
+    let (magic, shifts) = divisor(d);
+    // SAFETY: pure arithmetic on integers.
+    unsafe { ws_host_quotient(n, d, magic, shifts) }
+}
+
+/// One entry of formats.cuh (build.rs writes it) as the host compiler saw it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CudaLayout {
+    pub name: String,
+    pub ggml_id: u32,
+    pub elems: u32,
+    pub bytes: u32,
+    /// (field name, byte offset) in order.
+    pub fields: Vec<(String, u32)>,
+}
+
+/// Every entry of the CUDA sources' block-format table (formats.cuh).
+pub fn cuda_layouts() -> Vec<CudaLayout> {
+    let mut out = Vec::new();
+    for i in 0.. {
+        let (mut name, mut id, mut elems, mut bytes) = (std::ptr::null(), 0u32, 0u32, 0u32);
+        let mut names = [std::ptr::null::<c_char>(); 8];
+        let mut offsets = [0u32; 8];
+        // SAFETY: every out-pointer is valid for the writes the C++ side
+        // makes (one value each, at most 8 fields); it returns pointers to
+        // static NUL-terminated string literals.
+        let nf = unsafe { ws_host_block_layout(i, &mut name, &mut id, &mut elems, &mut bytes, names.as_mut_ptr(), offsets.as_mut_ptr()) };
+        if nf < 0 {
+            break;
+        }
+        // SAFETY: static C string literals (above).
+        let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        out.push(CudaLayout {
+            name: text(name),
+            ggml_id: id,
+            elems,
+            bytes,
+            fields: (0..(nf as usize).min(8)).map(|f| (text(names[f]), offsets[f])).collect(),
+        });
+    }
+    out
+}
