@@ -16,6 +16,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use weightstream_cuda::trim::pieces;
 use weightstream_dequant::{dequantize_par, dequantize_par_fetch, FetchError, Isa, DEFAULT_PIECE};
 use weightstream_format::io::ordered::{self, RingShape};
 use weightstream_format::io::{AlignedBuf, ByteSource};
@@ -70,6 +71,9 @@ struct Group {
     first: u64,
     n: u64,
     src: Range<u64>,
+    /// The elements output: all of `first..first + n` but at a slice's
+    /// edge inside a block.
+    keep: Range<u64>,
     /// The job is complete once this group is.
     last_of_job: bool,
 }
@@ -82,10 +86,11 @@ fn groups(jobs: &[&Job], chunk_bytes: usize) -> Vec<Group> {
         let (block, size) = job.encoding.block();
         let start = out.len();
         for c in job.chunks((chunk_bytes as u64 / size).max(1) * block) {
-            out.push(Group { job: j, first: c.first, n: c.n, src: c.src, last_of_job: false });
+            out.push(Group { job: j, first: c.first, n: c.n, src: c.src, keep: c.keep, last_of_job: false });
         }
         if out.len() == start {
-            out.push(Group { job: j, first: job.first, n: 0, src: job.src.start..job.src.start, last_of_job: false });
+            let at = job.src.start;
+            out.push(Group { job: j, first: job.first, n: 0, src: at..at, keep: job.first..job.first, last_of_job: false });
         }
         out.last_mut().expect("one group at least").last_of_job = true;
     }
@@ -93,6 +98,7 @@ fn groups(jobs: &[&Job], chunk_bytes: usize) -> Vec<Group> {
 }
 
 /// A group's source bytes, as the kernels get them.
+#[derive(Clone, Copy)]
 enum GroupBytes<'a> {
     /// In memory (mapped, or read ahead into the ring).
     Mem(&'a [u8]),
@@ -281,6 +287,34 @@ impl CpuExecutor {
         }
     }
 
+    /// Group `g`'s kept values into `out`: straight from the kernels, or,
+    /// where a slice's edge falls inside a block, the edge blocks through a
+    /// one-block buffer (`weightstream_cuda::trim`'s pieces, as on the GPU).
+    fn dequantize_kept(&self, cat: &Catalog, jk: &JobKernel, g: &Group, src: GroupBytes, out: &mut [u16]) -> Result<()> {
+        if g.keep == (g.first..g.first + g.n) {
+            return self.dequantize(cat, jk, g.first, src, out);
+        }
+        let (block, size) = jk.job().encoding.block();
+        let skip = g.keep.start - g.first;
+        for p in pieces(g.n, skip..g.keep.end - g.first, block) {
+            let bytes = (p.at / block * size) as usize..((p.at + p.n) / block * size) as usize;
+            let part = match src {
+                GroupBytes::Mem(b) => GroupBytes::Mem(&b[bytes]),
+                GroupBytes::Fetch { source, offset } => GroupBytes::Fetch { source, offset: offset + bytes.start as u64 },
+            };
+            let at = (p.at + p.keep.start - skip) as usize;
+            let kept = (p.keep.end - p.keep.start) as usize;
+            if p.trimmed() {
+                let mut one = alloc_output(&jk.job().name, p.n)?;
+                self.dequantize(cat, jk, g.first + p.at, part, &mut one)?;
+                out[at..at + kept].copy_from_slice(&one[p.keep.start as usize..p.keep.end as usize]);
+            } else {
+                self.dequantize(cat, jk, g.first + p.at, part, &mut out[at..at + kept])?;
+            }
+        }
+        Ok(())
+    }
+
     /// Dequantize the job into `dst` (exactly its `n_elems` values).
     pub(crate) fn fill(&self, cat: &Catalog, jk: &JobKernel, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         let job = jk.job();
@@ -315,8 +349,8 @@ impl CpuExecutor {
             )));
         }
         self.each_group(cat, &[part], tracker, |g, src| {
-            let at = part.out_index(g.first) as usize;
-            self.dequantize(cat, jk, g.first, src, &mut dst[at..at + g.n as usize])
+            let at = part.out_index(g.keep.start) as usize;
+            self.dequantize_kept(cat, jk, g, src, &mut dst[at..at + (g.keep.end - g.keep.start) as usize])
         })
     }
 
@@ -386,8 +420,8 @@ impl CpuExecutor {
             plan,
             &tracker,
             |j, jk, g, src| {
-                let at = plan.jobs[j].out_index(g.first) as usize;
-                self.dequantize(cat, jk, g.first, src, &mut dsts[j][at..at + g.n as usize])
+                let at = plan.jobs[j].out_index(g.keep.start) as usize;
+                self.dequantize_kept(cat, jk, g, src, &mut dsts[j][at..at + (g.keep.end - g.keep.start) as usize])
             },
             on_done,
         )?;
@@ -414,8 +448,8 @@ impl CpuExecutor {
                 *out = Some((j, alloc_output(&plan.jobs[j].name, plan.jobs[j].n_elems)?));
             }
             let (_, data) = out.as_mut().expect("set above");
-            let at = plan.jobs[j].out_index(g.first) as usize;
-            self.dequantize(cat, jk, g.first, src, &mut data[at..at + g.n as usize])
+            let at = plan.jobs[j].out_index(g.keep.start) as usize;
+            self.dequantize_kept(cat, jk, g, src, &mut data[at..at + (g.keep.end - g.keep.start) as usize])
         };
         let finished = |j: usize| -> Result<()> {
             let (_, data) = out.borrow_mut().take().expect("a finished job has its output");
