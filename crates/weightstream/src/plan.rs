@@ -169,7 +169,10 @@ impl Job {
 
     /// The rectangle `rows x cols` of this (whole) tensor's matrix view.
     /// Rows of an N-D tensor are the product of its leading dimensions: a
-    /// row range must cover whole slices of the outermost one. Columns may
+    /// row range of whole slices of the outermost one keeps the tensor's
+    /// rank (experts `[e0, e1)` of a `[E, out, in]` stack); any other row
+    /// range is the 2-D rectangle `[rows, cols]` (part of one expert's
+    /// rows, for tensor parallelism inside experts). Columns may
     /// start and end anywhere: where an edge falls inside a block (32 or
     /// 256 elements for GGUF blocks), the blocks covering the range are
     /// read and the result trimmed after dequantization.
@@ -192,10 +195,11 @@ impl Job {
             _ => {
                 let inner: u64 = shape[1..shape.len() - 1].iter().product::<u64>().max(1);
                 if rows.start % inner != 0 || rows.end % inner != 0 {
-                    return Err(bad(format!("rows of a {}-D tensor come in groups of {inner}", shape.len())));
+                    shape = vec![rows.end - rows.start, cols.end - cols.start];
+                } else {
+                    shape[0] = (rows.end - rows.start) / inner;
+                    *shape.last_mut().expect("2-D or more") = cols.end - cols.start;
                 }
-                shape[0] = (rows.end - rows.start) / inner;
-                *shape.last_mut().expect("2-D or more") = cols.end - cols.start;
             }
         }
         if empty {
