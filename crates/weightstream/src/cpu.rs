@@ -16,8 +16,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use weightstream_cuda::trim::pieces;
-use weightstream_dequant::{dequantize_par, dequantize_par_fetch, FetchError, Isa, DEFAULT_PIECE};
+use weightstream_dequant::{Isa, DEFAULT_PIECE};
 use weightstream_format::io::ordered::{self, RingShape};
 use weightstream_format::io::{AlignedBuf, ByteSource};
 use weightstream_format::Catalog;
@@ -66,14 +65,14 @@ pub(crate) fn alloc_output(tensor: &str, n: u64) -> Result<Vec<u16>> {
 /// Elements `[first, first + n)` of job `job` (an index into the request),
 /// stored in bytes `src` of the job's file: inside one of the job's
 /// segments (a column slice reads row by row).
-struct Group {
+pub(crate) struct Group {
     job: usize,
-    first: u64,
-    n: u64,
+    pub(crate) first: u64,
+    pub(crate) n: u64,
     src: Range<u64>,
     /// The elements output: all of `first..first + n` but at a slice's
     /// edge inside a block.
-    keep: Range<u64>,
+    pub(crate) keep: Range<u64>,
     /// The job is complete once this group is.
     last_of_job: bool,
 }
@@ -99,7 +98,7 @@ fn groups(jobs: &[&Job], chunk_bytes: usize) -> Vec<Group> {
 
 /// A group's source bytes, as the kernels get them.
 #[derive(Clone, Copy)]
-enum GroupBytes<'a> {
+pub(crate) enum GroupBytes<'a> {
     /// In memory (mapped, or read ahead into the ring).
     Mem(&'a [u8]),
     /// To be read piece by piece by the dequantizing threads: the group's
@@ -160,6 +159,10 @@ impl CpuExecutor {
 
     pub fn isa(&self) -> Isa {
         self.isa
+    }
+
+    pub(crate) fn pool(&self) -> &rayon::ThreadPool {
+        &self.pool
     }
 
     pub fn readers(&self) -> usize {
@@ -262,57 +265,6 @@ impl CpuExecutor {
         if bufs.len() > kept.len() {
             *kept = bufs;
         }
-    }
-
-    fn dequantize(&self, cat: &Catalog, jk: &JobKernel, first: u64, src: GroupBytes, out: &mut [u16]) -> Result<()> {
-        if out.is_empty() {
-            return Ok(());
-        }
-        let kernel = jk.kernel()?;
-        let job = jk.job();
-        let dequant_error = |source| jk.dequant_error(job.byte_range(first, 0).start, source);
-        match src {
-            GroupBytes::Mem(bytes) => {
-                self.pool.install(|| dequantize_par(&kernel, first, bytes, out, self.isa, DEFAULT_PIECE)).map_err(dequant_error)
-            }
-            GroupBytes::Fetch { source, offset } => {
-                let fetch = |r: Range<u64>, buf: &mut [u8]| source.read_at(offset + r.start, buf).map_err(|e| (offset + r.start, e));
-                self.pool.install(|| dequantize_par_fetch(&kernel, first, out, self.isa, DEFAULT_PIECE, &fetch)).map_err(|e| match e {
-                    FetchError::Fetch((at, source)) => {
-                        Error::Read { file: file_path(cat, job.file), tensor: job.name.clone(), offset: at, source }
-                    }
-                    FetchError::Dequant(d) => dequant_error(d),
-                })
-            }
-        }
-    }
-
-    /// Group `g`'s kept values into `out`: straight from the kernels, or,
-    /// where a slice's edge falls inside a block, the edge blocks through a
-    /// one-block buffer (`weightstream_cuda::trim`'s pieces, as on the GPU).
-    fn dequantize_kept(&self, cat: &Catalog, jk: &JobKernel, g: &Group, src: GroupBytes, out: &mut [u16]) -> Result<()> {
-        if g.keep == (g.first..g.first + g.n) {
-            return self.dequantize(cat, jk, g.first, src, out);
-        }
-        let (block, size) = jk.job().encoding.block();
-        let skip = g.keep.start - g.first;
-        for p in pieces(g.n, skip..g.keep.end - g.first, block) {
-            let bytes = (p.at / block * size) as usize..((p.at + p.n) / block * size) as usize;
-            let part = match src {
-                GroupBytes::Mem(b) => GroupBytes::Mem(&b[bytes]),
-                GroupBytes::Fetch { source, offset } => GroupBytes::Fetch { source, offset: offset + bytes.start as u64 },
-            };
-            let at = (p.at + p.keep.start - skip) as usize;
-            let kept = (p.keep.end - p.keep.start) as usize;
-            if p.trimmed() {
-                let mut one = alloc_output(&jk.job().name, p.n)?;
-                self.dequantize(cat, jk, g.first + p.at, part, &mut one)?;
-                out[at..at + kept].copy_from_slice(&one[p.keep.start as usize..p.keep.end as usize]);
-            } else {
-                self.dequantize(cat, jk, g.first + p.at, part, &mut out[at..at + kept])?;
-            }
-        }
-        Ok(())
     }
 
     /// Dequantize the job into `dst` (exactly its `n_elems` values).
