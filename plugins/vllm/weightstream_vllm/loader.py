@@ -178,12 +178,15 @@ class WeightstreamModelLoader(BaseModelLoader):
         whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
         for p in whole:
             logger.info("weightstream: %s read whole on every rank: %s", p.ck_name, p.note)
+        for p in planned:
+            if p.note.startswith("expert read whole"):
+                logger.info("weightstream: %s (%s) %s", p.ck_name, p.hf_name, p.note)
         share = sum(ck.slice_bytes(p.ck_name, p.region.rows, p.region.cols) for p in planned if p.region is not None)
         full = sum(ck.slice_bytes(n) for n in {p.ck_name for p in planned})
         logger.info("weightstream: %s reads %d of %d file bytes (%d tensors sliced, "
                     "%d replicated, %d read whole, %d skipped, %d experts of stacks kept; layers probed in %.3f s)", where.describe(),
                     share + sum(ck.slice_bytes(p.ck_name) for p in planned if p.region is None and p.note != "skipped"),
-                    full, sum(p.region is not None and p.note != "expert" for p in planned),
+                    full, sum(p.region is not None and not p.note.startswith("expert") for p in planned),
                     sum(p.note == "replicated" for p in planned),
-                    len(whole), sum(p.note == "skipped" for p in planned), sum(p.note == "expert" for p in planned), probe_s)
+                    len(whole), sum(p.note == "skipped" for p in planned), sum(p.note.startswith("expert") for p in planned), probe_s)
         return sharding.load(ck, planned, target, fixup, lambda n: rows_per_head(n) > 0)

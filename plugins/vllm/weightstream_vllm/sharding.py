@@ -174,15 +174,16 @@ def _plan_expert(ck, model, ck_name: str, hf_name: str, e: int) -> Planned:
     probe sees the expert's shape; the rows it keeps move to the stack's."""
     shape = list(ck.shape(ck_name))[1:]
     region, why = probe(model, hf_name, shape)
+    note = "expert"
     if region is None:
         # Not this rank's expert ("skipped"), or a loader that cannot be
-        # probed: then the expert's rows whole.
+        # probed: then the expert's rows whole (and the log says why).
         if why == "skipped":
             return Planned(ck_name, hf_name, None, why, e)
-        region = Region((0, shape[0]), (0, shape[-1]), tuple(shape))
+        region, note = Region((0, shape[0]), (0, shape[-1]), tuple(shape)), f"expert read whole: {why}"
     rows = shape[0]
     return Planned(ck_name, hf_name, Region((region.rows[0] + e * rows, region.rows[1] + e * rows), region.cols, tuple(shape)),
-                   "expert", e)
+                   note, e)
 
 
 def plan(ck, model, names: list[tuple], fixup_rows: Callable[[str], int],
