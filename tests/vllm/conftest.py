@@ -21,3 +21,17 @@ def variants(tmp_path_factory):
     import models
 
     return models.build_all(tmp_path_factory.mktemp("models"), SEED)
+
+
+@pytest.fixture(scope="session")
+def kquants(tmp_path_factory):
+    """Q4_K_M, Q3_K_M and IQ4_XS checkpoints made by the real llama-quantize
+    (built by scripts/build_llama_cpp.sh on first use)."""
+    import models
+
+    sys.path.insert(0, str(ROOT / "tests/fixtures"))
+    import real_quants
+
+    return models.build_kquants(tmp_path_factory.mktemp("kquants"), SEED,
+                                lambda src, dst, ftype: real_quants.quantize(src, dst, ftype),
+                                ftypes=("Q4_K_M", "Q3_K_M", "IQ4_XS"))

@@ -41,9 +41,10 @@ def bf16(x: np.ndarray) -> np.ndarray:
 
 
 # K-quants need rows of whole 256-element super-blocks: hidden 512 and FFN
-# 1024, so every matrix can take the preset's K-quant types, and a
-# tensor-parallel rank's half of a row (256, 512) is still whole blocks.
-KQUANT_CONFIG = {**CONFIG, "hidden_size": 512, "intermediate_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 4}
+# 768, so every matrix can take the preset's K-quant types; at TP=2 a
+# rank's half of a down_proj row (384 columns) is 1.5 super-blocks, read
+# from the covering blocks and trimmed (issue 28).
+KQUANT_CONFIG = {**CONFIG, "hidden_size": 512, "intermediate_size": 768, "num_attention_heads": 8, "num_key_value_heads": 4}
 
 
 def hf_model(out: Path, seed: int, tied: bool = False, config: dict = CONFIG):

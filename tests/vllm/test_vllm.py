@@ -155,20 +155,6 @@ def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, t
     assert "blk.0.ffn_down.weight" in log and "Q8_K" in log and "no reference" in log, log[-3000:]
 
 
-@pytest.fixture(scope="session")
-def kquants(tmp_path_factory):
-    """Q4_K_M, Q3_K_M and IQ4_XS checkpoints made by the real llama-quantize
-    (built by scripts/build_llama_cpp.sh on first use)."""
-    import models
-
-    sys.path.insert(0, str(ROOT / "tests/fixtures"))
-    import real_quants
-
-    return models.build_kquants(tmp_path_factory.mktemp("kquants"), SEED,
-                                lambda src, dst, ftype: real_quants.quantize(src, dst, ftype),
-                                ftypes=("Q4_K_M", "Q3_K_M", "IQ4_XS"))
-
-
 @pytest.mark.parametrize("ftype", ["Q4_K_M", "Q3_K_M", "IQ4_XS"])
 def test_llama_quantize_k_quants_give_the_default_loaders_tokens(kquants, ftype):
     checkpoint, reference, types = kquants[ftype]
@@ -179,20 +165,19 @@ def test_llama_quantize_k_quants_give_the_default_loaders_tokens(kquants, ftype)
 
 
 def share_bound(checkpoint, tp: int) -> int:
-    """What one rank may read: its 1/tp of every matrix plus every 1-D
-    (replicated) tensor, +5%; from the file's own tensor sizes."""
-    import gguf
+    """What one rank may read: its 1/tp of every matrix (for a GGUF, the
+    blocks covering its columns: a K-quant row of 768 split in two is read
+    as 2 of its 3 super-blocks per rank) plus every 1-D (replicated)
+    tensor, +5%; from the file's own tensor sizes."""
     import numpy as np
     from safetensors import safe_open
+
+    import shares
 
     sharded = replicated = 0
     gguf_file = next(checkpoint.glob("*.gguf"), None)
     if gguf_file is not None:
-        for t in gguf.GGUFReader(gguf_file).tensors:
-            if len(t.shape) >= 2:
-                sharded += int(t.n_bytes)
-            else:
-                replicated += int(t.n_bytes)
+        return shares.tensor_parallel(gguf_file, tp)
     else:
         with safe_open(checkpoint / "model.safetensors", framework="numpy") as f:
             for k in f.keys():

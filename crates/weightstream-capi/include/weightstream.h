@@ -144,16 +144,17 @@ ws_status ws_load_tensors(ws_checkpoint *ckpt, const ws_load_request *requests, 
 
 /* A rectangle of a tensor seen as a matrix (its innermost dimension against
  * all the others): rows [row_begin, row_end), columns [col_begin, col_end).
- * Columns start and end on the format's blocks (32 or 256 elements for GGUF
- * quants; any column for floats and FP8). For llama.cpp-style row splits
- * across devices and tensor-parallel shards: only the slice's bytes are
- * read and dequantized. */
+ * Columns may start and end anywhere: where an edge falls inside a block (32
+ * or 256 elements for GGUF quants), the blocks covering it are read and the
+ * result trimmed after dequantization. For llama.cpp-style row splits
+ * across devices and tensor-parallel shards: only the slice's bytes (its
+ * covering blocks) are read and dequantized. */
 typedef struct ws_slice {
     uint64_t row_begin, row_end, col_begin, col_end;
 } ws_slice;
 
 /* BF16 bytes of a slice of tensor `index`; 0 if the slice is outside the
- * tensor or off its blocks, or the tensor cannot become BF16. */
+ * tensor or the tensor cannot become BF16. */
 size_t ws_slice_nbytes(const ws_checkpoint *ckpt, size_t index, const ws_slice *slice);
 /* The slice as BF16, row-major, into `dst` (sized ws_slice_nbytes). */
 ws_status ws_load_slice(ws_checkpoint *ckpt, size_t index, const ws_slice *slice, const ws_destination *dst);

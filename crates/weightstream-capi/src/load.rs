@@ -112,8 +112,7 @@ impl Checkpoint {
         Ok(())
     }
 
-    /// BF16 bytes of that slice (an error if it is outside the tensor or
-    /// off its blocks).
+    /// BF16 bytes of that slice (an error if it is outside the tensor).
     pub(crate) fn slice_nbytes(&self, index: usize, rows: Range<u64>, cols: Range<u64>) -> Result<usize, Failure> {
         let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else { unreachable!("BF16 output is always a dequant job") };
         Ok(self.plan.jobs[j].slice(rows, cols)?.out_bytes() as usize)

@@ -5,7 +5,7 @@
 //! chunks of file bytes through a ring of pinned buffers into device scratch
 //! memory and dequantizes them into their destinations; [`gds`] reads
 //! chunks with cuFile straight into device memory instead (GPUDirect
-//! Storage).
+//! Storage); [`trim`] cuts chunks whose slice edge falls inside a block.
 //!
 //! cudarc loads `libcuda` at run time, so this crate builds and runs on
 //! machines without CUDA; every entry point then returns
@@ -17,6 +17,7 @@ pub mod gpu;
 pub mod memory;
 pub mod pipeline;
 pub mod probe;
+pub mod trim;
 
 pub use cudarc::driver::CudaStream;
 pub use error::{CudaError, Result};

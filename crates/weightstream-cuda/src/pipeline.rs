@@ -31,6 +31,7 @@ use crate::error::{CudaError, Result};
 use crate::gds::{Gds, GdsBuffer, GdsFile};
 use crate::gpu::Gpu;
 use crate::memory::{DeviceBuffer, PinnedBuffer};
+use crate::trim::{self, Out, Step, Trim, MAX_TRIM_BLOCK};
 
 /// Spare bytes per slot: a direct read covers the chunk's enclosing aligned
 /// range, up to two blocks more than the chunk.
@@ -75,7 +76,11 @@ pub struct ChunkWork {
     pub len: usize,
     pub op: ChunkOp,
     pub n: u64,
+    /// Where the first output value goes (the first kept one when trimmed).
     pub dst: u64,
+    /// Only part of the `n` dequantized values are output (a slice whose
+    /// edge falls inside a block): see [`crate::trim`].
+    pub trim: Option<Trim>,
     /// The tensor is complete once this chunk is.
     pub last_of_tensor: bool,
 }
@@ -95,6 +100,9 @@ pub struct StagingRing {
     gds_buffers: Mutex<Option<Vec<GdsBuffer>>>,
     pinned: Vec<PinnedBuffer>,
     scratch: Vec<DeviceBuffer>,
+    /// One block's BF16 values for trimmed chunks (used in compute-stream
+    /// order only, so one serves every slot).
+    trim_scratch: DeviceBuffer,
     copy_done: Vec<CudaEvent>,
     slot_free: Vec<CudaEvent>,
     copy: Arc<CudaStream>,
@@ -112,6 +120,7 @@ impl StagingRing {
             gds_buffers: Mutex::new(None),
             pinned: vec![],
             scratch: vec![],
+            trim_scratch: gpu.alloc(MAX_TRIM_BLOCK as usize * 2, "the trimmed-block scratch buffer")?,
             copy_done: vec![],
             slot_free: vec![],
             copy: gpu.new_stream()?,
@@ -232,12 +241,16 @@ pub fn run(
             // cuFileRead returned: the bytes are in device memory.
             Filled::Device(at) => scratch + at,
         };
-        match w.op {
+        match (w.op, &w.trim) {
+            // SAFETY: src holds the chunk's bytes; the caller guarantees dst
+            // has room for the kept values and valid scales.
+            (ChunkOp::Kernel(l), Some(t)) => unsafe { run_trimmed(gpu, &l, t, src, w, ring.trim_scratch.ptr(), compute)? },
             // SAFETY: src holds the chunk's bytes; the caller guarantees dst
             // has room for n BF16 values and valid scales.
-            ChunkOp::Kernel(l) => unsafe { gpu.launch(&l, src, w.dst, w.n, compute)? },
+            (ChunkOp::Kernel(l), None) => unsafe { gpu.launch(&l, src, w.dst, w.n, compute)? },
+            (ChunkOp::Copy, Some(_)) => return Err(CudaError::Invalid("a BF16 chunk has no blocks to trim".into())),
             // SAFETY: as above; a BF16 chunk's bytes are its output.
-            ChunkOp::Copy => unsafe { result::memcpy_dtod_async(w.dst, src, w.len, compute.cu_stream()) }
+            (ChunkOp::Copy, None) => unsafe { result::memcpy_dtod_async(w.dst, src, w.len, compute.cu_stream()) }
                 .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))?,
         }
         ring.slot_free[s].record(compute).map_err(|e| CudaError::driver("cuEventRecord", e))?;
@@ -260,6 +273,43 @@ pub fn run(
     drained?;
     for (t, _) in pending {
         on_tensor_done(t)?;
+    }
+    Ok(())
+}
+
+/// A trimmed chunk on `stream`: whole blocks straight to the destination,
+/// each edge block into `scratch` and its kept values copied out.
+///
+/// # Safety
+/// `src` holds the chunk's bytes, `w.dst` has room for the kept values,
+/// `scratch` for one block's; all in this GPU's context.
+unsafe fn run_trimmed(gpu: &Gpu, launch: &Launch, t: &Trim, src: u64, w: &ChunkWork, scratch: u64, stream: &CudaStream) -> Result<()> {
+    for step in trim::steps(launch, w.n, t)? {
+        match step {
+            Step::Kernel { launch, src_off, n, out } => {
+                let dst = match out {
+                    Out::Dst(off) => w.dst + off * 2,
+                    Out::Scratch => scratch,
+                };
+                // SAFETY: the piece's bytes lie inside the chunk's, its output
+                // inside the destination or the one-block scratch (steps()
+                // checked the block fits it).
+                unsafe { gpu.launch(&launch, src + src_off, dst, n, stream)? }
+            }
+            Step::Copy { from, dst_off } => {
+                // SAFETY: kept values of the block just written to scratch, on
+                // the same stream, into the destination's room for them.
+                unsafe {
+                    result::memcpy_dtod_async(
+                        w.dst + dst_off * 2,
+                        scratch + from.start * 2,
+                        ((from.end - from.start) * 2) as usize,
+                        stream.cu_stream(),
+                    )
+                }
+                .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))?
+            }
+        }
     }
     Ok(())
 }

@@ -109,6 +109,7 @@ fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> V
                 op: ChunkOp::Kernel(Launch::Block(BlockFormat::Q4_0)),
                 n: (nb * 32) as u64,
                 dst: dst + (b * 64) as u64,
+                trim: None,
                 last_of_tensor: k + 1 == chunks.len(),
             }
         })

@@ -1,5 +1,6 @@
 //! Slices of any range through the planner and the CPU executor (issue 27:
-//! a column range `[C, C)` once underflowed into a worker panic).
+//! a column range `[C, C)` once underflowed into a worker panic; issue 28:
+//! column edges inside a block are read from the covering blocks).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,8 +12,11 @@ use weightstream_format::{Catalog, Format, MemorySource, SharedSource};
 
 /// One tensor of any ggml type (the id from the first byte, among those
 /// weightstream loads), a shape of a few blocks, random contents, and a
-/// slice `rows x cols` from arbitrary bounds. Either `bad_slice`, or the
-/// slice's values are exactly that rectangle of the whole tensor's.
+/// slice `rows x cols` from arbitrary bounds. Either `bad_slice` for a
+/// range outside the matrix or backwards (never for where a column edge
+/// falls, nor for rows splitting a 3-D tensor's outer slices, which give
+/// the 2-D rectangle), or the slice's values are exactly that rectangle of
+/// the whole tensor's.
 pub fn slices(data: &[u8]) {
     if data.len() < 12 {
         return;
@@ -50,9 +54,16 @@ pub fn slices(data: &[u8]) {
         Ok(j) => j,
         Err(e) => {
             assert!(matches!(e, weightstream::Error::BadSlice { .. }), "{e}");
+            let (nrows, _) = whole.matrix;
+            let outside = r0 > r1 || r1 > nrows || c0 > c1 || c1 > cols;
+            assert!(outside, "{e}: [{r0}, {r1}) x [{c0}, {c1}) of {shape:?} refused");
             return;
         }
     };
+    // Only the blocks covering the columns are read.
+    let (block, size) = whole.encoding.block();
+    let covering = if r0 >= r1 || c0 >= c1 { 0 } else { (r1 - r0) * (c1.div_ceil(block) - c0 / block) * size };
+    assert_eq!(job.src_bytes(), covering, "{} [{r0}, {r1}) x [{c0}, {c1}) reads its covering blocks", ty.name());
     assert_eq!(job.shape.iter().product::<u64>(), job.n_elems, "shape {:?} for {} values", job.shape, job.n_elems);
     let got = crate::load_job(&cat, &job).expect("an accepted slice loads");
     let (_, ncols) = whole.matrix;

@@ -10,7 +10,8 @@ fn inputs(n: usize, len: usize) -> impl Iterator<Item = Vec<u8>> {
 
 #[test]
 fn slices_sweep() {
-    for data in inputs(3000, 64) {
+    // Many: only about one in thirty lands an accepted column edge inside a block.
+    for data in inputs(20000, 64) {
         weightstream_fuzz_targets::slices(&data);
     }
 }

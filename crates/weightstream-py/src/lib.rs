@@ -221,7 +221,7 @@ impl Checkpoint {
     }
 
     /// The shape tensor `index` has when cut to `slice` (an error if the
-    /// slice is outside it or off its blocks).
+    /// slice is outside it).
     fn slice_shape(&self, py: Python<'_>, index: usize, slice: Slice) -> PyResult<Vec<u64>> {
         Ok(self.sub_plan(py, &[index], Some(&[Some(slice)]))?.jobs[0].shape.clone())
     }

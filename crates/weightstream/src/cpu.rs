@@ -16,7 +16,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use weightstream_dequant::{dequantize_par, dequantize_par_fetch, FetchError, Isa, DEFAULT_PIECE};
+use weightstream_dequant::{Isa, DEFAULT_PIECE};
 use weightstream_format::io::ordered::{self, RingShape};
 use weightstream_format::io::{AlignedBuf, ByteSource};
 use weightstream_format::Catalog;
@@ -65,11 +65,14 @@ pub(crate) fn alloc_output(tensor: &str, n: u64) -> Result<Vec<u16>> {
 /// Elements `[first, first + n)` of job `job` (an index into the request),
 /// stored in bytes `src` of the job's file: inside one of the job's
 /// segments (a column slice reads row by row).
-struct Group {
+pub(crate) struct Group {
     job: usize,
-    first: u64,
-    n: u64,
+    pub(crate) first: u64,
+    pub(crate) n: u64,
     src: Range<u64>,
+    /// The elements output: all of `first..first + n` but at a slice's
+    /// edge inside a block.
+    pub(crate) keep: Range<u64>,
     /// The job is complete once this group is.
     last_of_job: bool,
 }
@@ -82,10 +85,11 @@ fn groups(jobs: &[&Job], chunk_bytes: usize) -> Vec<Group> {
         let (block, size) = job.encoding.block();
         let start = out.len();
         for c in job.chunks((chunk_bytes as u64 / size).max(1) * block) {
-            out.push(Group { job: j, first: c.first, n: c.n, src: c.src, last_of_job: false });
+            out.push(Group { job: j, first: c.first, n: c.n, src: c.src, keep: c.keep, last_of_job: false });
         }
         if out.len() == start {
-            out.push(Group { job: j, first: job.first, n: 0, src: job.src.start..job.src.start, last_of_job: false });
+            let at = job.src.start;
+            out.push(Group { job: j, first: job.first, n: 0, src: at..at, keep: job.first..job.first, last_of_job: false });
         }
         out.last_mut().expect("one group at least").last_of_job = true;
     }
@@ -93,7 +97,8 @@ fn groups(jobs: &[&Job], chunk_bytes: usize) -> Vec<Group> {
 }
 
 /// A group's source bytes, as the kernels get them.
-enum GroupBytes<'a> {
+#[derive(Clone, Copy)]
+pub(crate) enum GroupBytes<'a> {
     /// In memory (mapped, or read ahead into the ring).
     Mem(&'a [u8]),
     /// To be read piece by piece by the dequantizing threads: the group's
@@ -154,6 +159,10 @@ impl CpuExecutor {
 
     pub fn isa(&self) -> Isa {
         self.isa
+    }
+
+    pub(crate) fn pool(&self) -> &rayon::ThreadPool {
+        &self.pool
     }
 
     pub fn readers(&self) -> usize {
@@ -258,29 +267,6 @@ impl CpuExecutor {
         }
     }
 
-    fn dequantize(&self, cat: &Catalog, jk: &JobKernel, first: u64, src: GroupBytes, out: &mut [u16]) -> Result<()> {
-        if out.is_empty() {
-            return Ok(());
-        }
-        let kernel = jk.kernel()?;
-        let job = jk.job();
-        let dequant_error = |source| jk.dequant_error(job.byte_range(first, 0).start, source);
-        match src {
-            GroupBytes::Mem(bytes) => {
-                self.pool.install(|| dequantize_par(&kernel, first, bytes, out, self.isa, DEFAULT_PIECE)).map_err(dequant_error)
-            }
-            GroupBytes::Fetch { source, offset } => {
-                let fetch = |r: Range<u64>, buf: &mut [u8]| source.read_at(offset + r.start, buf).map_err(|e| (offset + r.start, e));
-                self.pool.install(|| dequantize_par_fetch(&kernel, first, out, self.isa, DEFAULT_PIECE, &fetch)).map_err(|e| match e {
-                    FetchError::Fetch((at, source)) => {
-                        Error::Read { file: file_path(cat, job.file), tensor: job.name.clone(), offset: at, source }
-                    }
-                    FetchError::Dequant(d) => dequant_error(d),
-                })
-            }
-        }
-    }
-
     /// Dequantize the job into `dst` (exactly its `n_elems` values).
     pub(crate) fn fill(&self, cat: &Catalog, jk: &JobKernel, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         let job = jk.job();
@@ -315,8 +301,8 @@ impl CpuExecutor {
             )));
         }
         self.each_group(cat, &[part], tracker, |g, src| {
-            let at = part.out_index(g.first) as usize;
-            self.dequantize(cat, jk, g.first, src, &mut dst[at..at + g.n as usize])
+            let at = part.out_index(g.keep.start) as usize;
+            self.dequantize_kept(cat, jk, g, src, &mut dst[at..at + (g.keep.end - g.keep.start) as usize])
         })
     }
 
@@ -386,8 +372,8 @@ impl CpuExecutor {
             plan,
             &tracker,
             |j, jk, g, src| {
-                let at = plan.jobs[j].out_index(g.first) as usize;
-                self.dequantize(cat, jk, g.first, src, &mut dsts[j][at..at + g.n as usize])
+                let at = plan.jobs[j].out_index(g.keep.start) as usize;
+                self.dequantize_kept(cat, jk, g, src, &mut dsts[j][at..at + (g.keep.end - g.keep.start) as usize])
             },
             on_done,
         )?;
@@ -414,8 +400,8 @@ impl CpuExecutor {
                 *out = Some((j, alloc_output(&plan.jobs[j].name, plan.jobs[j].n_elems)?));
             }
             let (_, data) = out.as_mut().expect("set above");
-            let at = plan.jobs[j].out_index(g.first) as usize;
-            self.dequantize(cat, jk, g.first, src, &mut data[at..at + g.n as usize])
+            let at = plan.jobs[j].out_index(g.keep.start) as usize;
+            self.dequantize_kept(cat, jk, g, src, &mut data[at..at + (g.keep.end - g.keep.start) as usize])
         };
         let finished = |j: usize| -> Result<()> {
             let (_, data) = out.borrow_mut().take().expect("a finished job has its output");

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use weightstream_cuda::trim::Trim;
 use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gds, GdsFile, Gpu, StagingConfig, StagingRing};
 use weightstream_format::io::GdsUse;
 use weightstream_format::{Catalog, Encoding, ScaleDtype};
@@ -337,7 +338,11 @@ fn chunks_for(
             len: (c.src.end - c.src.start) as usize,
             op,
             n: c.n,
-            dst: dst + job.out_index(c.first) * 2,
+            dst: dst + job.out_index(c.keep.start) * 2,
+            trim: c.trimmed().then(|| {
+                let (block, block_bytes) = job.encoding.block();
+                Trim { keep: c.keep.start - c.first..c.keep.end - c.first, block, block_bytes }
+            }),
             last_of_tensor: false,
         });
     }

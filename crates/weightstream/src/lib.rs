@@ -22,6 +22,7 @@ mod alloc;
 mod control;
 pub mod convert;
 pub mod cpu;
+mod cpu_dequant;
 pub mod device;
 pub mod error;
 pub mod gpu;

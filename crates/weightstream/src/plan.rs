@@ -5,6 +5,9 @@
 //! both), so a tensor-parallel shard is a plan, not a copy, and only its
 //! bytes are read. Executors split jobs into chunks on block boundaries with
 //! [`Job::chunks`]; a column-sliced job is one contiguous segment per row.
+//! A column range whose edge falls inside a block reads the blocks that
+//! cover it, and the chunk says which of its elements are kept
+//! ([`Chunk::keep`], cut into [`Piece`]s by `pieces.rs`).
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -53,7 +56,8 @@ pub struct Job {
     /// `first` on (`None`: whole rows, the elements `[first, first + n_elems)`).
     pub window: Option<Range<u64>>,
     /// Absolute byte range in `file` from the first element's block to the
-    /// last's (for a column slice, the rows' segments and the gaps between).
+    /// end of the last element's block (for a column slice, the rows'
+    /// segments and the gaps between).
     pub src: Range<u64>,
     pub scale: Option<ScaleSource>,
     /// Bytes of the scale and zero-point tensors this job reads whole
@@ -61,14 +65,26 @@ pub struct Job {
     pub companion_bytes: u64,
 }
 
-/// A piece of a job: elements `[first, first + n)` of the tensor.
+/// A piece of a job: elements `[first, first + n)` of the tensor, whole
+/// blocks, of which the job keeps `keep` (all of them but where a slice's
+/// edge falls inside a block).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
-    /// Tensor element index (not relative to the job).
+    /// Tensor element index (not relative to the job), on a block edge.
     pub first: u64,
     pub n: u64,
     /// Absolute byte range in the job's file.
     pub src: Range<u64>,
+    /// Tensor elements of `first..first + n` that are output, contiguous.
+    pub keep: Range<u64>,
+}
+
+impl Chunk {
+    /// Whether some dequantized elements are dropped (a slice edge inside
+    /// one of its blocks).
+    pub fn trimmed(&self) -> bool {
+        self.keep != (self.first..self.first + self.n)
+    }
 }
 
 impl Job {
@@ -86,12 +102,13 @@ impl Job {
             .sum()
     }
 
-    /// Bytes that hold elements `[first, first + n)` of the tensor
-    /// (block-aligned, inside one segment).
+    /// Bytes of the blocks that hold elements `[first, first + n)` of the
+    /// tensor (inside one segment).
     pub fn byte_range(&self, first: u64, n: u64) -> Range<u64> {
         let (block, size) = self.encoding.block();
-        let start = self.src.start + (first - self.first) / block * size;
-        start..start + n / block * size
+        // The tensor's first byte: `src` starts at the block of `self.first`.
+        let base = self.src.start - self.first / block * size;
+        base + first / block * size..base + (first + n).div_ceil(block) * size
     }
 
     /// The contiguous element ranges `(first, n)` of the tensor this job
@@ -124,15 +141,18 @@ impl Job {
     }
 
     /// Split into chunks of about `chunk_elems` elements, on block
-    /// boundaries, never across a segment (a column slice's row).
+    /// boundaries, never across a segment (a column slice's row). A segment
+    /// whose edge falls inside a block is covered by whole blocks; only its
+    /// first and last chunks keep less than they dequantize.
     pub fn chunks(&self, chunk_elems: u64) -> impl Iterator<Item = Chunk> + '_ {
         let block = self.encoding.block().0;
         let step = (chunk_elems / block).max(1) * block;
         self.segments().flat_map(move |(first, n)| {
             let end = first + n;
-            (first..end).step_by(step as usize).map(move |a| {
-                let n = step.min(end - a);
-                Chunk { first: a, n, src: self.byte_range(a, n) }
+            let (from, to) = (first / block * block, end.div_ceil(block) * block);
+            (from..to).step_by(step as usize).map(move |a| {
+                let n = step.min(to - a);
+                Chunk { first: a, n, src: self.byte_range(a, n), keep: a.max(first)..(a + n).min(end) }
             })
         })
     }
@@ -149,13 +169,15 @@ impl Job {
 
     /// The rectangle `rows x cols` of this (whole) tensor's matrix view.
     /// Rows of an N-D tensor are the product of its leading dimensions: a
-    /// row range must cover whole slices of the outermost one. Columns must
-    /// start and end on the format's block boundaries (32 or 256 elements
-    /// for GGUF blocks; any column for FP8 and floats, whose scales are
-    /// looked up by the element's place in the whole matrix).
+    /// row range of whole slices of the outermost one keeps the tensor's
+    /// rank (experts `[e0, e1)` of a `[E, out, in]` stack); any other row
+    /// range is the 2-D rectangle `[rows, cols]` (part of one expert's
+    /// rows, for tensor parallelism inside experts). Columns may
+    /// start and end anywhere: where an edge falls inside a block (32 or
+    /// 256 elements for GGUF blocks), the blocks covering the range are
+    /// read and the result trimmed after dequantization.
     pub fn slice(&self, rows: Range<u64>, cols: Range<u64>) -> Result<Job> {
         let (nrows, ncols) = self.matrix;
-        let block = self.encoding.block().0;
         let bad =
             |why: String| Error::BadSlice { tensor: self.name.clone(), rows: rows.clone(), cols: cols.clone(), shape: (nrows, ncols), why };
         if self.first != 0 || self.n_elems != nrows * ncols || self.window.is_some() {
@@ -163,9 +185,6 @@ impl Job {
         }
         if rows.start > rows.end || rows.end > nrows || cols.start > cols.end || cols.end > ncols {
             return Err(bad("outside the matrix".into()));
-        }
-        if cols.start % block != 0 || cols.end % block != 0 {
-            return Err(bad(format!("{} columns must start and end on its {block}-element blocks", self.encoding.name())));
         }
         let empty = rows.start == rows.end || cols.start == cols.end;
         let mut shape = self.shape.clone();
@@ -176,10 +195,11 @@ impl Job {
             _ => {
                 let inner: u64 = shape[1..shape.len() - 1].iter().product::<u64>().max(1);
                 if rows.start % inner != 0 || rows.end % inner != 0 {
-                    return Err(bad(format!("rows of a {}-D tensor come in groups of {inner}", shape.len())));
+                    shape = vec![rows.end - rows.start, cols.end - cols.start];
+                } else {
+                    shape[0] = (rows.end - rows.start) / inner;
+                    *shape.last_mut().expect("2-D or more") = cols.end - cols.start;
                 }
-                shape[0] = (rows.end - rows.start) / inner;
-                *shape.last_mut().expect("2-D or more") = cols.end - cols.start;
             }
         }
         if empty {
@@ -193,12 +213,12 @@ impl Job {
         let full_rows = width == ncols;
         let first = rows.start * ncols + if full_rows { 0 } else { cols.start };
         let n_elems = (rows.end - rows.start) * width;
-        // The span from the first element's block to the end of the last
-        // row's segment (the whole rows for a row slice).
+        // The span from the first element's block to the end of the block
+        // of the last row's segment (the whole rows for a row slice).
         let last_end = if n_elems == 0 { first } else { (rows.end - 1) * ncols + cols.end };
         let (b, size) = self.encoding.block();
         let base = self.src.start;
-        let src = base + first / b * size..base + last_end / b * size;
+        let src = base + first / b * size..base + last_end.div_ceil(b) * size;
         let window = (!full_rows).then_some(cols);
         Ok(Job { shape, first, n_elems, window, src, ..self.clone() })
     }

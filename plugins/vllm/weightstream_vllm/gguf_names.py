@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Optional
 
+from . import experts
+
 # Architectures whose converter applies LlamaModel.permute to q and k.
 PERMUTED_ARCHS = {"llama", "llama4", "mistral", "granite", "granitemoe", "deci"}
 
@@ -92,12 +94,20 @@ def _unmapped(unmapped: list[str], hf_config) -> ValueError:
     )
 
 
-def pairs(names: Iterable[str], metadata: dict, hf_config) -> list[tuple[str, str]]:
-    """(GGUF name, HF name) for every tensor; an error naming the unmapped."""
+def pairs(names: Iterable[str], metadata: dict, hf_config, n_experts=lambda n: 0) -> list[tuple[str, str, Optional[int]]]:
+    """(GGUF name, HF name, expert) for every tensor, expert None but for
+    an expert of a stack (experts.py; `n_experts(name)`: its expert count);
+    an error naming the unmapped."""
     mapping = hf_name_map(metadata, hf_config)
     out, unmapped = [], []
     for n in names:
-        (out.append((n, mapping[n])) if n in mapping else unmapped.append(n))
+        split = experts.split(n, n_experts(n), hf_config)
+        if split is not None:
+            out.extend((n, e.hf_name, e.index) for e in split)
+        elif n in mapping:
+            out.append((n, mapping[n], None))
+        else:
+            unmapped.append(n)
     if unmapped:
         raise _unmapped(unmapped, hf_config)
     return out
@@ -109,6 +119,10 @@ def to_hf(weights: Iterable[tuple[str, Any]], metadata: dict, hf_config) -> Iter
     unpermute = Unpermuter(metadata, hf_config)
     unmapped = []
     for gguf_name, t in weights:
+        split = experts.split(gguf_name, t.shape[0], hf_config)
+        if split is not None:  # an expert stack: one view per expert
+            yield from ((e.hf_name, t[e.index]) for e in split)
+            continue
         hf = names.get(gguf_name)
         if hf is None:
             unmapped.append(gguf_name)

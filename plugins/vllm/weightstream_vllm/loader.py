@@ -29,7 +29,7 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
 
-from . import LOAD_FORMAT, gguf_names, sharding
+from . import LOAD_FORMAT, gguf_names, parallel, sharding
 from .options import Options, find_checkpoint
 
 # Under "vllm." so that messages go through vLLM's own handler and level
@@ -41,17 +41,6 @@ WHAT_TO_DO_UNSUPPORTED = (
     "the message above lists the types weightstream dequantizes; a GGUF with other types can be served "
     "by the vllm-gguf-plugin, which keeps weights quantized"
 )
-
-
-def _tensor_parallel() -> tuple[int, int]:
-    """(rank, world size) of this worker's tensor-parallel group; (0, 1)
-    where vLLM set up none (a model built outside an engine)."""
-    try:
-        from vllm.distributed import get_tensor_model_parallel_rank, get_tensor_model_parallel_world_size
-
-        return get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
-    except (AssertionError, RuntimeError, ImportError):
-        return 0, 1
 
 
 def dequantized_kinds(dtypes) -> list[str]:
@@ -147,9 +136,9 @@ class WeightstreamModelLoader(BaseModelLoader):
                 logger.warning("weightstream: skipped %s", ck.skipped())
             for s in ck.sources():
                 logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
-            rank, size = _tensor_parallel()
-            if size > 1:
-                weights = self._sharded(ck, model, model_config, target, rank, size)
+            where = parallel.layout(model)
+            if where.splits():
+                weights = self._sharded(ck, model, model_config, target, where)
             else:
                 weights = iter(ck)
                 if ck.format() == "gguf":
@@ -168,16 +157,18 @@ class WeightstreamModelLoader(BaseModelLoader):
         logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read", ck.path, target,
                     time.perf_counter() - t0, ck.bytes_read)
 
-    def _sharded(self, ck, model, model_config: ModelConfig, target: str, rank: int, size: int):
-        """Tensor parallelism: only this rank's part of each weight is read
-        (sharding.py: the model's own loaders say which part)."""
+    def _sharded(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout):
+        """Tensor, pipeline or expert parallelism: only this rank's part of
+        each weight is read, and nothing of the weights it does not hold
+        (other stages' layers, other ranks' experts): sharding.py, where the
+        model's own loaders say which part."""
         if ck.format() == "gguf":
-            names = gguf_names.pairs(ck.keys(), ck.metadata(), model_config.hf_config)
+            names = gguf_names.pairs(ck.keys(), ck.metadata(), model_config.hf_config, lambda n: ck.shape(n)[0])
             unpermute = gguf_names.Unpermuter(ck.metadata(), model_config.hf_config)
             rows_per_head = lambda n: unpermute.rows_per_head(n, ck.matrix(n)[0])  # noqa: E731
             fixup = lambda n, t: unpermute(n, t, ck.matrix(n)[0])  # noqa: E731
         else:
-            names = [(n, n) for n in ck.keys()]
+            names = [(n, n, None) for n in ck.keys()]
             rows_per_head = lambda n: 0  # noqa: E731
             fixup = lambda n, t: expert_layout(ck, n, t)  # noqa: E731
         t0 = time.perf_counter()
@@ -187,11 +178,15 @@ class WeightstreamModelLoader(BaseModelLoader):
         whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
         for p in whole:
             logger.info("weightstream: %s read whole on every rank: %s", p.ck_name, p.note)
+        for p in planned:
+            if p.note.startswith("expert read whole"):
+                logger.info("weightstream: %s (%s) %s", p.ck_name, p.hf_name, p.note)
         share = sum(ck.slice_bytes(p.ck_name, p.region.rows, p.region.cols) for p in planned if p.region is not None)
-        full = sum(ck.slice_bytes(p.ck_name) for p in planned if p.note != "skipped")
-        logger.info("weightstream: tensor-parallel rank %d/%d reads %d of %d file bytes (%d tensors sliced, "
-                    "%d replicated, %d read whole, %d skipped; layers probed in %.3f s)", rank, size,
+        full = sum(ck.slice_bytes(n) for n in {p.ck_name for p in planned})
+        logger.info("weightstream: %s reads %d of %d file bytes (%d tensors sliced, "
+                    "%d replicated, %d read whole, %d skipped, %d experts of stacks kept; layers probed in %.3f s)", where.describe(),
                     share + sum(ck.slice_bytes(p.ck_name) for p in planned if p.region is None and p.note != "skipped"),
-                    full, sum(p.region is not None for p in planned), sum(p.note == "replicated" for p in planned),
-                    len(whole), sum(p.note == "skipped" for p in planned), probe_s)
+                    full, sum(p.region is not None and not p.note.startswith("expert") for p in planned),
+                    sum(p.note == "replicated" for p in planned),
+                    len(whole), sum(p.note == "skipped" for p in planned), sum(p.note.startswith("expert") for p in planned), probe_s)
         return sharding.load(ck, planned, target, fixup, lambda n: rows_per_head(n) > 0)

@@ -222,8 +222,9 @@ class Checkpoint:
     def get_slice(self, name: str, rows=None, cols=None, device=None, out=None):
         """Rows `[r0, r1)` and columns `[c0, c1)` (each a pair, None = all) of
         the tensor's matrix view, as BF16; only their bytes are read and
-        dequantized. Columns start and end on the format's blocks (32 or 256
-        elements for GGUF quants). `out`: a contiguous BF16 tensor of
+        dequantized. Columns may start and end inside the format's blocks
+        (32 or 256 elements for GGUF quants): the covering blocks are read
+        and the result trimmed. `out`: a contiguous BF16 tensor of
         `slice_shape(...)` on the target device to fill instead of a new one."""
         kind, index = (self._kind, self._index) if device is None else _parse_device(device)
         sl = self._slice_of(name, rows, cols)

@@ -1,0 +1,88 @@
+//! The CPU executor's kernel calls for one group of a job: across the
+//! pool's threads for a large group; on the calling thread for a small one
+//! (a row of a column slice: handing it to the pool cost more than its
+//! dequantization); and a group that keeps part of its blocks (a slice
+//! edge inside a block) cut into `weightstream_cuda::trim`'s pieces, the
+//! edge blocks through a one-block buffer.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use weightstream_cuda::trim::pieces;
+use weightstream_dequant::{dequantize, dequantize_par, dequantize_par_fetch, FetchError, DEFAULT_PIECE};
+use weightstream_format::Catalog;
+
+use crate::access::JobKernel;
+use crate::cpu::{alloc_output, CpuExecutor, Group, GroupBytes};
+use crate::error::{Error, Result};
+use crate::plan::file_path;
+
+thread_local! {
+    /// A small group's bytes, fetched on the calling thread.
+    static SMALL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl CpuExecutor {
+    /// Elements `[first, first + out.len())` of `jk`'s tensor from `src`.
+    pub(crate) fn dequantize(&self, cat: &Catalog, jk: &JobKernel, first: u64, src: GroupBytes, out: &mut [u16]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let kernel = jk.kernel()?;
+        let job = jk.job();
+        let dequant_error = |source| jk.dequant_error(job.byte_range(first, 0).start, source);
+        let read_error = |at: u64, source| Error::Read { file: file_path(cat, job.file), tensor: job.name.clone(), offset: at, source };
+        // One piece's worth or less: the pool would run it on one thread anyway.
+        let small = out.len() <= DEFAULT_PIECE;
+        match src {
+            GroupBytes::Mem(bytes) if small => dequantize(&kernel, first, bytes, out, self.isa()).map_err(dequant_error),
+            GroupBytes::Mem(bytes) => {
+                self.pool().install(|| dequantize_par(&kernel, first, bytes, out, self.isa(), DEFAULT_PIECE)).map_err(dequant_error)
+            }
+            GroupBytes::Fetch { source, offset } if small => SMALL.with(|b| {
+                let mut b = b.borrow_mut();
+                let n = kernel.src_bytes(out.len() as u64) as usize;
+                if b.len() < n {
+                    b.resize(n, 0);
+                }
+                source.read_at(offset, &mut b[..n]).map_err(|e| read_error(offset, e))?;
+                dequantize(&kernel, first, &b[..n], out, self.isa()).map_err(dequant_error)
+            }),
+            GroupBytes::Fetch { source, offset } => {
+                let fetch = |r: Range<u64>, buf: &mut [u8]| source.read_at(offset + r.start, buf).map_err(|e| (offset + r.start, e));
+                self.pool().install(|| dequantize_par_fetch(&kernel, first, out, self.isa(), DEFAULT_PIECE, &fetch)).map_err(|e| match e {
+                    FetchError::Fetch((at, source)) => read_error(at, source),
+                    FetchError::Dequant(d) => dequant_error(d),
+                })
+            }
+        }
+    }
+
+    /// Group `g`'s kept values into `out`: straight from the kernels, or,
+    /// where a slice's edge falls inside a block, the edge blocks through a
+    /// one-block buffer (`weightstream_cuda::trim`'s pieces, as on the GPU).
+    pub(crate) fn dequantize_kept(&self, cat: &Catalog, jk: &JobKernel, g: &Group, src: GroupBytes, out: &mut [u16]) -> Result<()> {
+        if g.keep == (g.first..g.first + g.n) {
+            return self.dequantize(cat, jk, g.first, src, out);
+        }
+        let (block, size) = jk.job().encoding.block();
+        let skip = g.keep.start - g.first;
+        for p in pieces(g.n, skip..g.keep.end - g.first, block) {
+            let bytes = (p.at / block * size) as usize..((p.at + p.n) / block * size) as usize;
+            let part = match src {
+                GroupBytes::Mem(b) => GroupBytes::Mem(&b[bytes]),
+                GroupBytes::Fetch { source, offset } => GroupBytes::Fetch { source, offset: offset + bytes.start as u64 },
+            };
+            let at = (p.at + p.keep.start - skip) as usize;
+            let kept = (p.keep.end - p.keep.start) as usize;
+            if p.trimmed() {
+                let mut one = alloc_output(&jk.job().name, p.n)?;
+                self.dequantize(cat, jk, g.first + p.at, part, &mut one)?;
+                out[at..at + kept].copy_from_slice(&one[p.keep.start as usize..p.keep.end as usize]);
+            } else {
+                self.dequantize(cat, jk, g.first + p.at, part, &mut out[at..at + kept])?;
+            }
+        }
+        Ok(())
+    }
+}
