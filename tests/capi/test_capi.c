@@ -79,6 +79,7 @@ static void check_layout(void) {
         sizeof(ws_load_request), offsetof(ws_load_request, dtype), offsetof(ws_load_request, dst),
         sizeof(ws_options), offsetof(ws_options, source), offsetof(ws_options, threads),
         offsetof(ws_options, staging_slots), offsetof(ws_options, staging_bytes), offsetof(ws_options, readers),
+        offsetof(ws_options, ignore_transforms),
         sizeof(ws_status),
     };
     CHECK(n == sizeof c / sizeof c[0], "the library reports %zu layout values, the header %zu", n, sizeof c / sizeof c[0]);

@@ -36,8 +36,12 @@ pub enum ErrorKind {
     TooManyDims { dims: u64, max: u64 },
     #[error("shape {0:?} overflows 64-bit size arithmetic")]
     ShapeOverflow(Vec<u64>),
-    #[error("unknown ggml type id {0}")]
+    #[error("unknown ggml type id {id}{note}", id = .0, note = crate::gguf::lookalike::fork_using(*.0).map(|f| format!(" (used by a fork: {f})")).unwrap_or_default())]
     UnknownGgmlType(u32),
+    #[error("holds {found} bytes where ggml type {type_id} ({dtype}) needs {expected}{}", .fork.map(|f| format!(": the size of {f}")).unwrap_or_default())]
+    TypeSizeMismatch { type_id: u32, dtype: &'static str, expected: u64, found: u64, fork: Option<&'static str> },
+    #[error("metadata key '{key}' declares {what}, which weightstream does not apply (the weights would load wrong); to load anyway, ignoring it: --ignore-transform (CLI), ignore_transforms=True (Python), WsOptions.ignore_transforms (C)")]
+    WeightTransform { key: String, what: &'static str },
     #[error("innermost dimension {dim} is not a multiple of the {dtype} block size {block}")]
     BlockMismatch { dtype: String, dim: u64, block: u64 },
     #[error("byte range {start}..{end} lies outside the {limit}-byte {region}")]
@@ -99,6 +103,8 @@ impl ErrorKind {
             ErrorKind::TooManyDims { .. } => "too_many_dims",
             ErrorKind::ShapeOverflow(_) => "shape_overflow",
             ErrorKind::UnknownGgmlType(_) => "unknown_ggml_type",
+            ErrorKind::TypeSizeMismatch { .. } => "type_size_mismatch",
+            ErrorKind::WeightTransform { .. } => "weight_transform",
             ErrorKind::BlockMismatch { .. } => "block_mismatch",
             ErrorKind::OutOfBounds { .. } | ErrorKind::OffsetOverflow { .. } => "out_of_bounds",
             ErrorKind::Misaligned { .. } => "misaligned",

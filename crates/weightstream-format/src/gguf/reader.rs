@@ -129,7 +129,9 @@ pub fn read_header(src: &dyn ByteSource) -> Result<GgufHeader> {
     let data_offset = end_of_infos
         .checked_next_multiple_of(alignment)
         .ok_or_else(|| c.err(end_of_infos, ErrorKind::ShapeOverflow(vec![end_of_infos])))?;
+    super::lookalike::check_sizes(path, src.len(), data_offset, alignment, &tensors, true)?;
     check_data_ranges(path, src.len(), data_offset, &tensors)?;
+    super::lookalike::check_sizes(path, src.len(), data_offset, alignment, &tensors, false)?;
     Ok(GgufHeader { version, alignment, metadata, tensors, data_offset })
 }
 
