@@ -77,24 +77,7 @@ pub unsafe fn q2_0(src: &[u8], dst: &mut [u16]) {
     // The LE u16 at qs[2k] holds elements 8k + e at bits 2e. Each lane gets
     // one such word in all 8 words; the multiply puts code e at bits 14..16.
     let words = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
-    let up = _mm256_setr_epi16(
-        1 << 14,
-        1 << 12,
-        1 << 10,
-        1 << 8,
-        1 << 6,
-        1 << 4,
-        1 << 2,
-        1,
-        1 << 14,
-        1 << 12,
-        1 << 10,
-        1 << 8,
-        1 << 6,
-        1 << 4,
-        1 << 2,
-        1,
-    );
+    let up = _mm256_broadcastsi128_si256(_mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1));
     let (pair, high) = (_mm256_set1_epi16(0x0202), _mm256_set1_epi16(0x0100));
     for (b, o) in blocks(src, dst, BYTES, ELEMS) {
         // SAFETY: inside a kernel with this function's features.
