@@ -40,7 +40,7 @@ pub enum ErrorKind {
     UnknownGgmlType(u32),
     #[error("holds {found} bytes where ggml type {type_id} ({dtype}) needs {expected}{}", .fork.map(|f| format!(": the size of {f}")).unwrap_or_default())]
     TypeSizeMismatch { type_id: u32, dtype: &'static str, expected: u64, found: u64, fork: Option<&'static str> },
-    #[error("metadata key '{key}' declares {what}, which weightstream does not apply (the weights would load wrong); to load anyway, ignoring it: --ignore-transform (CLI), ignore_transforms=True (Python), WsOptions.ignore_transforms (C)")]
+    #[error("metadata key '{key}' declares {what}, which weightstream does not apply (the weights would load wrong); to load anyway, ignoring it: --ignore-transform (CLI), ignore_transforms=True (Python), ws_options.ignore_transforms (C), \"ignore_transforms\": true (vLLM extra config)")]
     WeightTransform { key: String, what: &'static str },
     #[error("innermost dimension {dim} is not a multiple of the {dtype} block size {block}")]
     BlockMismatch { dtype: String, dim: u64, block: u64 },
