@@ -17,8 +17,18 @@
 use std::path::Path;
 
 use super::metadata::MetadataValue;
-use super::reader::GgufTensorInfo;
+use super::types::GgmlType;
 use crate::error::{ErrorKind, FormatError, Result};
+
+/// A tensor as the size checks see it (from the reader's tensor infos).
+pub(crate) struct Stored<'a> {
+    pub name: &'a str,
+    pub elems: u64,
+    pub ggml_type: GgmlType,
+    /// Relative to the data section.
+    pub offset: u64,
+    pub nbytes: u64,
+}
 
 /// A fork's layout under a mainline id: (id, elements, bytes per block, what).
 const FORK_LAYOUTS: &[(u32, u64, u64, &str)] =
@@ -53,10 +63,10 @@ pub(crate) fn check_sizes(
     file_len: u64,
     data_offset: u64,
     alignment: u64,
-    tensors: &[GgufTensorInfo],
+    tensors: &[Stored],
     forks_only: bool,
 ) -> Result<()> {
-    let mut order: Vec<&GgufTensorInfo> = tensors.iter().filter(|t| t.nbytes > 0).collect();
+    let mut order: Vec<&Stored> = tensors.iter().filter(|t| t.nbytes > 0).collect();
     order.sort_by_key(|t| t.offset);
     for (i, t) in order.iter().enumerate() {
         let last = i + 1 == order.len();
@@ -73,7 +83,7 @@ pub(crate) fn check_sizes(
         if fork.is_some() || (!forks_only && found > padded && !last) {
             let id = t.ggml_type.id();
             let kind = ErrorKind::TypeSizeMismatch { type_id: id, dtype: t.ggml_type.name(), expected: t.nbytes, found, fork };
-            return Err(FormatError::at(path, data_offset.saturating_add(t.offset), kind).with_tensor(&t.name));
+            return Err(FormatError::at(path, data_offset.saturating_add(t.offset), kind).with_tensor(t.name));
         }
     }
     Ok(())
@@ -81,8 +91,8 @@ pub(crate) fn check_sizes(
 
 /// The fork layout a span of `found` bytes fits for this tensor's id and
 /// element count (exactly, or padded to the alignment).
-fn fork_layout(t: &GgufTensorInfo, found: u64, alignment: u64) -> Option<&'static str> {
-    let n: u64 = t.ne.iter().product();
+fn fork_layout(t: &Stored, found: u64, alignment: u64) -> Option<&'static str> {
+    let n = t.elems;
     FORK_LAYOUTS.iter().find_map(|&(id, elems, bytes, what)| {
         let size = (n % elems == 0).then(|| n / elems * bytes)?;
         (id == t.ggml_type.id() && (size..=size.div_ceil(alignment) * alignment).contains(&found)).then_some(what)
