@@ -58,20 +58,23 @@ pub fn fork_using(id: u32) -> Option<&'static str> {
 /// span too long. A short span that fits no known layout is left to those
 /// checks (an overlap or a truncated file), and trailing bytes after the
 /// last tensor are allowed unless they fit a fork's layout.
-pub(crate) fn check_sizes(
+pub(crate) fn check_sizes<'a>(
     path: &Path,
     file_len: u64,
     data_offset: u64,
     alignment: u64,
-    tensors: &[Stored],
+    count: usize,
+    tensor: impl Fn(usize) -> Stored<'a>,
     forks_only: bool,
 ) -> Result<()> {
-    let mut order: Vec<&Stored> = tensors.iter().filter(|t| t.nbytes > 0).collect();
-    order.sort_by_key(|t| t.offset);
-    for (i, t) in order.iter().enumerate() {
+    // Indices, 4 bytes each (hostile headers hold millions of tensors).
+    let mut order: Vec<u32> = (0..count as u32).filter(|&i| tensor(i as usize).nbytes > 0).collect();
+    order.sort_unstable_by_key(|&i| tensor(i as usize).offset);
+    for (i, &k) in order.iter().enumerate() {
+        let t = tensor(k as usize);
         let last = i + 1 == order.len();
         let end = match order.get(i + 1) {
-            Some(next) => next.offset,
+            Some(&next) => tensor(next as usize).offset,
             None => file_len.saturating_sub(data_offset),
         };
         let Some(found) = end.checked_sub(t.offset) else { continue };
@@ -79,7 +82,7 @@ pub(crate) fn check_sizes(
         if (t.nbytes..=padded).contains(&found) {
             continue;
         }
-        let fork = fork_layout(t, found, alignment);
+        let fork = fork_layout(&t, found, alignment);
         if fork.is_some() || (!forks_only && found > padded && !last) {
             let id = t.ggml_type.id();
             let kind = ErrorKind::TypeSizeMismatch { type_id: id, dtype: t.ggml_type.name(), expected: t.nbytes, found, fork };

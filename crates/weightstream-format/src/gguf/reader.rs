@@ -130,13 +130,13 @@ pub fn read_header(src: &dyn ByteSource) -> Result<GgufHeader> {
     let data_offset = end_of_infos
         .checked_next_multiple_of(alignment)
         .ok_or_else(|| c.err(end_of_infos, ErrorKind::ShapeOverflow(vec![end_of_infos])))?;
-    let stored: Vec<Stored> = tensors
-        .iter()
-        .map(|t| Stored { name: &t.name, elems: t.ne.iter().product(), ggml_type: t.ggml_type, offset: t.offset, nbytes: t.nbytes })
-        .collect();
-    check_sizes(path, src.len(), data_offset, alignment, &stored, true)?;
+    let stored = |i: usize| {
+        let t: &GgufTensorInfo = &tensors[i];
+        Stored { name: &t.name, elems: t.ne.iter().product(), ggml_type: t.ggml_type, offset: t.offset, nbytes: t.nbytes }
+    };
+    check_sizes(path, src.len(), data_offset, alignment, tensors.len(), stored, true)?;
     check_data_ranges(path, src.len(), data_offset, &tensors)?;
-    check_sizes(path, src.len(), data_offset, alignment, &stored, false)?;
+    check_sizes(path, src.len(), data_offset, alignment, tensors.len(), stored, false)?;
     Ok(GgufHeader { version, alignment, metadata, tensors, data_offset })
 }
 
