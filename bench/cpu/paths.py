@@ -41,7 +41,7 @@ ISAS = ["scalar", "avx2", "avx512-int", "avx512", "neon"]
 FORMATS = [
     "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
     "iq4_nl", "iq4_xs", "mxfp4", "nvfp4", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
-    "iq1_s", "iq1_m", "tq1_0", "tq2_0",
+    "iq1_s", "iq1_m", "tq1_0", "tq2_0", "q1_0", "q2_0",
     "fp8-tensor", "fp8-channel", "fp8-block", "e5m2-block",
     "nvfp4-st", "mxfp4-st", "int4-g128", "int4-g128-zp", "int8-channel-f16",
     "f16", "f32",

@@ -79,6 +79,7 @@ static void check_layout(void) {
         sizeof(ws_load_request), offsetof(ws_load_request, dtype), offsetof(ws_load_request, dst),
         sizeof(ws_options), offsetof(ws_options, source), offsetof(ws_options, threads),
         offsetof(ws_options, staging_slots), offsetof(ws_options, staging_bytes), offsetof(ws_options, readers),
+        offsetof(ws_options, ignore_transforms),
         sizeof(ws_status),
     };
     CHECK(n == sizeof c / sizeof c[0], "the library reports %zu layout values, the header %zu", n, sizeof c / sizeof c[0]);
@@ -119,6 +120,33 @@ static void check_open_errors(void) {
     ws_close(c);
     ws_close(NULL);
     free(gguf);
+
+    /* A GGUF whose metadata declares a Hadamard rotation (PrismML-style):
+     * refused naming the key, opened with ignore_transforms. */
+    char *rotated = path_of(expected_dir, "rotated", ".gguf");
+    f = fopen(rotated, "wb");
+    unsigned char h[160] = {0};
+    size_t at = 0;
+#define PUT(v, n) do { unsigned long long x_ = (v); for (int k_ = 0; k_ < (n); k_++) h[at++] = (unsigned char)(x_ >> (8 * k_)); } while (0)
+#define PUTS(s) do { PUT(strlen(s), 8); memcpy(h + at, s, strlen(s)); at += strlen(s); } while (0)
+    memcpy(h, "GGUF", 4);
+    at = 4;
+    PUT(3, 4); PUT(1, 8); PUT(1, 8);                     /* version, tensors, metadata pairs */
+    PUTS("prism.hadamard.size"); PUT(4, 4); PUT(128, 4); /* u32 128 */
+    PUTS("w"); PUT(1, 4); PUT(8, 8); PUT(0, 4); PUT(0, 8); /* F32 [8] at 0 */
+#undef PUT
+#undef PUTS
+    at = (at + 31) / 32 * 32 + 32;               /* data section: 8 zero f32 */
+    fwrite(h, 1, at, f);
+    fclose(f);
+    CHECK(ws_open(rotated, &c) == WS_ERR_FORMAT && c == NULL, "transform metadata refused");
+    CHECK(strstr(ws_last_error(), "prism.hadamard.size") != NULL, "the message names the key: %s", ws_last_error());
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.ignore_transforms = 1;
+    CHECK(ws_open_with(rotated, &o, &c) == WS_OK && c != NULL && ws_tensor_count(c) == 1, "ignore_transforms opens it");
+    ws_close(c);
+    free(rotated);
 }
 
 /* Load every tensor of the checkpoint one by one, checking each against the

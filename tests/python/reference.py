@@ -125,3 +125,94 @@ def packed_int(words: bytes, bits: int, rows: int, cols: int, scales: np.ndarray
         if s.dtype == np.float16:
             x = x.astype(np.float16).astype(np.float32)
     return to_bf16_bits(x.ravel())
+
+
+# ggml type ids of the block formats gguf-py 0.19 cannot dequantize (Q1_0
+# is in its enum without a dequantizer, Q2_0 not at all): their reference is
+# ggml's own C code, `ggml_get_type_traits(id)->to_float`.
+GGML_C_TYPES = {41: ("Q1_0", 128, 18), 42: ("Q2_0", 64, 18)}
+
+
+def _libggml_base():
+    import ctypes
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([str(root / "scripts/build_llama_cpp.sh")], capture_output=True, text=True, check=True)
+    lib = ctypes.CDLL(str(Path(r.stdout.strip().splitlines()[-1]) / "lib" / "libggml-base.so"))
+
+    class Traits(ctypes.Structure):
+        _fields_ = [("type_name", ctypes.c_char_p), ("blck_size", ctypes.c_int64), ("blck_size_interleave", ctypes.c_int64),
+                    ("type_size", ctypes.c_size_t), ("is_quantized", ctypes.c_bool), ("to_float", ctypes.c_void_p),
+                    ("from_float_ref", ctypes.c_void_p)]
+
+    lib.ggml_get_type_traits.restype = ctypes.POINTER(Traits)
+    lib.ggml_get_type_traits.argtypes = [ctypes.c_int]
+    return lib
+
+
+_GGML = None
+
+
+def ggml_traits(type_id: int) -> tuple[str, int, int]:
+    """(name, elements, bytes) of a ggml type as the built llama.cpp has it."""
+    global _GGML
+    if _GGML is None:
+        _GGML = _libggml_base()
+    t = _GGML.ggml_get_type_traits(type_id).contents
+    return t.type_name.decode().upper(), t.blck_size, t.type_size
+
+
+def ggml_c(raw: bytes, type_id: int) -> np.ndarray:
+    """Block bytes of ggml type `type_id` -> BF16 bits via the built
+    llama.cpp's `to_float` (libggml-base), then round to nearest even."""
+    import ctypes
+
+    global _GGML
+    if _GGML is None:
+        _GGML = _libggml_base()
+    t = _GGML.ggml_get_type_traits(type_id).contents
+    name, elems, size = GGML_C_TYPES[type_id]
+    assert (t.type_name.decode().upper(), t.blck_size, t.type_size) == (name, elems, size), "ggml's geometry"
+    assert len(raw) % size == 0
+    n = len(raw) // size * elems
+    src = (ctypes.c_uint8 * max(len(raw), 1)).from_buffer_copy(raw or b"\0")
+    out = np.zeros(n, dtype=np.float32)
+    to_float = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(t.to_float)
+    to_float(ctypes.addressof(src), out.ctypes.data, n)
+    return to_bf16_bits(out)
+
+
+def ggml_gguf_tensors(path) -> dict[str, tuple[int, bytes]]:
+    """{name: (ggml type id, bytes)} of a GGUF file as ggml's own reader
+    (`gguf_init_from_file`, libggml-base) sees it: for files holding types
+    gguf-py's reader does not know (Q2_0)."""
+    import ctypes
+
+    global _GGML
+    if _GGML is None:
+        _GGML = _libggml_base()
+    lib = _GGML
+
+    class Params(ctypes.Structure):
+        _fields_ = [("no_alloc", ctypes.c_bool), ("ctx", ctypes.c_void_p)]
+
+    lib.gguf_init_from_file.restype = ctypes.c_void_p
+    lib.gguf_init_from_file.argtypes = [ctypes.c_char_p, Params]
+    for f, res in [("gguf_get_n_tensors", ctypes.c_int64), ("gguf_get_data_offset", ctypes.c_size_t)]:
+        getattr(lib, f).restype, getattr(lib, f).argtypes = res, [ctypes.c_void_p]
+    for f, res in [("gguf_get_tensor_offset", ctypes.c_size_t), ("gguf_get_tensor_name", ctypes.c_char_p),
+                   ("gguf_get_tensor_type", ctypes.c_int), ("gguf_get_tensor_size", ctypes.c_size_t)]:
+        getattr(lib, f).restype, getattr(lib, f).argtypes = res, [ctypes.c_void_p, ctypes.c_int64]
+    lib.gguf_free.argtypes = [ctypes.c_void_p]
+    ctx = lib.gguf_init_from_file(str(path).encode(), Params(True, None))
+    assert ctx, f"ggml cannot read {path}"
+    data = open(path, "rb").read()
+    base = lib.gguf_get_data_offset(ctx)
+    out = {}
+    for i in range(lib.gguf_get_n_tensors(ctx)):
+        off, size = base + lib.gguf_get_tensor_offset(ctx, i), lib.gguf_get_tensor_size(ctx, i)
+        out[lib.gguf_get_tensor_name(ctx, i).decode()] = (lib.gguf_get_tensor_type(ctx, i), data[off:off + size])
+    lib.gguf_free(ctx)
+    return out

@@ -205,6 +205,12 @@ block_formats! {
     TQ1_0 / tq1_0 = ggml 34, 256, 54, { QS @ 0, QH @ 48, D @ 52 };
     /// 64 bytes of 2-bit values; f16 d. x = d * (q - 1).
     TQ2_0 / tq2_0 = ggml 35, 256, 66, { QS @ 0, D @ 64 };
+    /// f16 d; 16 bytes of sign bits, element j bit j % 8 of qs[j / 8].
+    /// x = d where the bit is set, else -d.
+    Q1_0 / q1_0 = ggml 41, 128, 18, { D @ 0, QS @ 2 };
+    /// f16 d; 16 bytes of 2-bit codes, element j bits 2(j % 4) of qs[j / 4].
+    /// x = (q - 1) * d.
+    Q2_0 / q2_0 = ggml 42, 64, 18, { D @ 0, QS @ 2 };
 }
 
 impl BlockFormat {

@@ -93,6 +93,10 @@ typedef struct ws_options {
     int staging_slots;     /* buffers read ahead: pinned on the GPU path (0: default) */
     size_t staging_bytes;  /* bytes per read and per buffer (0: default) */
     int readers;           /* threads reading ahead (0: default) */
+    int ignore_transforms; /* non-zero: open a GGUF file whose metadata declares a
+                              transform of the weights (prism.hadamard.*, ...) that
+                              weightstream does not apply, ignoring it (the weights
+                              load as stored) */
 } ws_options;
 
 /* Called during ws_load_tensors with the fraction done (0..1, by file

@@ -65,6 +65,10 @@ pub struct WsOptions {
     pub staging_slots: c_int,
     pub staging_bytes: usize,
     pub readers: c_int,
+    /// Non-zero: open a GGUF file whose metadata declares a transform of the
+    /// weights weightstream does not apply, ignoring it. It fills what was
+    /// the tail padding, so `sizeof(ws_options)` is unchanged.
+    pub ignore_transforms: c_int,
 }
 
 pub type WsProgressCallback = Option<unsafe extern "C" fn(progress: f32, user_data: *mut c_void) -> bool>;

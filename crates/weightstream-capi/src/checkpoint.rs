@@ -41,9 +41,11 @@ impl Checkpoint {
         slots: Option<usize>,
         slot_bytes: Option<usize>,
         readers: Option<usize>,
+        ignore_transforms: bool,
     ) -> Result<Checkpoint, Failure> {
         // The staging options mean the same on the CPU: read-ahead threads, buffers, bytes per read.
-        let loader = Loader::open(path, source, Staging { threads, readers, slots, slot_bytes, isa: None })?;
+        let cat = weightstream::open_with_options(path, source, weightstream::format::OpenOptions { ignore_transforms })?;
+        let loader = Loader::new(std::sync::Arc::new(cat), Staging { threads, readers, slots, slot_bytes, isa: None });
         let cat = loader.catalog().clone();
         let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: true })?;
         let job_of: HashMap<usize, usize> = plan.jobs.iter().enumerate().map(|(j, job)| (job.tensor, j)).collect();

@@ -96,6 +96,8 @@ pub unsafe extern "C" fn ws_open_with(path: *const c_char, options: *const WsOpt
         // SAFETY: per the contract.
         let opts = unsafe { options.as_ref() };
         if let Some(o) = opts {
+            // ignore_transforms sits in what was the struct's tail padding:
+            // the size is unchanged, and callers zero-initialise.
             if o.struct_size < std::mem::size_of::<WsOptions>() {
                 return Err(invalid(&format!(
                     "ws_options.struct_size is {}, expected {}",
@@ -123,7 +125,8 @@ pub unsafe extern "C" fn ws_open_with(path: *const c_char, options: *const WsOpt
         let slots = opts.map_or(Ok(None), |o| nonneg(o.staging_slots, "staging_slots"))?;
         let readers = opts.map_or(Ok(None), |o| nonneg(o.readers, "readers"))?;
         let slot_bytes = opts.map(|o| o.staging_bytes).filter(|&b| b > 0);
-        let c = Checkpoint::open(&path, source, threads, slots, slot_bytes, readers)?;
+        let ignore_transforms = opts.is_some_and(|o| o.ignore_transforms != 0);
+        let c = Checkpoint::open(&path, source, threads, slots, slot_bytes, readers, ignore_transforms)?;
         // SAFETY: out is valid (checked above); ownership passes to the caller
         // until ws_close.
         unsafe { *out = Box::into_raw(Box::new(c)) };
@@ -322,6 +325,7 @@ pub fn abi_layout() -> Vec<u64> {
         offset_of!(WsOptions, staging_slots) as u64,
         offset_of!(WsOptions, staging_bytes) as u64,
         offset_of!(WsOptions, readers) as u64,
+        offset_of!(WsOptions, ignore_transforms) as u64,
         size_of::<WsStatus>() as u64,
     ]
 }

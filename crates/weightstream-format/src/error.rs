@@ -36,8 +36,13 @@ pub enum ErrorKind {
     TooManyDims { dims: u64, max: u64 },
     #[error("shape {0:?} overflows 64-bit size arithmetic")]
     ShapeOverflow(Vec<u64>),
-    #[error("unknown ggml type id {0}")]
-    UnknownGgmlType(u32),
+    /// The id, and the fork known to use it (gguf::lookalike::fork_using).
+    #[error("unknown ggml type id {id}{note}", id = .0, note = .1.map(|f| format!(" (used by a fork: {f})")).unwrap_or_default())]
+    UnknownGgmlType(u32, Option<&'static str>),
+    #[error("holds {found} bytes where ggml type {type_id} ({dtype}) needs {expected}{}", .fork.map(|f| format!(": the size of {f}")).unwrap_or_default())]
+    TypeSizeMismatch { type_id: u32, dtype: &'static str, expected: u64, found: u64, fork: Option<&'static str> },
+    #[error("metadata key '{key}' declares {what}, which weightstream does not apply (the weights would load wrong); to load anyway, ignoring it: --ignore-transform (CLI), ignore_transforms=True (Python), ws_options.ignore_transforms (C), \"ignore_transforms\": true (vLLM extra config)")]
+    WeightTransform { key: String, what: &'static str },
     #[error("innermost dimension {dim} is not a multiple of the {dtype} block size {block}")]
     BlockMismatch { dtype: String, dim: u64, block: u64 },
     #[error("byte range {start}..{end} lies outside the {limit}-byte {region}")]
@@ -98,7 +103,9 @@ impl ErrorKind {
             ErrorKind::BadAlignment(_) => "bad_alignment",
             ErrorKind::TooManyDims { .. } => "too_many_dims",
             ErrorKind::ShapeOverflow(_) => "shape_overflow",
-            ErrorKind::UnknownGgmlType(_) => "unknown_ggml_type",
+            ErrorKind::UnknownGgmlType(..) => "unknown_ggml_type",
+            ErrorKind::TypeSizeMismatch { .. } => "type_size_mismatch",
+            ErrorKind::WeightTransform { .. } => "weight_transform",
             ErrorKind::BlockMismatch { .. } => "block_mismatch",
             ErrorKind::OutOfBounds { .. } | ErrorKind::OffsetOverflow { .. } => "out_of_bounds",
             ErrorKind::Misaligned { .. } => "misaligned",

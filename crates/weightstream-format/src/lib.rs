@@ -20,7 +20,7 @@ pub use catalog::{
     supported_encodings, Catalog, CatalogFile, Dtype, Format, GlobalScale, Metadata, Packed, PackedScheme, Role, ScaleRef, TensorInfo,
 };
 pub use error::{ErrorKind, FormatError, Result};
-pub use open::{mmap_opener, open, open_kind, open_with, safetensors_catalog, SourceOpener};
+pub use open::{mmap_opener, open, open_kind, open_with, open_with_options, safetensors_catalog, OpenOptions, SourceOpener};
 // The vocabulary (block formats, encodings, scale layouts) lives in
 // weightstream-blocks; re-exported so format users need one import.
 pub use weightstream_blocks::{

@@ -39,18 +39,32 @@ pub fn open_kind(path: &Path, kind: SourceKind) -> Result<Catalog> {
     open_with(path, &|p: &Path| kind.open(p))
 }
 
+/// What opening accepts beyond a plain checkpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Open GGUF files whose metadata declares a transform of the weights
+    /// (a Hadamard rotation, a permutation, a codebook:
+    /// `gguf::lookalike::transform_of`) that weightstream does not apply,
+    /// ignoring it: their weights load as stored, untransformed.
+    pub ignore_transforms: bool,
+}
+
 pub fn open_with(path: &Path, opener: SourceOpener) -> Result<Catalog> {
+    open_with_options(path, opener, OpenOptions::default())
+}
+
+pub fn open_with_options(path: &Path, opener: SourceOpener, opts: OpenOptions) -> Result<Catalog> {
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io(path, None, &e))?;
     if !meta.is_dir() && !meta.is_file() {
         // A FIFO, socket or device: reading one can block forever (issue 14).
         return Err(not_regular(path, "the path"));
     }
     if meta.is_dir() {
-        open_dir(path, opener)
+        open_dir(path, opener, opts)
     } else {
         let src = open_source(path, opener)?;
         if is_gguf(path, &*src) {
-            open_gguf(path, src, opener)
+            open_gguf(path, src, opener, opts)
         } else {
             let config = read_config(path.parent().unwrap_or(Path::new(".")))?;
             open_safetensors(path, vec![src], None, config)
@@ -80,8 +94,11 @@ fn is_gguf(path: &Path, src: &dyn weightstream_io::ByteSource) -> bool {
 }
 
 /// A GGUF file, or the whole split set it belongs to (gguf/split.rs).
-fn open_gguf(path: &Path, src: SharedSource, opener: SourceOpener) -> Result<Catalog> {
+fn open_gguf(path: &Path, src: SharedSource, opener: SourceOpener, opts: OpenOptions) -> Result<Catalog> {
     let h = gguf::read_header(&*src)?;
+    if !opts.ignore_transforms {
+        gguf::lookalike::check_transforms(path, &h.metadata)?;
+    }
     let Some(info) = gguf::split::info(path, &h)? else {
         gguf::split::check_plain_name(path)?;
         return gguf_catalog(path, vec![(src, h)]);
@@ -117,6 +134,9 @@ fn open_gguf(path: &Path, src: SharedSource, opener: SourceOpener) -> Result<Cat
             None => {
                 let s = open_source(p, opener)?;
                 let h = gguf::read_header(&*s)?;
+                if !opts.ignore_transforms {
+                    gguf::lookalike::check_transforms(p, &h.metadata)?;
+                }
                 (s, h)
             }
         };
@@ -199,7 +219,7 @@ fn read_config(dir: &Path) -> Result<Option<Json>> {
     Ok(Some(json))
 }
 
-fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
+fn open_dir(dir: &Path, opener: SourceOpener, opts: OpenOptions) -> Result<Catalog> {
     let index_path = dir.join(INDEX_FILE);
     let config = read_config(dir)?;
     if index_path.is_file() {
@@ -245,7 +265,7 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
         return open_safetensors(dir, sources, None, config);
     }
     match gg.as_slice() {
-        [one] => open_gguf(one, open_source(one, opener)?, opener),
+        [one] => open_gguf(one, open_source(one, opener)?, opener, opts),
         [] => Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint("no *.safetensors or *.gguf files".into()))),
         many => {
             // One split set and nothing else opens as that set (from its
@@ -256,7 +276,7 @@ fn open_dir(dir: &Path, opener: SourceOpener) -> Result<Catalog> {
                 let n = names[0].as_ref().expect("all parsed");
                 let first = n.path(dir, 0);
                 let start = if first.exists() { first } else { many[0].clone() };
-                return open_gguf(&start, open_source(&start, opener)?, opener);
+                return open_gguf(&start, open_source(&start, opener)?, opener, opts);
             }
             Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint(gguf::split::which_to_pass(many, &names))))
         }

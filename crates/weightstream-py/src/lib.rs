@@ -156,9 +156,11 @@ impl Checkpoint {
     /// `threads`: CPU dequantization threads; `staging_slots`,
     /// `staging_bytes`, `readers`: buffers read ahead, bytes per read, threads
     /// reading (CPU and GPU). Fixed for the checkpoint's life, so that its
-    /// executors are made once.
+    /// executors are made once. `ignore_transforms`: open a GGUF file whose
+    /// metadata declares a transform of the weights weightstream does not
+    /// apply (a Hadamard rotation, ...), ignoring it (weights as stored).
     #[new]
-    #[pyo3(signature = (path, source = "auto", skip_unsupported = false, threads = None, staging_slots = None, staging_bytes = None, readers = None))]
+    #[pyo3(signature = (path, source = "auto", skip_unsupported = false, threads = None, staging_slots = None, staging_bytes = None, readers = None, ignore_transforms = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -169,11 +171,13 @@ impl Checkpoint {
         staging_slots: Option<usize>,
         staging_bytes: Option<usize>,
         readers: Option<usize>,
+        ignore_transforms: bool,
     ) -> PyResult<Self> {
         let kind = source_kind(source)?;
         let staging = Staging { threads, readers, slots: staging_slots, slot_bytes: staging_bytes, isa: None };
+        let opts = weightstream::format::OpenOptions { ignore_transforms };
         py.detach(|| {
-            let loader = Loader::open(&path, kind, staging)?;
+            let loader = Loader::new(Arc::new(weightstream::open_with_options(&path, kind, opts)?), staging);
             let plan = loader.plan(&PlanOptions { names: None, skip_unsupported })?;
             Ok((loader, plan))
         })

@@ -42,6 +42,8 @@ pub struct ConvertOptions {
     /// CPU threads and read-ahead (convert dequantizes on the CPU).
     pub staging: Staging,
     pub source: weightstream_format::SourceKind,
+    /// What opening the input accepts (`OpenOptions::ignore_transforms`).
+    pub open: weightstream_format::OpenOptions,
 }
 
 #[derive(Debug, Clone)]
@@ -133,7 +135,7 @@ fn side_files(cat: &Catalog) -> Vec<PathBuf> {
 
 /// Convert the checkpoint at `input` (opened with `opts.source`).
 pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
-    let cat = crate::open_with_source(input, opts.source)?;
+    let cat = crate::open_with_options(input, opts.source, opts.open)?;
     convert_catalog(&cat, output, opts, control)
 }
 

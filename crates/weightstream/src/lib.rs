@@ -73,3 +73,9 @@ pub fn open_with_source(path: impl AsRef<std::path::Path>, source: SourceKind) -
     }
     Ok(weightstream_format::open_kind(path, source)?)
 }
+
+/// [`open_with_source`], accepting what `opts` allows (a GGUF file whose
+/// metadata declares a transform weightstream does not apply, ignored).
+pub fn open_with_options(path: impl AsRef<std::path::Path>, source: SourceKind, opts: format::OpenOptions) -> Result<Catalog> {
+    Ok(weightstream_format::open_with_options(path.as_ref(), &|p: &std::path::Path| source.open(p), opts)?)
+}

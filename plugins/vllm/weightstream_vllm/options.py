@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers"}
+KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers", "ignore_transforms"}
 
 
 @dataclass
@@ -25,6 +25,10 @@ class Options:
     staging_slots: Optional[int] = None
     staging_bytes: Optional[int] = None
     readers: Optional[int] = None
+    #: Load a GGUF file whose metadata declares a transform of the weights
+    #: that weightstream does not apply (prism.hadamard.*, ...), ignoring it:
+    #: the weights load as stored, untransformed.
+    ignore_transforms: bool = False
 
     @classmethod
     def parse(cls, extra: Any) -> "Options":

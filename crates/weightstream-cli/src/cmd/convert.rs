@@ -50,6 +50,11 @@ pub struct Args {
     /// How to read the input: auto, read, mmap, direct or gds (see `weightstream load --help`)
     #[arg(long, default_value = "auto", value_parser = crate::source_arg::parse)]
     pub source: weightstream::SourceKind,
+    /// Load a GGUF file whose metadata declares a transform of the weights
+    /// (a Hadamard rotation, permutation, codebook) weightstream does not
+    /// apply, ignoring it: the weights come out as stored, untransformed
+    #[arg(long)]
+    pub ignore_transform: bool,
     /// Print a JSON report
     #[arg(long)]
     pub json: bool,
@@ -70,6 +75,7 @@ pub fn run(args: &Args) -> CmdResult {
         force: args.force,
         staging: Staging { threads: args.threads, ..Default::default() },
         source: args.source,
+        open: weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform },
     };
     let report = convert(&args.input, &args.output, &opts, control);
     bar.finish();

@@ -33,10 +33,16 @@ pub struct Args {
     /// Show every metadata key (long values abbreviated) instead of the key ones
     #[arg(long)]
     pub all_metadata: bool,
+    /// Load a GGUF file whose metadata declares a transform of the weights
+    /// (a Hadamard rotation, permutation, codebook) weightstream does not
+    /// apply, ignoring it: the weights come out as stored, untransformed
+    #[arg(long)]
+    pub ignore_transform: bool,
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    let cat = weightstream::open(&args.path).or_fail(args.json)?;
+    let opts = weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform };
+    let cat = weightstream::open_with_options(&args.path, Default::default(), opts).or_fail(args.json)?;
     if args.json {
         write_json(&cat).or_fail(args.json)?;
     } else {

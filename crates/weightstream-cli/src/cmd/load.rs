@@ -42,6 +42,11 @@ pub struct Args {
     /// Leave out tensors that cannot become BF16 instead of failing
     #[arg(long)]
     pub skip_unsupported: bool,
+    /// Load a GGUF file whose metadata declares a transform of the weights
+    /// (a Hadamard rotation, permutation, codebook) weightstream does not
+    /// apply, ignoring it: the weights come out as stored, untransformed
+    #[arg(long)]
+    pub ignore_transform: bool,
     /// CPU threads (default: every core)
     #[arg(long)]
     pub threads: Option<usize>,
@@ -78,7 +83,9 @@ pub fn run(args: &Args) -> CmdResult {
         slot_bytes: args.staging_mib.map(|m| m << 20),
         isa: None,
     };
-    let loader = Loader::open(&args.path, args.source, staging).or_fail(args.json)?;
+    let opts = weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform };
+    let cat = weightstream::open_with_options(&args.path, args.source, opts).or_fail(args.json)?;
+    let loader = Loader::new(std::sync::Arc::new(cat), staging);
     let cat = loader.catalog().as_ref();
     let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
     let bar = Bar::new("load", args.json);

@@ -3,7 +3,7 @@
 //! the primitives (rounding, stores, field extraction) and `lookup.rs` the
 //! output tables; the kernels live in family files with the same names as
 //! scalar/, x86/ and kernels/cuda/: `legacy.rs`, `kquant.rs`, `lut4.rs`,
-//! `grid.rs`, `ternary.rs`, `float.rs`, `fp8.rs`, `packed.rs`. This file
+//! `grid.rs`, `ternary.rs`, `lowbit.rs`, `float.rs`, `fp8.rs`, `packed.rs`. This file
 //! dispatches. Built with cargo's `aarch64-unknown-linux-gnu` target and
 //! tested under qemu-user (scripts/test_arm.sh); not measured on Arm
 //! hardware.
@@ -13,6 +13,7 @@ mod grid;
 mod kquant;
 mod legacy;
 mod lookup;
+mod lowbit;
 mod lut4;
 pub mod neon;
 pub mod packed;
@@ -47,6 +48,8 @@ pub fn block_kernel(f: BlockFormat) -> Option<neon::KernelFn> {
         BlockFormat::IQ3_S => grid::grid::<Iq3S>,
         BlockFormat::IQ1_S => grid::iq1::<Iq1S>,
         BlockFormat::IQ1_M => grid::iq1::<Iq1M>,
+        BlockFormat::Q1_0 => lowbit::q1_0,
+        BlockFormat::Q2_0 => lowbit::q2_0,
     })
 }
 

@@ -12,6 +12,7 @@ mod fp8;
 mod grid;
 mod kquant;
 mod legacy;
+mod lowbit;
 mod lut4;
 mod packed;
 mod ternary;
@@ -26,6 +27,7 @@ pub use grid::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
 pub(crate) use kquant::{k4_scale_min, q3_k_scale};
 pub use kquant::{q2_k, q3_k, q4_k, q5_k, q6_k};
 pub use legacy::{q4_0, q4_1, q5_0, q5_1, q8_0};
+pub use lowbit::{q1_0, q2_0};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use lut4::{e8m0_half, iq4_xs_scale, ue4m3_half};
 pub use lut4::{iq4_nl, iq4_xs, mxfp4, nvfp4};
@@ -58,6 +60,8 @@ pub fn block_kernel(f: BlockFormat) -> fn(&[u8], &mut [u16]) {
         BlockFormat::IQ1_M => iq1_m,
         BlockFormat::TQ1_0 => tq1_0,
         BlockFormat::TQ2_0 => tq2_0,
+        BlockFormat::Q1_0 => q1_0,
+        BlockFormat::Q2_0 => q2_0,
     }
 }
 

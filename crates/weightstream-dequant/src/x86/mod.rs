@@ -5,7 +5,7 @@
 //! packing, stores), `emit.rs` and `lookup.rs` the helpers several
 //! families share; the kernels live in family files with the same names
 //! as scalar/, arm/ and kernels/cuda/: `legacy.rs`, `kquant.rs`,
-//! `lut4.rs`, `grid.rs` (+ `grid512.rs`), `ternary.rs`, `float.rs`,
+//! `lut4.rs`, `grid.rs` (+ `grid512.rs`), `ternary.rs`, `lowbit.rs`, `float.rs`,
 //! `fp8.rs`, `packed256.rs`/`packed512.rs` (E2M1 and INT). This file
 //! dispatches, so the imports run one way: families -> helpers ->
 //! primitives.
@@ -68,6 +68,7 @@ mod grid512;
 mod kquant;
 mod legacy;
 mod lookup;
+mod lowbit;
 mod lut4;
 mod packed;
 pub mod packed256;
@@ -104,6 +105,8 @@ pub fn avx2_block_kernel(f: BlockFormat) -> Option<unsafe fn(&[u8], &mut [u16])>
         BlockFormat::IQ1_M => grid::iq1_m,
         BlockFormat::TQ1_0 => ternary::tq1_0,
         BlockFormat::TQ2_0 => ternary::tq2_0,
+        BlockFormat::Q1_0 => lowbit::q1_0,
+        BlockFormat::Q2_0 => lowbit::q2_0,
     })
 }
 
@@ -131,6 +134,9 @@ pub fn avx512_block_kernel(f: BlockFormat, bf16: bool) -> Option<avx512::KernelF
         BlockFormat::IQ3_S => (grid::iq3_s_avx512_int, grid::iq3_s_avx512),
         BlockFormat::IQ1_S => (grid::iq1_s_avx512_int, grid::iq1_s_avx512),
         BlockFormat::IQ1_M => (grid::iq1_m_avx512_int, grid::iq1_m_avx512),
+        // One kernel for both: only the per-block table is rounded (integer formula).
+        BlockFormat::Q1_0 => (lowbit::q1_0_avx512, lowbit::q1_0_avx512),
+        BlockFormat::Q2_0 => (lowbit::q2_0_avx512, lowbit::q2_0_avx512),
         _ => return None,
     };
     Some(if bf16 { cvt } else { int })

@@ -1,5 +1,6 @@
 //! GGUF (llama.cpp's format), versions 2 and 3, little-endian.
 
+pub mod lookalike;
 pub mod metadata;
 pub mod reader;
 pub mod split;

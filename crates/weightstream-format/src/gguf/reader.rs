@@ -1,5 +1,6 @@
 //! GGUF v2/v3 header parsing and validation.
 
+use super::lookalike::{check_sizes, Stored};
 use super::metadata::{read_string, read_value, MetadataValue, MAX_KEY_LEN};
 use super::types::GgmlType;
 use super::{MAX_DIMS, MAX_TENSOR_NAME_LEN};
@@ -129,7 +130,13 @@ pub fn read_header(src: &dyn ByteSource) -> Result<GgufHeader> {
     let data_offset = end_of_infos
         .checked_next_multiple_of(alignment)
         .ok_or_else(|| c.err(end_of_infos, ErrorKind::ShapeOverflow(vec![end_of_infos])))?;
+    let stored = |i: usize| {
+        let t: &GgufTensorInfo = &tensors[i];
+        Stored { name: &t.name, elems: t.ne.iter().product(), ggml_type: t.ggml_type, offset: t.offset, nbytes: t.nbytes }
+    };
+    check_sizes(path, src.len(), data_offset, alignment, tensors.len(), stored, true)?;
     check_data_ranges(path, src.len(), data_offset, &tensors)?;
+    check_sizes(path, src.len(), data_offset, alignment, tensors.len(), stored, false)?;
     Ok(GgufHeader { version, alignment, metadata, tensors, data_offset })
 }
 
@@ -148,7 +155,8 @@ fn read_tensor_info(c: &mut Cursor, alignment: u64) -> Result<GgufTensorInfo> {
     }
     let type_at = c.pos();
     let type_id = c.u32()?;
-    let ggml_type = GgmlType::from_id(type_id).ok_or_else(|| fail(c, type_at, ErrorKind::UnknownGgmlType(type_id)))?;
+    let ggml_type = GgmlType::from_id(type_id)
+        .ok_or_else(|| fail(c, type_at, ErrorKind::UnknownGgmlType(type_id, super::lookalike::fork_using(type_id))))?;
     let offset_at = c.pos();
     let offset = c.u64()?;
 

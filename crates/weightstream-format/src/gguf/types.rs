@@ -25,7 +25,7 @@ const QK_K: u64 = block::QK_K as u64;
 /// sizes and bytes per block as in ggml.h / gguf-py 0.19.0
 /// (GGML_QUANT_SIZES). Ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 were removed
 /// from ggml and are rejected as unknown.
-const OTHER_TYPES: [GgmlTypeInfo; 11] = [
+const OTHER_TYPES: [GgmlTypeInfo; 10] = [
     info(0, "F32", 1, 4),
     info(1, "F16", 1, 2),
     info(9, "Q8_1", 32, 4 + 4 + 32),
@@ -36,7 +36,6 @@ const OTHER_TYPES: [GgmlTypeInfo; 11] = [
     info(27, "I64", 1, 8),
     info(28, "F64", 1, 8),
     info(30, "BF16", 1, 2),
-    info(41, "Q1_0", 128, 2 + 16),
 ];
 const OTHERS: usize = OTHER_TYPES.len();
 

@@ -108,14 +108,18 @@ class Checkpoint:
     def __init__(self, path, device="cpu", *, source: str = "auto", skip_unsupported: bool = False,
                  threads: Optional[int] = None, staging_slots: Optional[int] = None,
                  staging_bytes: Optional[int] = None, readers: Optional[int] = None,
-                 batch_bytes: int = 2 << 30):
+                 batch_bytes: int = 2 << 30, ignore_transforms: bool = False):
         if not isinstance(path, (str, os.PathLike)):
             # str() would turn None, 123 or b"x" into a path that happens not to exist.
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         path = os.fspath(path)
         if not isinstance(path, str):
             raise TypeError("path must be a str or os.PathLike giving a str, not bytes")
-        self._native = _Native(path, source, skip_unsupported, threads, staging_slots, staging_bytes, readers)
+        # ignore_transforms: open a GGUF file whose metadata declares a transform
+        # of the weights weightstream does not apply (prism.hadamard.*, ...),
+        # ignoring it: the weights load as stored, untransformed.
+        self._native = _Native(path, source, skip_unsupported, threads, staging_slots, staging_bytes, readers,
+                               ignore_transforms)
         self.path = str(path)
         _log_notes((f"{p}: {name}: {note}", fallback) for p, name, note, fallback in self._native.sources() if note)
         self.device = device
