@@ -36,8 +36,9 @@ pub enum OpenError {
 }
 
 /// The catalog of the checkpoint at `url` (object or prefix), its tensor
-/// data read from the store.
-pub fn open(url: &str, opts: &RemoteOptions) -> Result<Catalog, OpenError> {
+/// data read from the store; `format_opts` as for a local file
+/// (`weightstream_format::open_with_options`).
+pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::OpenOptions) -> Result<Catalog, OpenError> {
     let url = RemoteUrl::parse(url)?;
     let store = build(&url, opts)?;
     let (location_of, objects) = list(&url, &*store)?;
@@ -77,7 +78,7 @@ pub fn open(url: &str, opts: &RemoteOptions) -> Result<Catalog, OpenError> {
         }
     };
     let target = if url.is_prefix() { dir.path.clone() } else { dir.path.join(url.file_name()) };
-    let opened_result = weightstream_format::open::open_with(&target, &opener);
+    let opened_result = weightstream_format::open::open_with_options(&target, &opener, format_opts);
     let sources = opened.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut cat = match opened_result {
         Ok(cat) => cat,

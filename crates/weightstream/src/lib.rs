@@ -62,20 +62,21 @@ pub fn open(path: impl AsRef<std::path::Path>) -> Result<Catalog> {
 /// [`open`], reading local tensor data with `source` (a URL's is always
 /// read with ranged GETs, settings from `remote::RemoteOptions::from_env`).
 pub fn open_with_source(path: impl AsRef<std::path::Path>, source: SourceKind) -> Result<Catalog> {
+    open_with_options(path, source, format::OpenOptions::default())
+}
+
+/// [`open_with_source`], accepting what `opts` allows (a GGUF file whose
+/// metadata declares a transform weightstream does not apply, ignored),
+/// for local paths and URLs alike.
+pub fn open_with_options(path: impl AsRef<std::path::Path>, source: SourceKind, opts: format::OpenOptions) -> Result<Catalog> {
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
-        let opts = remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
-        return remote::open(url, &opts).map_err(|e| match e {
+        let remote_opts = remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
+        return remote::open(url, &remote_opts, opts).map_err(|e| match e {
             remote::OpenError::Remote(r) => Error::Remote(r),
             remote::OpenError::Format(f) => Error::Format(f),
         });
     }
-    Ok(weightstream_format::open_kind(path, source)?)
-}
-
-/// [`open_with_source`], accepting what `opts` allows (a GGUF file whose
-/// metadata declares a transform weightstream does not apply, ignored).
-pub fn open_with_options(path: impl AsRef<std::path::Path>, source: SourceKind, opts: format::OpenOptions) -> Result<Catalog> {
-    Ok(weightstream_format::open_with_options(path.as_ref(), &|p: &std::path::Path| source.open(p), opts)?)
+    Ok(weightstream_format::open_with_options(path, &|p: &std::path::Path| source.open(p), opts)?)
 }
