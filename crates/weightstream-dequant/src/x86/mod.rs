@@ -70,7 +70,6 @@ mod legacy;
 mod lookup;
 mod lowbit;
 mod lut4;
-mod packed;
 pub mod packed256;
 pub mod packed512;
 mod packed512_int8;

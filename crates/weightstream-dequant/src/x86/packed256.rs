@@ -1,6 +1,5 @@
-//! AVX2 kernels of the safetensors packs (format/packed.rs; the run logic
-//! both widths share is x86/packed.rs), as x86/packed512.rs does them with
-//! AVX-512: E2M1 (NVFP4, MXFP4) and INT4
+//! AVX2 kernels of the safetensors packs (format/packed.rs), as
+//! x86/packed512.rs does them with AVX-512: E2M1 (NVFP4, MXFP4) and INT4
 //! through the 16 outputs a run of one scale can have, each value's output
 //! then looked up by its code with a `pshufb` on the outputs' low bytes and
 //! one on their high bytes (as x86/lookup.rs does for GGUF's 4-bit
@@ -16,8 +15,12 @@
 use std::arch::x86_64::*;
 
 use super::avx2::{pack, round_bf16};
-use super::packed::{self, PackWidth};
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
+use crate::scalar;
+use weightstream_blocks::E2M1_VALUES;
+
+/// INT4 codes 0..16 as values before the zero point: q - 8.
+const INT4_LEVELS: [f32; 16] = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
 
 /// `numerics::round_f16` on 8 lanes (packed512.rs's, with blends).
 #[inline(always)]
@@ -105,16 +108,27 @@ unsafe fn nibble_run((tlo, thi): (__m256i, __m256i), src: &[u8], dst: &mut [u16]
     i
 }
 
+/// 16 f32 levels as two vectors (entries 0..8, 8..16).
+#[inline(always)]
+unsafe fn levels(t: &[f32; 16]) -> (__m256, __m256) {
+    // SAFETY: 16 readable f32, inside a kernel with avx enabled.
+    unsafe { (_mm256_loadu_ps(t.as_ptr()), _mm256_loadu_ps(t.as_ptr().add(8))) }
+}
+
 /// A whole E2M1 chunk (chunk.rs checked it: even rows and groups).
 ///
 /// # Safety
 /// `Isa::Avx2.supported()`; `src.len() * 2 == dst.len()`.
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    // SAFETY: this function's features.
+    let l = unsafe { levels(&E2M1_VALUES) };
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
-        // SAFETY: this function's features (the closure has them); the run
-        // lies within src and dst (grid_runs covers [0, dst.len())).
-        unsafe { packed::e2m1_run::<Pack256>(scales, k, i, len, src, dst) }
+        let scale = scales.value(k);
+        let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
+        // SAFETY: this function's features; the run lies within src and dst.
+        let done = unsafe { nibble_run(table16(l, scale, false), s, d) };
+        scalar::e2m1_run(scale, &s[done / 2..], &mut d[done..]);
     });
 }
 
@@ -125,39 +139,25 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
 /// `Isa::Avx2.supported()`; `src` holds `dst.len()` values of `bits` bits.
 #[target_feature(enable = "avx2,f16c")]
 pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
-    grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
-        // SAFETY: as in e2m1.
-        unsafe { packed::int_run::<Pack256>(&pack, k, i, len, src, dst) }
+    let IntPack { bits, cols, ref scales, zeros, to_f16 } = pack;
+    let zeros = zeros.as_ref();
+    // SAFETY: this function's features.
+    let int4 = unsafe { levels(&INT4_LEVELS) };
+    let per_byte = 8 / bits as usize;
+    grid_runs(cols, scales, first, dst.len(), |k, i, len| {
+        let (scale, zero) = (scales.value(k), zeros.map_or(0.0, |z| z.value(k)));
+        let (s, d) = (&src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len]);
+        // SAFETY: this function's features; the run lies within src and dst.
+        let done = unsafe {
+            if bits == 4 {
+                let z = _mm256_set1_ps(zero);
+                nibble_run(table16((_mm256_sub_ps(int4.0, z), _mm256_sub_ps(int4.1, z)), scale, to_f16), s, d)
+            } else {
+                int8_run(scale, zero, to_f16, s, d)
+            }
+        };
+        scalar::int_run(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
     });
-}
-
-/// AVX2: the tables as `pshufb` byte tables in both lanes.
-pub(super) struct Pack256;
-
-impl PackWidth for Pack256 {
-    type Table = (__m256i, __m256i);
-
-    #[inline(always)]
-    unsafe fn table16(levels: &[f32; 16], zero: f32, scale: f32, to_f16: bool) -> (__m256i, __m256i) {
-        // SAFETY: inside a kernel with avx2 enabled; 16 readable f32.
-        unsafe {
-            let z = _mm256_set1_ps(zero);
-            let l = (_mm256_loadu_ps(levels.as_ptr()), _mm256_loadu_ps(levels.as_ptr().add(8)));
-            table16((_mm256_sub_ps(l.0, z), _mm256_sub_ps(l.1, z)), scale, to_f16)
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn nibble_run(table: (__m256i, __m256i), src: &[u8], dst: &mut [u16]) -> usize {
-        // SAFETY: the trait's contract.
-        unsafe { nibble_run(table, src, dst) }
-    }
-
-    #[inline(always)]
-    unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
-        // SAFETY: the trait's contract.
-        unsafe { int8_run(scale, zero, to_f16, src, dst) }
-    }
 }
 
 /// 8 INT8 values (offset bytes, the low 8 of `b`) rounded to BF16 in the

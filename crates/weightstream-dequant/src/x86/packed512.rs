@@ -1,5 +1,4 @@
-//! AVX-512 kernels of the safetensors packs (format/packed.rs; the run
-//! logic both widths share is x86/packed.rs): E2M1
+//! AVX-512 kernels of the safetensors packs (format/packed.rs): E2M1
 //! (NVFP4, MXFP4) and INT4 through a table of the 16 outputs a run of one
 //! scale can have; INT8 through a table of its 256 outputs in runs of at
 //! least `INT8_TABLE_MIN` values (per-channel and per-tensor scales) where
@@ -32,10 +31,13 @@
 use std::arch::x86_64::*;
 
 use super::avx512::{round_f16, Bf16Round, IntRound, Round};
-use super::packed::{self, PackWidth};
 use super::packed512_int8::{int8_run, int8_table, int8_table_run, INT8_TABLE_MIN};
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
+use crate::scalar;
 use weightstream_blocks::E2M1_VALUES;
+
+/// INT4 codes 0..16 as values, before the zero point: q - 8.
+const INT4_LEVELS: [f32; 16] = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
 
 /// The 16 outputs of a run, in words 0..16: BF16(R(level * scale)).
 #[inline(always)]
@@ -149,9 +151,14 @@ unsafe fn e2m1_rows<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[
 /// Elements through one BF16 table per run of one scale (`grid_runs`).
 #[inline(always)]
 unsafe fn e2m1_tables(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+    // SAFETY: 16 readable f32.
+    let levels = unsafe { _mm512_loadu_ps(E2M1_VALUES.as_ptr()) };
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
+        let scale = scales.value(k);
+        let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
         // SAFETY: the caller's features; the run lies within src and dst.
-        unsafe { packed::e2m1_run::<Pack512<false>>(scales, k, i, len, src, dst) }
+        let done = unsafe { nibble_run(table16(levels, scale, false), s, d) };
+        scalar::e2m1_run(scale, &s[done / 2..], &mut d[done..]);
     });
 }
 
@@ -239,7 +246,7 @@ unsafe fn int_plain(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: see `int` (these features confirmed by the caller);
         // grid_runs covers [0, dst.len()).
-        unsafe { packed::int_run::<Pack512<false>>(&pack, k, i, len, src, dst) }
+        unsafe { int_one_run::<false>(&pack, k, i, len, src, dst) }
     });
 }
 
@@ -247,40 +254,29 @@ unsafe fn int_plain(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
 unsafe fn int_vbmi(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: as in int_plain, AVX512VBMI confirmed too.
-        unsafe { packed::int_run::<Pack512<true>>(&pack, k, i, len, src, dst) }
+        unsafe { int_one_run::<true>(&pack, k, i, len, src, dst) }
     });
 }
 
-/// AVX-512: a table is the 16 outputs in words 0..16, looked up by
-/// `vpermw`; with `VBMI`, INT8 runs of at least [`INT8_TABLE_MIN`] values
-/// look their outputs up in a 256-entry table.
-struct Pack512<const VBMI: bool>;
-
-impl<const VBMI: bool> PackWidth for Pack512<VBMI> {
-    type Table = __m512i;
-
-    #[inline(always)]
-    unsafe fn table16(levels: &[f32; 16], zero: f32, scale: f32, to_f16: bool) -> __m512i {
-        // SAFETY: inside a kernel with avx512f/bw enabled; 16 readable f32.
-        unsafe { table16(_mm512_sub_ps(_mm512_loadu_ps(levels.as_ptr()), _mm512_set1_ps(zero)), scale, to_f16) }
-    }
-
-    #[inline(always)]
-    unsafe fn nibble_run(table: __m512i, src: &[u8], dst: &mut [u16]) -> usize {
-        // SAFETY: the trait's contract.
-        unsafe { nibble_run(table, src, dst) }
-    }
-
-    #[inline(always)]
-    unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
-        // SAFETY: the trait's contract (avx512vbmi where VBMI).
-        unsafe {
-            if VBMI && dst.len() >= INT8_TABLE_MIN {
-                let done = int8_table_run(&int8_table(scale, zero, to_f16), src, dst);
-                done + int8_run(scale, zero, to_f16, &src[done..], &mut dst[done..])
-            } else {
-                int8_run(scale, zero, to_f16, src, dst)
-            }
+/// The run of scale `k`, values `[i, i + len)` of the chunk.
+#[inline(always)]
+unsafe fn int_one_run<const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len: usize, src: &[u8], dst: &mut [u16]) {
+    let IntPack { bits, ref scales, ref zeros, to_f16, .. } = *pack;
+    let (scale, zero) = (scales.value(k), zeros.as_ref().map_or(0.0, |z| z.value(k)));
+    let per_byte = 8 / bits as usize;
+    let (s, d) = (&src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len]);
+    // SAFETY: the enclosing kernel's features (avx512vbmi where VBMI); 16
+    // readable f32 in INT4_LEVELS; the run lies within src and dst.
+    let done = unsafe {
+        if bits == 4 {
+            let int4 = _mm512_loadu_ps(INT4_LEVELS.as_ptr());
+            nibble_run(table16(_mm512_sub_ps(int4, _mm512_set1_ps(zero)), scale, to_f16), s, d)
+        } else if VBMI && len >= INT8_TABLE_MIN {
+            let done = int8_table_run(&int8_table(scale, zero, to_f16), s, d);
+            done + int8_run(scale, zero, to_f16, &s[done..], &mut d[done..])
+        } else {
+            int8_run(scale, zero, to_f16, s, d)
         }
-    }
+    };
+    scalar::int_run(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
 }
