@@ -32,7 +32,7 @@ mod slices;
 fn load_job(cat: &weightstream_format::Catalog, job: &weightstream::Job) -> weightstream::Result<Vec<u16>> {
     static EXEC: std::sync::OnceLock<weightstream::CpuExecutor> = std::sync::OnceLock::new();
     let exec = EXEC.get_or_init(|| {
-        weightstream::CpuExecutor::new(&weightstream::CpuOptions { threads: Some(1), ..Default::default() }).expect("one CPU thread")
+        weightstream::CpuExecutor::new(&weightstream::Staging { threads: Some(1), ..Default::default() }).expect("one CPU thread")
     });
     exec.run_job(cat, job, None).map(|t| t.data)
 }

@@ -18,9 +18,9 @@ use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
 use crate::cpu::{alloc_output, CpuExecutor};
 use crate::error::{Error, Result};
-use crate::loader::Staging;
 use crate::overlapped_write::{overlapped, Failure};
 use crate::plan::{Job, Plan, PlanOptions, Skipped};
+use crate::staging::Staging;
 use crate::tensor::LoadStats;
 use weightstream_format::safetensors::writer::{header, Entry};
 
@@ -210,7 +210,7 @@ fn remove(p: &Path) {
 /// Write everything under `tmp` (a file, or a directory for sharded
 /// output); returns the weight files written.
 fn write_all(cat: &Catalog, plan: &Plan, tmp: &Path, single_file: bool, opts: &ConvertOptions, control: Control) -> Result<Vec<PathBuf>> {
-    let cpu = CpuExecutor::new(&opts.staging.cpu())?;
+    let cpu = CpuExecutor::new(&opts.staging)?;
     let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
     let metadata = out_metadata(cat);
     if single_file {

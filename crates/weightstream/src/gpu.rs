@@ -14,16 +14,10 @@ use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
 use crate::plan::{Job, Plan};
+use crate::staging::Staging;
 use crate::tensor::LoadStats;
 
 pub use weightstream_cuda::DeviceInfo;
-
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GpuOptions {
-    /// CUDA device ordinal.
-    pub device: usize,
-    pub staging: StagingConfig,
-}
 
 /// A BF16 tensor in device memory the library allocated (freed on drop).
 pub struct DeviceTensor {
@@ -73,17 +67,31 @@ pub struct GpuExecutor {
 }
 
 impl GpuExecutor {
-    pub fn new(opts: &GpuOptions) -> Result<Self> {
-        let gpu = Gpu::open(opts.device).map_err(device_error)?;
-        Ok(GpuExecutor { gpu, staging: opts.staging, ring: Mutex::new(None), notes: Mutex::new(Vec::new()) })
+    /// The executor of CUDA device `device`, staging as `staging` says (its
+    /// `None`s take the GPU defaults: 8 pinned slots of 16 MiB, 4 readers).
+    pub fn new(device: usize, staging: &Staging) -> Result<Self> {
+        staging.check()?;
+        let gpu = Gpu::open(device).map_err(device_error)?;
+        Ok(GpuExecutor { gpu, staging: staging.gpu_ring(), ring: Mutex::new(None), notes: Mutex::new(Vec::new()) })
     }
 
     pub fn info(&self) -> &DeviceInfo {
         self.gpu.info()
     }
 
-    pub fn staging(&self) -> StagingConfig {
-        self.staging
+    /// Pinned staging slots.
+    pub fn slots(&self) -> usize {
+        self.staging.slots
+    }
+
+    /// Bytes per pinned staging slot.
+    pub fn slot_bytes(&self) -> usize {
+        self.staging.slot_bytes
+    }
+
+    /// Threads reading from storage into the slots.
+    pub fn readers(&self) -> usize {
+        self.staging.readers
     }
 
     /// What the loads so far decided about storage: which files cuFile read

@@ -10,52 +10,16 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use weightstream_dequant::Isa;
 use weightstream_format::{Catalog, SourceKind};
 
 use crate::access::{read_into, JobKernel};
 use crate::control::{Control, Tracker};
-use crate::cpu::{CpuExecutor, CpuOptions};
+use crate::cpu::CpuExecutor;
 use crate::error::{Error, Result};
-use crate::gpu::{GpuExecutor, GpuOptions, StorageNote};
+use crate::gpu::{GpuExecutor, StorageNote};
 use crate::plan::{Job, Plan, PlanOptions};
+use crate::staging::Staging;
 use crate::tensor::LoadStats;
-use weightstream_cuda::StagingConfig;
-
-/// How bytes are staged on their way to the kernels, for every device:
-/// `None` takes the device's default. On the CPU the read-ahead ring uses
-/// `readers`, `slots` and `slot_bytes` (bytes per read and per dequantization
-/// group); on a GPU the pinned ring does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Staging {
-    /// CPU dequantization threads (default: every core).
-    pub threads: Option<usize>,
-    /// Threads reading from storage.
-    pub readers: Option<usize>,
-    /// Buffers in the read-ahead (CPU) or pinned (GPU) ring.
-    pub slots: Option<usize>,
-    /// Bytes per buffer.
-    pub slot_bytes: Option<usize>,
-    /// CPU kernel instruction set (default: the best this CPU has).
-    pub isa: Option<Isa>,
-}
-
-impl Staging {
-    /// The CPU executor's options.
-    pub fn cpu(&self) -> CpuOptions {
-        CpuOptions { threads: self.threads, isa: self.isa, readers: self.readers, slots: self.slots, chunk_bytes: self.slot_bytes }
-    }
-
-    /// The GPU staging ring's configuration.
-    pub fn gpu(&self) -> StagingConfig {
-        let d = StagingConfig::default();
-        StagingConfig {
-            slots: self.slots.unwrap_or(d.slots),
-            slot_bytes: self.slot_bytes.unwrap_or(d.slot_bytes),
-            readers: self.readers.unwrap_or(d.readers),
-        }
-    }
-}
 
 /// An opened checkpoint with the executors that serve it.
 pub struct Loader {
@@ -95,7 +59,7 @@ impl Loader {
         if let Some(c) = self.cpu.get() {
             return Ok(c.clone());
         }
-        let made = Arc::new(CpuExecutor::new(&self.staging.cpu())?);
+        let made = Arc::new(CpuExecutor::new(&self.staging)?);
         // Two threads may race to make it: the first one stored wins.
         Ok(self.cpu.get_or_init(|| made).clone())
     }
@@ -107,7 +71,7 @@ impl Loader {
         if let Some(g) = gpus.get(&ordinal) {
             return Ok(g.clone());
         }
-        let g = Arc::new(GpuExecutor::new(&GpuOptions { device: ordinal, staging: self.staging.gpu() })?);
+        let g = Arc::new(GpuExecutor::new(ordinal, &self.staging)?);
         gpus.insert(ordinal, g.clone());
         Ok(g)
     }
@@ -179,21 +143,5 @@ impl Loader {
         // SAFETY: the caller's guarantees are GpuExecutor::load_into's.
         let stats = unsafe { gpu.load_into(&self.cat, plan, dsts, stream, control, on_done)? };
         Ok((stats, gpu.notes()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn staging_defaults_per_device() {
-        let s = Staging::default();
-        assert_eq!(s.gpu(), StagingConfig::default());
-        let c = s.cpu();
-        assert_eq!((c.threads, c.readers, c.slots, c.chunk_bytes), (None, None, None, None));
-        let s = Staging { slots: Some(3), slot_bytes: Some(1 << 20), readers: Some(2), threads: Some(1), isa: None };
-        assert_eq!(s.gpu(), StagingConfig { slots: 3, slot_bytes: 1 << 20, readers: 2 });
-        assert_eq!((s.cpu().chunk_bytes, s.cpu().slots, s.cpu().readers), (Some(1 << 20), Some(3), Some(2)));
     }
 }

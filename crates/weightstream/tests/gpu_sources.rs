@@ -8,7 +8,7 @@
 mod common;
 
 use common::{dir, write_checkpoint};
-use weightstream::{Control, CpuExecutor, GpuExecutor, GpuOptions, HostTensor, Plan, PlanOptions, SourceKind, StagingConfig};
+use weightstream::{Control, CpuExecutor, GpuExecutor, HostTensor, Plan, PlanOptions, SourceKind, Staging};
 
 #[test]
 #[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
@@ -29,10 +29,11 @@ fn gpu_loads_through_every_source_match_the_cpu() {
         v
     };
     for kind in [SourceKind::Mmap, SourceKind::Read, SourceKind::Direct, SourceKind::Gds] {
-        for staging in [StagingConfig { slots: 3, slot_bytes: 4096 + 18, readers: 2 }, StagingConfig::default()] {
+        for staging in [Staging { slots: Some(3), slot_bytes: Some(4096 + 18), readers: Some(2), ..Default::default() }, Staging::default()]
+        {
             let cat = weightstream::open_with_source(&path, kind).unwrap();
             let plan = Plan::new(&cat, &PlanOptions::default()).unwrap();
-            let gpu = GpuExecutor::new(&GpuOptions { device: 0, staging }).unwrap();
+            let gpu = GpuExecutor::new(0, &staging).unwrap();
             let mut got = vec![];
             gpu.stream(&cat, &plan, Control::default(), |t| {
                 got.push(t);
@@ -96,7 +97,7 @@ fn gpu_slices_match_the_cpu() {
                 Ok(())
             })
             .unwrap();
-            let gpu = GpuExecutor::new(&GpuOptions { device: 0, staging: StagingConfig { slots: 3, slot_bytes: 4096 + 18, readers: 2 } })
+            let gpu = GpuExecutor::new(0, &Staging { slots: Some(3), slot_bytes: Some(4096 + 18), readers: Some(2), ..Default::default() })
                 .unwrap();
             let mut got = vec![];
             gpu.stream(&cat, &plan, Control::default(), |t| {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use weightstream::format::{open_with, FileSource, SharedSource};
-use weightstream::{convert_catalog, Control, ConvertOptions, CpuExecutor, CpuOptions, Error, HostTensor, Plan, PlanOptions};
+use weightstream::{convert_catalog, Control, ConvertOptions, CpuExecutor, Error, HostTensor, Plan, PlanOptions, Staging};
 use weightstream_io::testing::FailingSource;
 
 /// A safetensors file of F32 and F16 tensors with known contents.
@@ -50,7 +50,7 @@ fn tempdir(tag: &str) -> PathBuf {
 
 fn load_all(cat: &weightstream::Catalog, threads: usize, control: Control) -> weightstream::Result<Vec<HostTensor>> {
     let plan = Plan::new(cat, &PlanOptions::default())?;
-    let cpu = CpuExecutor::new(&CpuOptions { threads: Some(threads), ..Default::default() })?;
+    let cpu = CpuExecutor::new(&Staging { threads: Some(threads), ..Default::default() })?;
     let mut out = vec![];
     cpu.stream(cat, &plan, control, |t| {
         out.push(t);

@@ -10,7 +10,7 @@ mod common;
 use std::ops::Range;
 
 use common::{dir, write_block_gguf, write_fp8_checkpoint};
-use weightstream::{Catalog, Control, CpuExecutor, CpuOptions, Error, HostTensor, Job, Plan, PlanOptions, SourceKind};
+use weightstream::{Catalog, Control, CpuExecutor, Error, HostTensor, Job, Plan, PlanOptions, SourceKind, Staging};
 
 fn whole(cat: &Catalog) -> Vec<HostTensor> {
     let plan = Plan::new(cat, &PlanOptions::default()).unwrap();
@@ -66,7 +66,7 @@ fn covering_bytes(r: &Range<u64>, c: &Range<u64>, (block, size): (u64, u64)) -> 
     (r.end - r.start) * (c.end.div_ceil(block) - c.start / block) * size
 }
 
-fn check(cat: &Catalog, opts: CpuOptions, what: &str) {
+fn check(cat: &Catalog, opts: Staging, what: &str) {
     let reference = whole(cat);
     let full = Plan::new(cat, &PlanOptions::default()).unwrap();
     let cpu = CpuExecutor::new(&opts).unwrap();
@@ -110,7 +110,7 @@ fn slices_of_every_format_through_every_source_match_the_sliced_whole() {
             for (readers, chunk) in [(1, 4096 + 18), (3, 1 << 20), (2, if tiny { 100 } else { 8192 + 36 })] {
                 check(
                     &cat,
-                    CpuOptions { readers: Some(readers), chunk_bytes: Some(chunk), ..Default::default() },
+                    Staging { readers: Some(readers), slot_bytes: Some(chunk), ..Default::default() },
                     &format!("{kind:?} chunk {chunk}"),
                 );
             }

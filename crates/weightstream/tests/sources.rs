@@ -11,9 +11,9 @@ use std::fs::File;
 
 use common::{dir, write_checkpoint};
 use weightstream::format::io::evict;
-use weightstream::{Catalog, Control, CpuExecutor, CpuOptions, Error, HostTensor, Plan, PlanOptions, SourceKind};
+use weightstream::{Catalog, Control, CpuExecutor, Error, HostTensor, Plan, PlanOptions, SourceKind, Staging};
 
-fn load(cat: &Catalog, opts: CpuOptions) -> Vec<HostTensor> {
+fn load(cat: &Catalog, opts: Staging) -> Vec<HostTensor> {
     let plan = Plan::new(cat, &PlanOptions::default()).unwrap();
     let cpu = CpuExecutor::new(&opts).unwrap();
     let mut out = vec![];
@@ -42,7 +42,7 @@ fn load(cat: &Catalog, opts: CpuOptions) -> Vec<HostTensor> {
 fn every_source_gives_the_bits_of_mmap() {
     let d = dir("sources");
     let path = write_checkpoint(&d);
-    let reference = load(&weightstream::open_with_source(&path, SourceKind::Mmap).unwrap(), CpuOptions::default());
+    let reference = load(&weightstream::open_with_source(&path, SourceKind::Mmap).unwrap(), Staging::default());
     let residues: std::collections::HashSet<u64> = {
         let cat = weightstream::open_with_source(&path, SourceKind::Mmap).unwrap();
         cat.tensors.iter().map(|t| t.offset % 4096).collect()
@@ -65,7 +65,7 @@ fn every_source_gives_the_bits_of_mmap() {
         };
         // gds on the CPU path reads with O_DIRECT (its name says gds).
         assert!(cat.files[0].source.name() == want || cat.files[0].source.name() == "gds", "{kind:?}: {}", cat.files[0].source.name());
-        let got = load(&cat, CpuOptions { readers: Some(readers), chunk_bytes: Some(chunk), ..Default::default() });
+        let got = load(&cat, Staging { readers: Some(readers), slot_bytes: Some(chunk), ..Default::default() });
         assert_eq!(got.len(), reference.len());
         for (g, r) in got.iter().zip(&reference) {
             assert!(g == r, "{kind:?} readers={readers} chunk={chunk}: '{}' differs from mmap", r.name);
@@ -77,7 +77,7 @@ fn every_source_gives_the_bits_of_mmap() {
     let cat = weightstream::open(&path).unwrap();
     assert_eq!(cat.files[0].source.name(), "direct", "{:?}", cat.files[0].source.note());
     assert!(cat.files[0].source.note().unwrap().starts_with("auto:"));
-    assert!(load(&cat, CpuOptions::default()) == reference, "auto (direct) differs from mmap");
+    assert!(load(&cat, Staging::default()) == reference, "auto (direct) differs from mmap");
 }
 
 #[test]
@@ -89,7 +89,7 @@ fn a_file_that_shrinks_under_a_direct_load_is_a_read_error() {
     let len = std::fs::metadata(&path).unwrap().len();
     File::options().write(true).open(&path).unwrap().set_len(len - 5000).unwrap();
     let plan = Plan::new(&cat, &PlanOptions::default()).unwrap();
-    let cpu = CpuExecutor::new(&CpuOptions { readers: Some(2), chunk_bytes: Some(8192), ..Default::default() }).unwrap();
+    let cpu = CpuExecutor::new(&Staging { readers: Some(2), slot_bytes: Some(8192), ..Default::default() }).unwrap();
     match cpu.stream(&cat, &plan, Control::default(), |_| Ok(())) {
         Err(Error::Read { file, tensor, offset, .. }) => {
             assert_eq!(file, path);

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use weightstream::dequant::Isa;
-use weightstream::{Control, Device, DeviceChoice, LoadStats, Loader, Plan, PlanOptions, Staging, StagingConfig};
+use weightstream::{Control, Device, DeviceChoice, LoadStats, Loader, Plan, PlanOptions, Staging};
 
 use crate::human;
 use crate::progress::Bar;
@@ -127,7 +127,9 @@ pub fn run(args: &Args) -> CmdResult {
             let w = Where::Cuda {
                 ordinal: n,
                 name: gpu.info().name.clone(),
-                staging: staging.gpu(),
+                slots: gpu.slots(),
+                slot_bytes: gpu.slot_bytes(),
+                readers: gpu.readers(),
                 notes: gpu.notes().into_iter().map(|n| n.text).collect(),
             };
             (stats, host, w)
@@ -146,7 +148,7 @@ pub fn run(args: &Args) -> CmdResult {
 /// Where the load ran, for the report.
 enum Where {
     Cpu { isa: &'static str, threads: usize, readers: usize },
-    Cuda { ordinal: usize, name: String, staging: StagingConfig, notes: Vec<String> },
+    Cuda { ordinal: usize, name: String, slots: usize, slot_bytes: usize, readers: usize, notes: Vec<String> },
 }
 
 struct Verification {
@@ -157,7 +159,7 @@ struct Verification {
 
 /// Recompute with the scalar kernels on one thread: an independent path.
 fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[Vec<u16>]) -> weightstream::Result<Verification> {
-    let reference = weightstream::CpuExecutor::new(&Staging { threads: Some(1), isa: Some(Isa::Scalar), ..Default::default() }.cpu())?;
+    let reference = weightstream::CpuExecutor::new(&Staging { threads: Some(1), isa: Some(Isa::Scalar), ..Default::default() })?;
     let mut mismatches = vec![];
     for (job, data) in plan.jobs.iter().zip(got) {
         let want = reference.run_job(cat, job, None)?;
@@ -171,9 +173,9 @@ fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[Vec<u16>]) -> weights
 fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Where, plan: &Plan, v: Option<&Verification>) {
     let (device, detail) = match where_ {
         Where::Cpu { isa, threads, readers } => ("cpu".to_string(), json!({"isa": isa, "threads": threads, "readers": readers})),
-        Where::Cuda { ordinal, name, staging, notes } => (
+        Where::Cuda { ordinal, name, slots, slot_bytes, readers, notes } => (
             format!("cuda:{ordinal}"),
-            json!({"gpu": name, "staging_slots": staging.slots, "staging_bytes": staging.slot_bytes, "readers": staging.readers, "storage_notes": notes}),
+            json!({"gpu": name, "staging_slots": slots, "staging_bytes": slot_bytes, "readers": readers, "storage_notes": notes}),
         ),
     };
     if args.json {
@@ -191,8 +193,8 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
     }
     let how = match where_ {
         Where::Cpu { isa, threads, .. } => format!("{isa} kernels, {threads} threads"),
-        Where::Cuda { name, staging, .. } => {
-            format!("{name}, {} x {} staging, {} readers", staging.slots, human::bytes(staging.slot_bytes as u64), staging.readers)
+        Where::Cuda { name, slots, slot_bytes, readers, .. } => {
+            format!("{name}, {slots} x {} staging, {readers} readers", human::bytes(*slot_bytes as u64))
         }
     };
     let verb = if args.read_only { "read" } else { "loaded" };

@@ -12,8 +12,9 @@ use weightstream_cuda::trim::pieces;
 use weightstream_dequant::{dequantize, dequantize_par, dequantize_par_fetch, FetchError, DEFAULT_PIECE};
 use weightstream_format::Catalog;
 
+use super::groups::{Group, GroupBytes};
+use super::{alloc_output, CpuExecutor};
 use crate::access::JobKernel;
-use crate::cpu::{alloc_output, CpuExecutor, Group, GroupBytes};
 use crate::error::{Error, Result};
 use crate::plan::file_path;
 
