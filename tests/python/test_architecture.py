@@ -32,6 +32,18 @@ def actual() -> dict[str, set[str]]:
     }
 
 
+def test_readme_layout_names_every_crate_folder():
+    """README's layout table lists each workspace crate's folder (a newcomer
+    finds a piece from it)."""
+    out = subprocess.run(
+        ["cargo", "metadata", "--no-deps", "--format-version", "1", "--offline"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    folders = {str(Path(p["manifest_path"]).parent.relative_to(ROOT)) for p in json.loads(out)["packages"]}
+    layout = (ROOT / "README.md").read_text().split("## Layout")[1]
+    listed = set(re.findall(r"^\| `([^`]+)`", layout, re.M)) | set(re.findall(r"^\| `[^`]+`, `([^`]+)`", layout, re.M))
+    assert folders <= listed, sorted(folders - listed)
+
+
 def test_architecture_draws_every_crate_arrow():
     assert drawn() == actual()
 
