@@ -143,11 +143,14 @@ note() { echo "$*" | tee -a "$SUMMARY"; }
 # part STEP LABEL CMD...: run one command of a step, its output into the
 # step's log (and $LOGS/last.out); returns its status, records a failure.
 part() {
-  local step=$1 label=$2 left rc t0=$SECONDS
+  local step=$1 label=$2 left rc t0=$SECONDS limit="the call's deadline"
   shift 2
   left=$((DEADLINE - SECONDS - RESERVE))
   # In the quick round each step also ends at its own slice's end.
-  [ -n "${STEP_END:-}" ] && [ $((STEP_END - SECONDS)) -lt "$left" ] && left=$((STEP_END - SECONDS))
+  if [ -n "${STEP_END:-}" ] && [ $((STEP_END - SECONDS)) -lt "$left" ]; then
+    left=$((STEP_END - SECONDS))
+    limit="the step's time slice"
+  fi
   if [ "$left" -le 0 ]; then
     note "FAIL $step: $label: not started, the step's time (or the call's deadline, GPU_ROUND_DEADLINE=$DEADLINE s) was up"
     STEP_FAILED=1
@@ -161,7 +164,7 @@ part() {
     echo "   ok: $label ($((SECONDS - t0)) s)"
   else
     case "$rc" in
-      124 | 137) note "FAIL $step: $label: timed out after $left s (the call's deadline)" ;;
+      124 | 137) note "FAIL $step: $label: timed out after $left s ($limit)" ;;
       *) note "FAIL $step: $label (exit $rc, $((SECONDS - t0)) s; last lines in logs.tar.gz:$step.log)" ;;
     esac
     tail -15 "$LOGS/last.out" | sed 's/^/   | /'
