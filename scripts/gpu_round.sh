@@ -101,8 +101,12 @@ for line in sys.stdin:
     --platform manylinux2014_x86_64 -d "$CARRY/wheels" gguf==0.19.0 cuda-bench==0.3.0 \
     "$(grep -o 'nvidia-cufile==[0-9.]*' requirements/cuda-toolchain.txt)"
   # The python step's transformers suite and pytest, pinned as in the vLLM
-  # venv: what a PyTorch-only Python lacks (torch, numpy, safetensors and
-  # their own dependencies are there); installed without dependencies.
+  # venv, installed without dependencies ahead of the image's own (its
+  # transformers 5.17 and huggingface_hub 1.33, device KINDS.md, are older
+  # than the loader is tested with): everything the suite imports beyond
+  # torch, numpy, safetensors and their dependencies, so it does not hang
+  # on the image's other versions (checked in an interpreter that sees only
+  # those: 21 MB of wheels).
   local hf n pin pins=()
   hf="transformers tokenizers huggingface_hub accelerate httpx2 httpcore2 anyio idna truststore h11 certifi sniffio
       PyYAML regex tqdm psutil packaging pytest pluggy iniconfig Pygments"
