@@ -2,12 +2,13 @@
 # The C API and the llama.cpp adapter, against real llama.cpp:
 #   - llama.cpp built from the pinned llama-cpp-python sdist (scripts/build_llama_cpp.sh);
 #   - weightstream.h compiles as C11 and as C++;
-#   - crates/weightstream-capi/tests/test_capi.c: every C API function, error path and
-#     cancellation, under valgrind (definite or indirect leaks fail);
+#   - crates/weightstream-capi/tests/test_capi.c: every C API function,
+#     error path and cancellation, under valgrind (definite or indirect
+#     leaks fail);
 #   - the packed safetensors fixtures (tests/fixtures/packed.py) through the
 #     C API under valgrind: BF16 names and the CLI convert's bits;
-#   - plugins/llamacpp/tests/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0, Q8_0 with
-#     tied embeddings, and a Q4_K_M and an IQ4_XS written by the real
+#   - plugins/llamacpp/tests/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0,
+#     Q8_0 with tied embeddings, and a Q4_K_M and an IQ4_XS written by the real
 #     llama-quantize) loaded through the adapter give logits identical to
 #     llama.cpp's normal load of the gguf-py-dequantized BF16 GGUF; a GGUF
 #     with a type no reference dequantizes (Q8_K) is refused with a message
