@@ -15,7 +15,7 @@ from safetensors.numpy import save_file
 
 import packed
 import reference
-from conftest import SEED, inspect_json, run_ws
+from harness import SEED, inspect_json, run_ws
 from test_cpu_parity import ISAS, assert_bits_equal, convert
 
 

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
 
 import weightstream.transformers as wst
-from conftest import ROOT, SEED
+from harness import ROOT, SEED
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: scripts/gpu_round.sh runs it")
 transformers.logging.set_verbosity_error()

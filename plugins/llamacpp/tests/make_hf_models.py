@@ -2,7 +2,7 @@
 """Hugging Face checkpoints for the llama.cpp adapter test, each with its
 reference GGUF:
 
-    python tests/llamacpp/make_hf_models.py OUT_DIR LLAMA_CPP_SRC
+    python plugins/llamacpp/tests/make_hf_models.py OUT_DIR LLAMA_CPP_SRC
 
 (needs torch, transformers, tokenizers and compressed-tensors: run it with
 the vLLM venv's python, scripts/setup_vllm.sh.)
@@ -162,7 +162,7 @@ def main(out: Path, llama_src: Path) -> None:
     logging.disable(logging.WARNING)
     # The vendored gguf-py, which convert_hf_to_gguf.py is written against,
     # before anything imports the venv's gguf.
-    sys.path[:0] = [str(llama_src / "gguf-py"), str(llama_src), str(HERE.parent / "vllm")]
+    sys.path[:0] = [str(llama_src / "gguf-py"), str(llama_src), str(HERE.parents[2] / "tests" / "vllm")]
     import models  # tests/vllm/models.py: the quantized variants
     out.mkdir(parents=True, exist_ok=True)
     for seed, arch in enumerate(ARCHS):

@@ -4,22 +4,19 @@ suite. llama.cpp's tools come from $WEIGHTSTREAM_LLAMA_CPP or
 scripts/build_llama_cpp.sh's cached build (test_c.sh has built it by then)."""
 import importlib.util
 import os
-import secrets
 import sys
 from pathlib import Path
 
 import pytest
 
+# ROOT and the printed SEED: tests/fixtures/harness.py, which the package's
+# conftest one folder up put on sys.path and whose seed header it prints.
+from harness import ROOT, SEED
+
 # Nothing here needs the network; the hub-id fallback test then fails fast
 # (huggingface_hub reads this once, at import).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
-SEED = int(os.environ.get("WEIGHTSTREAM_SEED") or secrets.randbits(16))
-
-
-def pytest_report_header(config):
-    return f"weightstream transformers suite seed: {SEED} (WEIGHTSTREAM_SEED={SEED} reproduces this run)"
 
 
 @pytest.fixture(scope="session")
