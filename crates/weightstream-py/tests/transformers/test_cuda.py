@@ -6,8 +6,6 @@ it (its python step) on the GPU machine, where llama.cpp's tools are not:
 these checkpoints are written by gguf-py and the packed generators alone."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 import transformers
@@ -15,7 +13,7 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
 
 import weightstream.transformers as wst
-from harness import ROOT, SEED
+from harness import SEED
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: scripts/gpu_round.sh runs it")
 transformers.logging.set_verbosity_error()
@@ -28,13 +26,12 @@ KINDS = ["q8_0", "q4_0", "tied-q8_0", "fp8"]
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    """{kind: (checkpoint, BF16 reference dir)} from the vLLM suite's
-    generators."""
-    spec = importlib.util.spec_from_file_location("vllm_models", ROOT / "tests/vllm/models.py")
-    vm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(vm)
+    """{kind: (checkpoint, BF16 reference dir)} from the shared generators
+    (tests/fixtures/hf_models.py)."""
+    import hf_models
+
     root = tmp_path_factory.mktemp("cuda")
-    return vm.build_all(root, SEED)
+    return hf_models.build_all(root, SEED)
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:

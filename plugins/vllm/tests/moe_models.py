@@ -13,7 +13,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from models import bf16, save_reference
+from hf_models import bf16, save_reference
 
 CONFIG = dict(
     vocab_size=512, hidden_size=256, intermediate_size=512, moe_intermediate_size=768, num_hidden_layers=2,

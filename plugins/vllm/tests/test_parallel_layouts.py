@@ -36,7 +36,7 @@ import pytest
 import shares
 from conftest import ROOT, SEED
 
-LAYOUTS = ROOT / "tests/vllm/layouts.py"
+LAYOUTS = ROOT / "plugins/vllm/tests/layouts.py"
 PP = {"pipeline_parallel_size": 2}
 TP = {"tensor_parallel_size": 2}
 EP = {"tensor_parallel_size": 2, "enable_expert_parallel": True}
@@ -68,9 +68,9 @@ def runs(kquants, moe, variants):
             spec.append([str(model), loader, layout, gen])
             keys.append((name, loader))
     env = dict(os.environ, VLLM_ALLOW_INSECURE_SERIALIZATION="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "tests/vllm/digest_hook"), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([str(ROOT / "plugins/vllm/tests/digest_hook"), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, LAYOUTS, json.dumps(spec)], capture_output=True, text=True, timeout=1500, env=env,
-                       cwd=ROOT / "tests/vllm")
+                       cwd=ROOT / "plugins/vllm/tests")
     out = {k: {"LOG": ""} for k in keys}
     current = None
     for line in r.stdout.splitlines():
@@ -109,7 +109,7 @@ def _same_parameters(runs, name):
 def test_pipeline_stages_read_only_their_layers(runs, kquants):
     from vllm.distributed.utils import get_pp_indices
 
-    import models
+    import hf_models as models
 
     _same_parameters(runs, "pp")
     gguf_file = kquants["Q4_K_M"][0] / "model.gguf"
@@ -126,7 +126,7 @@ def test_pipeline_stages_read_only_their_layers(runs, kquants):
 def test_pipeline_stages_with_tied_embeddings(runs, variants):
     from vllm.distributed.utils import get_pp_indices
 
-    import models
+    import hf_models as models
 
     _same_parameters(runs, "pp-tied")
     gguf_file = variants["tied-q8_0"][0] / "model.gguf"
