@@ -16,7 +16,8 @@ use super::groups::{Group, GroupBytes};
 use super::{alloc_output, CpuExecutor};
 use crate::access::JobKernel;
 use crate::error::{Error, Result};
-use crate::plan::file_path;
+use crate::plan::{file_path, Job};
+use rayon::prelude::*;
 
 thread_local! {
     /// A small group's bytes, fetched on the calling thread.
@@ -57,6 +58,44 @@ impl CpuExecutor {
                 })
             }
         }
+    }
+
+    /// A batch of one job's groups into `out`, that job's whole output
+    /// (`job` the part it produces): one group as [`Self::dequantize_kept`]
+    /// does it, several (small ones) side by side on the pool, each into
+    /// its own part of `out`.
+    pub(crate) fn dequantize_batch(
+        &self,
+        cat: &Catalog,
+        jk: &JobKernel,
+        job: &Job,
+        gs: &[Group],
+        bytes: &[GroupBytes],
+        out: &mut [u16],
+    ) -> Result<()> {
+        let span = |g: &Group| {
+            let at = job.out_index(g.keep.start) as usize;
+            at..at + (g.keep.end - g.keep.start) as usize
+        };
+        if let ([g], [b]) = (gs, bytes) {
+            return self.dequantize_kept(cat, jk, g, *b, &mut out[span(g)]);
+        }
+        // The groups' outputs are disjoint and in order: cut `out` into them.
+        let mut parts = Vec::with_capacity(gs.len());
+        let (mut rest, mut at) = (out, 0);
+        for g in gs {
+            let s = span(g);
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(s.start - at);
+            let (part, tail) = tail.split_at_mut(s.len());
+            parts.push(part);
+            (rest, at) = (tail, s.end);
+        }
+        self.pool().install(|| {
+            parts
+                .into_par_iter()
+                .zip(gs.par_iter().zip(bytes.par_iter()))
+                .try_for_each(|(o, (g, b))| self.dequantize_kept(cat, jk, g, *b, o))
+        })
     }
 
     /// Group `g`'s kept values into `out`: straight from the kernels, or,

@@ -112,18 +112,8 @@ impl CpuExecutor {
 
     /// `part` (the job of `jk`, or a contiguous piece of it) into `dst`.
     fn fill_part(&self, cat: &Catalog, jk: &JobKernel, part: &Job, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
-        if dst.len() as u64 != part.n_elems {
-            return Err(Error::InvalidArgument(format!(
-                "tensor '{}' needs {} values, its destination holds {}",
-                part.name,
-                part.n_elems,
-                dst.len()
-            )));
-        }
-        self.each_group(cat, &[part], tracker, |g, src| {
-            let at = part.out_index(g.keep.start) as usize;
-            self.dequantize_kept(cat, jk, g, src, &mut dst[at..at + (g.keep.end - g.keep.start) as usize])
-        })
+        fits(part, dst.len())?;
+        self.each_batch(cat, &[part], tracker, |gs, bytes| self.dequantize_batch(cat, jk, part, gs, bytes, dst))
     }
 
     /// Produce one job's tensor.
@@ -134,25 +124,27 @@ impl CpuExecutor {
         Ok(HostTensor { name: job.name.clone(), shape: job.shape.clone(), data })
     }
 
-    /// Every job of `plan` in order, group by group: `on(job index, kernel,
-    /// group, bytes)`; then `finished(job index)` once its last group is done.
+    /// Every job of `plan` in order, batch by batch (groups of one job):
+    /// `on(job index, kernel, groups, their bytes)`; then `finished(job
+    /// index)` once its last group is done.
     fn run_plan(
         &self,
         cat: &Catalog,
         plan: &Plan,
         tracker: &Tracker,
-        mut on: impl FnMut(usize, &JobKernel, &Group, GroupBytes) -> Result<()>,
+        mut on: impl FnMut(usize, &JobKernel, &[Group], &[GroupBytes]) -> Result<()>,
         mut finished: impl FnMut(usize) -> Result<()>,
     ) -> Result<()> {
         let jobs: Vec<&Job> = plan.jobs.iter().collect();
         // The current job's kernel (scales decoded once per job).
         let mut current: Option<(usize, JobKernel)> = None;
-        self.each_group(cat, &jobs, Some(tracker), |g, src| {
+        self.each_batch(cat, &jobs, Some(tracker), |gs, bytes| {
+            let g = gs.last().expect("a batch holds a group");
             if current.as_ref().is_none_or(|(j, _)| *j != g.job) {
                 current = Some((g.job, JobKernel::new(cat, &plan.jobs[g.job])?));
             }
             let (_, jk) = current.as_ref().expect("set above");
-            on(g.job, jk, g, src)?;
+            on(g.job, jk, gs, bytes)?;
             if g.last_of_job {
                 tracker.tensor_done();
                 finished(g.job)?;
@@ -175,28 +167,12 @@ impl CpuExecutor {
             return Err(Error::InvalidArgument(format!("{} destinations for {} tensors", dsts.len(), plan.jobs.len())));
         }
         for (job, d) in plan.jobs.iter().zip(dsts.iter()) {
-            if d.len() as u64 != job.n_elems {
-                return Err(Error::InvalidArgument(format!(
-                    "tensor '{}' needs {} values, its destination holds {}",
-                    job.name,
-                    job.n_elems,
-                    d.len()
-                )));
-            }
+            fits(job, d.len())?;
         }
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         tracker.check()?;
-        self.run_plan(
-            cat,
-            plan,
-            &tracker,
-            |j, jk, g, src| {
-                let at = plan.jobs[j].out_index(g.keep.start) as usize;
-                self.dequantize_kept(cat, jk, g, src, &mut dsts[j][at..at + (g.keep.end - g.keep.start) as usize])
-            },
-            on_done,
-        )?;
+        self.run_plan(cat, plan, &tracker, |j, jk, gs, bytes| self.dequantize_batch(cat, jk, &plan.jobs[j], gs, bytes, dsts[j]), on_done)?;
         Ok(stats(plan, t0))
     }
 
@@ -214,14 +190,13 @@ impl CpuExecutor {
         tracker.check()?;
         // The tensor being produced: filled group by group, then handed over.
         let out: RefCell<Option<(usize, Vec<u16>)>> = RefCell::new(None);
-        let fill_out = |j: usize, jk: &JobKernel, g: &Group, src: GroupBytes| -> Result<()> {
+        let fill_out = |j: usize, jk: &JobKernel, gs: &[Group], bytes: &[GroupBytes]| -> Result<()> {
             let mut out = out.borrow_mut();
             if out.as_ref().is_none_or(|(k, _)| *k != j) {
                 *out = Some((j, alloc_output(&plan.jobs[j].name, plan.jobs[j].n_elems)?));
             }
             let (_, data) = out.as_mut().expect("set above");
-            let at = plan.jobs[j].out_index(g.keep.start) as usize;
-            self.dequantize_kept(cat, jk, g, src, &mut data[at..at + (g.keep.end - g.keep.start) as usize])
+            self.dequantize_batch(cat, jk, &plan.jobs[j], gs, bytes, data)
         };
         let finished = |j: usize| -> Result<()> {
             let (_, data) = out.borrow_mut().take().expect("a finished job has its output");
@@ -231,6 +206,14 @@ impl CpuExecutor {
         self.run_plan(cat, plan, &tracker, fill_out, finished)?;
         Ok(stats(plan, t0))
     }
+}
+
+/// A destination of `len` values for `job`: exactly its values, or an error.
+fn fits(job: &Job, len: usize) -> Result<()> {
+    if len as u64 != job.n_elems {
+        return Err(Error::InvalidArgument(format!("tensor '{}' needs {} values, its destination holds {len}", job.name, job.n_elems)));
+    }
+    Ok(())
 }
 
 fn stats(plan: &Plan, t0: Instant) -> LoadStats {
