@@ -354,7 +354,7 @@ GPT_OSS_CONFIG = dict(
 )
 
 
-def gpt_oss_variant(root: Path, seed: int) -> tuple[Path, Path]:
+def gpt_oss_variant(root: Path, seed: int, config: dict = GPT_OSS_CONFIG) -> tuple[Path, Path]:
     """A tiny random gpt-oss (2 layers, 4 experts) with its experts in
     MXFP4 as the gpt-oss checkpoints store them (`..._blocks` U8 [E, out,
     in/32, 16], `..._scales` U8 [E, out, in/32], quantization_config
@@ -368,7 +368,7 @@ def gpt_oss_variant(root: Path, seed: int) -> tuple[Path, Path]:
     from transformers.integrations.mxfp4 import convert_moe_packed_tensors
 
     torch.manual_seed(seed)
-    config = GptOssConfig(**GPT_OSS_CONFIG, architectures=["GptOssForCausalLM"])
+    config = GptOssConfig(**config, architectures=["GptOssForCausalLM"])
     model = GptOssForCausalLM(config).to(torch.bfloat16)
     with torch.no_grad():
         for p in model.parameters():
