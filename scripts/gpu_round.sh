@@ -6,6 +6,14 @@
 #       fatbins, download the wheels the GPU machine lacks (gguf,
 #       cuda-bench), all into .gpu-carry/, and print the device call.
 #
+#   scripts/gpu_round.sh device quick
+#       the round sized for one short device call (a lent GPU comes with 15
+#       minutes of device time, machine start included): parity, python,
+#       sanitizer (memcheck), sweep (256 MiB outputs) and e2e (Llama-7B's
+#       shapes in 4 layers), in that order, each in its own time slice of a
+#       420 s deadline (GPU_ROUND_DEADLINE), so a slow step cannot starve the
+#       ones after it. Run it with the device tool's timeout_s=480.
+#
 #   scripts/gpu_round.sh device [--gds-optional] [parity] [sanitizer] [python] [sweep] [e2e] [storage]
 #       on the GPU machine (nvcc 13.0, PyTorch, Python 3.12; no cargo, no
 #       network), with .gpu-carry carried: no step named = all of them.
@@ -19,7 +27,8 @@
 #                  PATH, beside nvcc, in /usr/local/cuda*/bin, /opt/nvidia or
 #                  pip nvidia wheels; skipped, with the reason, if absent)
 #       python:    the Python package on the GPU: load_file/open(device="cuda")
-#                  into torch tensors, bitwise equal to the CPU result
+#                  into torch tensors, and weightstream.transformers'
+#                  load_model(device="cuda"), bitwise equal to the CPU result
 #       sweep:     nvbench kernel sweep beside a device-to-device copy
 #                  (GPU_ROUND_SWEEP_ARGS: more sweep.py arguments)
 #       e2e:       Llama-7B-shaped Q4_0/Q4_K_M/IQ4_XS/MXFP4/Q8_0/FP8/BF16 loads against pinned H2D,
@@ -43,13 +52,17 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 CARRY=.gpu-carry
+# The quick round's sweep and end-to-end arguments (also run by 'check').
+QUICK_SWEEP_ARGS="--sizes 256 --timeout 0.4"
+QUICK_E2E_ARGS="--preset 7b-4l --formats q4_0,q8_0,q4_k_m,iq4_xs,fp8,bf16 --sources auto,http --reps 2 --baselines h2d,safetensors --skip-sweep"
 mode=${1:-}
 shift || true
 
-# test_binary PACKAGE TEST DEST: build an integration test binary, copy it to DEST.
+# test_binary PACKAGE TEST DEST [CARGO ARGS]: build an integration test
+# binary, copy it to DEST.
 test_binary() {
   local bin
-  bin=$(cargo test --release --locked -p "$1" --test "$2" --no-run --message-format=json 2>/dev/null | "$WS_VENV/bin/python" -c '
+  bin=$(cargo test --release --locked -p "$1" --test "$2" "${@:4}" --no-run --message-format=json 2>/dev/null | "$WS_VENV/bin/python" -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
@@ -66,10 +79,13 @@ prepare() {
   mkdir -p "$CARRY/bin" "$CARRY/fatbin" "$CARRY/wheels"
   echo "gpu_round: building the GPU test binaries"
   test_binary weightstream-cuda gpu "$CARRY/bin/gpu-tests"
-  test_binary weightstream gpu_sources "$CARRY/bin/gpu-sources-tests"
+  # Without object storage (HTTP, TLS): the test reads local files only,
+  # and the carry (with the tree, 64 MiB at most) has no room to spare.
+  test_binary weightstream gpu_sources "$CARRY/bin/gpu-sources-tests" --no-default-features
   cp target/release/weightstream "$CARRY/bin/weightstream"
-  cp target/python-wheel/weightstream-*.whl "$CARRY/wheels/"
   strip --strip-debug "$CARRY/bin/"* 2>/dev/null || true
+  # The wheel stripped (its library is 65 MB with line tables, 17 MB zipped).
+  (cd crates/weightstream-py && "$WS_VENV/bin/maturin" build --release --locked --strip -q -o "$ROOT/$CARRY/wheels")
   local out_dir
   out_dir=$(cargo build --release --locked -p weightstream-kernels --message-format=json 2>/dev/null | "$WS_VENV/bin/python" -c '
 import json, sys
@@ -84,9 +100,33 @@ for line in sys.stdin:
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$CARRY/wheels" gguf==0.19.0 cuda-bench==0.3.0 \
     "$(grep -o 'nvidia-cufile==[0-9.]*' requirements/cuda-toolchain.txt)"
-  du -sh "$CARRY"
+  # The python step's transformers suite and pytest, pinned as in the vLLM
+  # venv, installed without dependencies ahead of the image's own (its
+  # transformers 5.17 and huggingface_hub 1.33, device KINDS.md, are older
+  # than the loader is tested with): everything the suite imports beyond
+  # torch, numpy, safetensors and their dependencies, so it does not hang
+  # on the image's other versions (checked in an interpreter that sees only
+  # those: 21 MB of wheels).
+  local hf n pin pins=()
+  hf="transformers tokenizers huggingface_hub accelerate httpx2 httpcore2 anyio idna truststore h11 certifi sniffio
+      PyYAML regex tqdm psutil packaging pytest pluggy iniconfig Pygments"
+  for n in $hf; do
+    pin=$(grep -iE "^$n==" requirements/vllm.txt) || { echo "gpu_round: $n is not pinned in requirements/vllm.txt" >&2; exit 1; }
+    pins+=("$pin")
+  done
+  "$WS_VENV/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$CARRY/wheels" "${pins[@]}"
+  # The device tool sends the working tree and the carry, 64 MiB together.
+  local carry_b tree_b
+  carry_b=$(du -sb "$CARRY" | cut -f1)
+  tree_b=$(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+  echo "gpu_round: carry $((carry_b >> 20)) MiB + tracked tree $((tree_b >> 20)) MiB (the device tool's limit: 64 MiB)"
+  [ $((carry_b + tree_b)) -lt $((64 << 20)) ] || { echo "gpu_round: too large to send: carry less" >&2; exit 1; }
   cat <<TXT
-gpu_round: ready. On the GPU machine run, with carry [".gpu-carry"], one call each (10 minutes a call):
+gpu_round: ready. On the GPU machine run, with carry [".gpu-carry"] and timeout_s 480,
+the round sized for a 15-minute device budget (one call):
+  scripts/gpu_round.sh device quick
+or, with more device time, one call each (10 minutes a call):
   scripts/gpu_round.sh device parity sanitizer python
   scripts/gpu_round.sh device sweep
   scripts/gpu_round.sh device e2e
@@ -107,11 +147,16 @@ note() { echo "$*" | tee -a "$SUMMARY"; }
 # part STEP LABEL CMD...: run one command of a step, its output into the
 # step's log (and $LOGS/last.out); returns its status, records a failure.
 part() {
-  local step=$1 label=$2 left rc t0=$SECONDS
+  local step=$1 label=$2 left rc t0=$SECONDS limit="the call's deadline"
   shift 2
   left=$((DEADLINE - SECONDS - RESERVE))
+  # In the quick round each step also ends at its own slice's end.
+  if [ -n "${STEP_END:-}" ] && [ $((STEP_END - SECONDS)) -lt "$left" ]; then
+    left=$((STEP_END - SECONDS))
+    limit="the step's time slice"
+  fi
   if [ "$left" -le 0 ]; then
-    note "FAIL $step: $label: not started, the call's deadline (GPU_ROUND_DEADLINE=$DEADLINE s) was reached"
+    note "FAIL $step: $label: not started, the step's time (or the call's deadline, GPU_ROUND_DEADLINE=$DEADLINE s) was up"
     STEP_FAILED=1
     return 124
   fi
@@ -123,7 +168,7 @@ part() {
     echo "   ok: $label ($((SECONDS - t0)) s)"
   else
     case "$rc" in
-      124 | 137) note "FAIL $step: $label: timed out after $left s (the call's deadline)" ;;
+      124 | 137) note "FAIL $step: $label: timed out after $left s ($limit)" ;;
       *) note "FAIL $step: $label (exit $rc, $((SECONDS - t0)) s; last lines in logs.tar.gz:$step.log)" ;;
     esac
     tail -15 "$LOGS/last.out" | sed 's/^/   | /'
@@ -220,6 +265,10 @@ step_sanitizer() {
   part sanitizer "compute-sanitizer memcheck ($cs)" env WEIGHTSTREAM_PARITY_SIZE=host "$cs" --tool memcheck --leak-check full \
     --error-exitcode 1 "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 every_case_matches_cpu_bitwise pipeline_matches
   local tool
+  if [ "$QUICK" = 1 ]; then
+    note "SKIP sanitizer: racecheck and synccheck (the quick round runs memcheck only; 'device sanitizer' runs all three)"
+    return
+  fi
   for tool in racecheck synccheck; do
     part sanitizer "compute-sanitizer $tool" env WEIGHTSTREAM_PARITY_SIZE=host "$cs" --tool "$tool" --error-exitcode 1 \
       "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1 every_case_matches_cpu_bitwise pipeline_matches
@@ -227,14 +276,16 @@ step_sanitizer() {
 }
 
 step_python() {
-  part python "tests/vllm/test_torch_api.py" env WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" \
-    python3 -m pytest tests/vllm/test_torch_api.py -q -rs -p no:cacheprovider
+  part python "the Python package with torch (crates/weightstream-py/tests/torch)" env WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" \
+    python3 -m pytest crates/weightstream-py/tests/torch -q -rs -p no:cacheprovider
+  part python "weightstream.transformers on CUDA (crates/weightstream-py/tests/transformers/test_cuda.py)" \
+    python3 -m pytest crates/weightstream-py/tests/transformers/test_cuda.py -q -rs -p no:cacheprovider
 }
 
 step_sweep() {
   local extra=()
   rm -f "$out/sweep.csv"
-  read -r -a extra <<< "${GPU_ROUND_SWEEP_ARGS:-}"
+  read -r -a extra <<< "${GPU_ROUND_SWEEP_ARGS:-$([ "$QUICK" = 1 ] && echo "$QUICK_SWEEP_ARGS")}"
   part sweep "bench/gpu/sweep.py" python3 bench/gpu/sweep.py --fatbins "$CARRY/fatbin" --ws "$CARRY/bin/weightstream" \
     --csv "$out/sweep.csv" "${extra[@]}"
 }
@@ -242,10 +293,14 @@ step_sweep() {
 step_e2e() {
   local extra=()
   rm -f "$out/e2e.json"
-  read -r -a extra <<< "${GPU_ROUND_E2E_ARGS:-}"
-  # --budget: no new measurement after what the deadline leaves, less a minute.
+  read -r -a extra <<< "${GPU_ROUND_E2E_ARGS:-$([ "$QUICK" = 1 ] && echo "$QUICK_E2E_ARGS")}"
+  # --budget: no new measurement after what the deadline (or the step's
+  # slice) leaves, less a minute in the full round, 15 s in the quick one.
+  local end=$((DEADLINE - RESERVE)) margin=60
+  [ -n "${STEP_END:-}" ] && [ "$STEP_END" -lt "$end" ] && end=$STEP_END
+  [ "$QUICK" = 1 ] && margin=15
   part e2e "bench/gpu/e2e.py" python3 bench/gpu/e2e.py --ws "$CARRY/bin/weightstream" "${E2E_DIRS[@]}" --out "$out/e2e.json" \
-    --budget $((DEADLINE - SECONDS - RESERVE - 60)) "${extra[@]}"
+    --budget $((end - SECONDS - margin)) "${extra[@]}"
 }
 
 step_storage() {
@@ -265,13 +320,19 @@ device() {
   out=${OUT:-$ROOT/gpu-round-out}
   GDS_REQUIRED=1
   case "${GPU_ROUND_GDS:-required}" in required) ;; optional) GDS_REQUIRED=0 ;; *) echo "gpu_round: GPU_ROUND_GDS is required or optional" >&2; exit 2 ;; esac
-  DEADLINE=${GPU_ROUND_DEADLINE:-570}
+  QUICK=0
+  [ "${1:-}" = quick ] && QUICK=1
+  DEADLINE=${GPU_ROUND_DEADLINE:-$([ "$QUICK" = 1 ] && echo 420 || echo 570)}
   RESERVE=20  # seconds kept for the report and the bundle
   E2E_DIRS=()
   local d step steps=() all=(parity sanitizer python sweep e2e storage)
   for d in ${GPU_ROUND_E2E_DIRS:-/tmp/ws-e2e $HOME/ws-e2e /dev/shm/ws-e2e}; do E2E_DIRS+=(--dir "$d"); done
+  # The quick round's steps and the end of each one's slice, in seconds from
+  # the start (the sanitizer's memcheck and the python tests are short).
+  declare -A SLICE_END=([parity]=150 [python]=185 [sanitizer]=245 [sweep]=300 [e2e]=$((DEADLINE - RESERVE)))
   for step in "$@"; do
     case "$step" in
+      quick) [ "$#" = 1 ] || { echo "gpu_round: 'quick' runs alone" >&2; exit 2; }; steps=(parity python sanitizer sweep e2e) ;;
       --gds-optional) GDS_REQUIRED=0 ;;
       parity | sanitizer | python | sweep | e2e | storage) steps+=("$step") ;;
       *) echo "gpu_round: unknown step '$step' (steps: ${all[*]}; option: --gds-optional)" >&2; exit 2 ;;
@@ -289,7 +350,7 @@ device() {
   {
     echo "date: $(date -u +%FT%TZ)"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-    echo "steps: ${steps[*]}; cuFile $([ "$GDS_REQUIRED" = 1 ] && echo required || echo optional); deadline ${DEADLINE} s"
+    echo "steps: ${steps[*]}$([ "$QUICK" = 1 ] && echo " (quick: one time slice each)"); cuFile $([ "$GDS_REQUIRED" = 1 ] && echo required || echo optional); deadline ${DEADLINE} s"
     if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader 2>&1 | tail -1; else echo "nvidia-smi: not on PATH"; fi
     if command -v nvcc >/dev/null; then nvcc --version | tail -1; else echo "nvcc: not on PATH"; fi
     python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1 | tail -1
@@ -308,6 +369,8 @@ device() {
     echo "== $step"
     local t0=$SECONDS
     STEP_FAILED=0
+    STEP_END=
+    [ "$QUICK" = 1 ] && STEP_END=${SLICE_END[$step]}
     CUR_LOG=$out/$step.log
     "step_$step"
     mv "$CUR_LOG" "$LOGS/" 2>/dev/null
@@ -334,6 +397,11 @@ check() {
   tmp=$(mktemp -d)
   "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/launch_args.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
   "$WS_VENV/bin/python" bench/gpu/e2e.py --ws "$WEIGHTSTREAM_BIN" --dir "$tmp/models" --out "$tmp/e2e.json" --dry-run --reps 2
+  # The quick round's arguments parse and run (on the tiny model: --dry-run).
+  local quick_e2e
+  read -r -a quick_e2e <<< "$QUICK_E2E_ARGS"
+  "$WS_VENV/bin/python" bench/gpu/e2e.py --ws "$WEIGHTSTREAM_BIN" --dir "$tmp/models" --out "$tmp/e2e-quick.json" --dry-run "${quick_e2e[@]}" >/dev/null 2>&1 \
+    || { echo "gpu_round: the quick round's e2e arguments fail: $QUICK_E2E_ARGS" >&2; exit 1; }
   "$WS_VENV/bin/python" bench/io/storage.py --ws "$WEIGHTSTREAM_BIN" --device cpu --sources auto,read,mmap,direct,gds \
     --model "$tmp/models/tiny-llama-q4_0.gguf" --reps 2 --out "$tmp/storage.json" >/dev/null 2>&1
   "$WS_VENV/bin/python" bench/gpu/report.py --e2e "$tmp/e2e.json" --storage "$tmp/storage.json" --out "$tmp/report.md" >/dev/null

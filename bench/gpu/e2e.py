@@ -152,8 +152,8 @@ def generate(d: Path, preset: str, formats: list[str]):
         log(f"generated {missing} in {time.perf_counter() - t:.0f} s")
 
 
-def ws_load(ws: Path, path: Path, device: str, extra=()) -> dict:
-    check_budget(f"loading {path.name}")
+def ws_load(ws: Path, path, device: str, extra=()) -> dict:
+    check_budget(f"loading {path if isinstance(path, str) else path.name}")
     r = subprocess.run([ws, "load", path, "--device", device, "--json", *map(str, extra)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"weightstream load {path} {' '.join(map(str, extra))} failed: {r.stderr}")
@@ -164,18 +164,31 @@ def ours(ws: Path, d: Path, preset: str, device: str, reps: int, formats: list[s
     """weightstream per format and source; keyed by format (source auto) or
     'format (source)'; saved after each."""
     out = {}
-    for fmt in formats:
-        for source in sources:
-            p = d / FORMATS[fmt].format(p=preset)
-            runs = [ws_load(ws, p, device, ["--source", source]) for _ in range(reps)]
-            secs = [r["seconds"] for r in runs]
-            key = fmt if source == "auto" else f"{fmt} ({source})"
-            out[key] = {"format": fmt, "source": source, "file_bytes": runs[0]["src_bytes"], "bf16_bytes": runs[0]["out_bytes"],
-                        "seconds": stats(secs), "file_gbps": runs[0]["src_bytes"] / statistics.median(secs) / 1e9,
-                        "bf16_gbps": runs[0]["out_bytes"] / statistics.median(secs) / 1e9, "detail": runs[0]["detail"]}
-            log(f"weightstream {key}: {statistics.median(secs):.3f} s, file {out[key]['file_gbps']:.1f} GB/s, BF16 {out[key]['bf16_gbps']:.1f} GB/s")
-            save(out)
+    from range_server import Serving  # bench/gpu, beside this file
+
+    with Serving(d) as base:
+        for fmt in formats:
+            for source in sources:
+                p = d / FORMATS[fmt].format(p=preset)
+                if source == "http" and p.suffix != ".gguf":
+                    log(f"weightstream {fmt} (http): skipped, an http:// URL names one file (this checkpoint is a directory)")
+                    continue
+                run_one(ws, base, p, fmt, source, device, reps, out)
+                save(out)
     return out
+
+
+def run_one(ws: Path, base: str, p: Path, fmt: str, source: str, device: str, reps: int, out: dict):
+    """One format through one source: `http` reads the file over loopback
+    HTTP (object storage's parallel ranged GETs) from range_server.py."""
+    target, extra = (f"{base}/{p.name}", []) if source == "http" else (p, ["--source", source])
+    runs = [ws_load(ws, target, device, extra) for _ in range(reps)]
+    secs = [r["seconds"] for r in runs]
+    key = fmt if source == "auto" else f"{fmt} ({source})"
+    out[key] = {"format": fmt, "source": source, "file_bytes": runs[0]["src_bytes"], "bf16_bytes": runs[0]["out_bytes"],
+                "seconds": stats(secs), "file_gbps": runs[0]["src_bytes"] / statistics.median(secs) / 1e9,
+                "bf16_gbps": runs[0]["out_bytes"] / statistics.median(secs) / 1e9, "detail": runs[0]["detail"]}
+    log(f"weightstream {key}: {statistics.median(secs):.3f} s, file {out[key]['file_gbps']:.1f} GB/s, BF16 {out[key]['bf16_gbps']:.1f} GB/s")
 
 
 def staging_sweep(ws: Path, path: Path, device: str, reps: int, save) -> list[dict]:
@@ -289,8 +302,9 @@ def main():
     ap.add_argument("--preset", default="7b")
     ap.add_argument("--formats", default=",".join(FORMATS), type=lambda s: csv_list(s, FORMATS, "format"),
                     help=f"comma-separated, of {','.join(FORMATS)} (default all)")
-    ap.add_argument("--sources", default="auto", type=lambda s: csv_list(s, ("auto", "read", "mmap", "direct", "gds"), "source"),
-                    help="weightstream load --source values, comma-separated (default auto)")
+    ap.add_argument("--sources", default="auto", type=lambda s: csv_list(s, ("auto", "read", "mmap", "direct", "gds", "http"), "source"),
+                    help="weightstream load --source values, comma-separated (default auto); http: the GGUF files "
+                         "over loopback HTTP (bench/gpu/range_server.py), through the object-storage source")
     ap.add_argument("--baselines", default=",".join(BASELINES), type=lambda s: csv_list(s, (*BASELINES, "none"), "baseline"),
                     help=f"comma-separated, of {','.join(BASELINES)}, or none (default all)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each load and baseline")

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests/vllm"))
+sys.path.insert(0, str(ROOT / "tests/fixtures"))
 sys.path.insert(0, str(ROOT / "tests/fixtures"))
 
 import gguf  # noqa: E402
 
-import models  # noqa: E402
+import hf_models as models  # noqa: E402
 import real_quants  # noqa: E402
 
 CONFIG = {**models.CONFIG, "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 8, "num_attention_heads": 16,

@@ -13,7 +13,7 @@ import pytest
 import safetensors
 from safetensors import safe_open
 
-from conftest import ROOT, run_ws, ws_bin
+from harness import ROOT, run_ws, ws_bin
 
 
 def read_all(files):

@@ -15,7 +15,7 @@ from safetensors import safe_open
 
 import edge_cases
 import reference
-from conftest import SEED, inspect_json, run_ws
+from harness import SEED, inspect_json, run_ws
 
 ISAS = ["scalar", "avx2", "avx512-int", "avx512"]
 

@@ -10,7 +10,7 @@ import json
 import gguf
 
 import reference
-from conftest import run_ws
+from harness import run_ws
 
 
 def test_formats_json_agrees_with_gguf_py():

@@ -20,7 +20,7 @@ import edge_cases  # noqa: E402
 import malformed  # noqa: E402
 import real_quants  # noqa: E402
 import reference  # noqa: E402
-from conftest import SEED  # noqa: E402
+from harness import SEED  # noqa: E402
 from test_cpu_parity import ISAS, assert_bits_equal, convert  # noqa: E402
 
 # Every f16 edge the Rust cases use (signalling and negative NaNs, the

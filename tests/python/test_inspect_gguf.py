@@ -6,7 +6,7 @@ import math
 import gguf
 import numpy as np
 import pytest
-from conftest import inspect_json, run_ws
+from harness import inspect_json, run_ws
 
 VT = gguf.GGUFValueType
 FLOAT_TYPES = {VT.FLOAT32: np.float32, VT.FLOAT64: np.float64}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import safetensors
 from safetensors import safe_open
-from conftest import inspect_json
+from harness import inspect_json
 
 
 def reference(paths: list[Path]) -> tuple[dict, dict]:

@@ -14,7 +14,7 @@ import pytest
 
 import malformed as m
 import reference
-from conftest import run_ws
+from harness import run_ws
 
 
 def gguf_file(path, tensors, kv=()):

@@ -8,7 +8,7 @@ import struct
 import gguf
 import pytest
 import malformed
-from conftest import run_ws
+from harness import run_ws
 
 CASES = malformed.cases()
 

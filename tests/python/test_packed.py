@@ -3,7 +3,7 @@ MXFP4 compressed-tensors and gpt-oss): inspect names the scheme and scale
 layout, convert matches an independent numpy implementation bit for bit
 on every ISA and thread count, and every malformed pairing is refused with
 a typed error naming the tensor. (The producers' own decompression is
-checked in tests/vllm/test_packed_references.py, where torch is.)"""
+checked in plugins/vllm/tests/test_packed_references.py, where torch is.)"""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ from safetensors.numpy import save_file
 
 import packed
 import reference
-from conftest import SEED, inspect_json, run_ws
+from harness import SEED, inspect_json, run_ws
 from test_cpu_parity import ISAS, assert_bits_equal, convert
 
 

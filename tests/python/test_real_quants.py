@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import real_quants  # noqa: E402
-from conftest import inspect_json, run_ws  # noqa: E402
+from harness import inspect_json, run_ws  # noqa: E402
 from test_cpu_parity import ISAS, assert_bits_equal, convert, gguf_reference  # noqa: E402
 
 # The types each llama-quantize preset must produce on the tiny model (its

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import weightstream
-from conftest import ROOT, SEED, run_ws, ws_bin
+from harness import ROOT, SEED, run_ws, ws_bin
 
 sys.path.insert(0, str(ROOT / "tests" / "s3"))
 sys.path.insert(0, str(ROOT / "tests" / "python"))

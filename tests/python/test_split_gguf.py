@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import real_quants  # noqa: E402
 import sample_model  # noqa: E402
-from conftest import SEED, inspect_json, run_ws  # noqa: E402
+from harness import SEED, inspect_json, run_ws  # noqa: E402
 from test_cpu_parity import assert_bits_equal, convert  # noqa: E402
 
 

@@ -14,7 +14,7 @@ import types
 import numpy as np
 import pytest
 
-from conftest import ROOT, ws_bin
+from harness import ROOT, ws_bin
 
 
 @pytest.fixture(scope="module")

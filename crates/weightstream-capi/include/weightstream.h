@@ -167,8 +167,9 @@ ws_status ws_load_slice(ws_checkpoint *ckpt, size_t index, const ws_slice *slice
 int ws_cuda_device_count(void);
 
 /* Layout check for bindings and tests: writes sizes and offsets of the
- * structs above as the library sees them (see tests/capi/test_capi.c);
- * returns how many values it wrote, at most `capacity`. */
+ * structs above as the library sees them (see
+ * crates/weightstream-capi/tests/test_capi.c); returns how many values it
+ * wrote, at most `capacity`. */
 size_t ws_abi_layout(uint64_t *values, size_t capacity);
 
 #ifdef __cplusplus

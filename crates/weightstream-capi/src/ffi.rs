@@ -301,7 +301,7 @@ pub extern "C" fn ws_cuda_device_count() -> c_int {
 }
 
 /// Sizes and offsets of the header's structs as Rust lays them out, in the
-/// order tests/capi/test_capi.c checks them.
+/// order crates/weightstream-capi/tests/test_capi.c checks them.
 pub fn abi_layout() -> Vec<u64> {
     use std::mem::{offset_of, size_of};
     vec![

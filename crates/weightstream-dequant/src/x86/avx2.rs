@@ -4,15 +4,20 @@
 //! sets FTZ/DAZ), and the same integer rounding to BF16. Full vectors here,
 //! the remainder through the scalar kernel.
 //!
-//! Every function is `unsafe` with `#[target_feature]`: callers must have
-//! checked `Isa::Avx2.supported()`.
+//! Every function has `#[target_feature]`; those that touch no memory
+//! through pointers are safe functions (safe to call from a kernel with the
+//! same features), the others `unsafe`. Either way, reaching them from code
+//! without the features takes `unsafe` and a checked `Isa::Avx2.supported()`.
+//! (The NEON helpers in arm/ stay `unsafe fn` with `#[inline(always)]`:
+//! a safe helper needs `#[target_feature(enable = "neon")]`, which cannot be
+//! combined with `#[inline(always)]`, and their inlining is not measured.)
 
 use std::arch::x86_64::*;
 
 /// f32 -> BF16 in the low half of each 32-bit lane (RNE, NaN canonical).
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn round_bf16(x: __m256) -> __m256i {
+pub(super) fn round_bf16(x: __m256) -> __m256i {
     let b = _mm256_castps_si256(x);
     let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(1));
     let r = _mm256_srli_epi32::<16>(_mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))));
@@ -23,7 +28,7 @@ pub(super) unsafe fn round_bf16(x: __m256) -> __m256i {
 /// Two vectors of 8 rounded lanes -> 16 BF16 values in order.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn pack(a: __m256i, b: __m256i) -> __m256i {
+pub(super) fn pack(a: __m256i, b: __m256i) -> __m256i {
     // packus interleaves 128-bit lanes: [a0-3 b0-3 a4-7 b4-7]; restore order.
     _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(a, b))
 }

@@ -150,14 +150,14 @@ pub(super) unsafe fn load32(p: *const u8) -> __m256i {
 /// the mask keeps).
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn bits(v: __m256i, shift: u32, mask: i8) -> __m256i {
+pub(super) fn bits(v: __m256i, shift: u32, mask: i8) -> __m256i {
     _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift as i32)), _mm256_set1_epi8(mask))
 }
 
 /// Byte j of the result is `value` where bit `bit` of byte j of `v` is set, else 0.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
+pub(super) fn where_bit(v: __m256i, bit: u32, value: i8) -> __m256i {
     let m = _mm256_set1_epi8((1u8 << bit) as i8);
     _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, m), m), _mm256_set1_epi8(value))
 }
@@ -179,7 +179,7 @@ pub(super) unsafe fn nibbles32(qs: *const u8) -> __m256i {
 /// Bit j of `bits` as byte j: 0xFF where set, else 0.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn bit_bytes32(bits: u32) -> __m256i {
+pub(super) fn bit_bytes32(bits: u32) -> __m256i {
     // Each 128-bit lane holds the 4 bytes of bits; spread byte j/8 to byte j.
     let spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), spread);
@@ -190,10 +190,8 @@ pub(super) unsafe fn bit_bytes32(bits: u32) -> __m256i {
 /// Bit j of `qh` as byte j (0 or 0x10): the fifth bit of Q5_0/Q5_1 quants.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn fifth_bits32(qh: u32) -> __m256i {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables.
-    unsafe { _mm256_and_si256(bit_bytes32(qh), _mm256_set1_epi8(0x10)) }
+pub(super) fn fifth_bits32(qh: u32) -> __m256i {
+    _mm256_and_si256(bit_bytes32(qh), _mm256_set1_epi8(0x10))
 }
 
 pub(super) fn qh_u32(b: &[u8], at: usize) -> u32 {

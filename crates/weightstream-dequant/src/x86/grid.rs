@@ -25,7 +25,7 @@ kernels! {
 /// bytes, and 0xFF where value j's sign bit (bit j of its sign byte) is set.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn entries16(e0: u64, s0: u8, e1: u64, s1: u8) -> (__m128i, __m128i) {
+pub(super) fn entries16(e0: u64, s0: u8, e1: u64, s1: u8) -> (__m128i, __m128i) {
     let g = _mm_set_epi64x(e1 as i64, e0 as i64);
     let bit = _mm_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
     let s = _mm_set_epi64x(i64::from_ne_bytes([s1; 8]), i64::from_ne_bytes([s0; 8]));
@@ -79,9 +79,10 @@ const _: () = {
 /// A grid's magnitudes as f32 (exact).
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn mags_f32(m: &[u8; 8]) -> __m256 {
-    // SAFETY: 8 readable bytes.
-    unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(m.as_ptr() as *const __m128i))) }
+pub(super) fn mags_f32(m: &[u8; 8]) -> __m256 {
+    // SAFETY: `m` is 8 readable bytes, all that loadl reads.
+    let v = unsafe { _mm_loadl_epi64(m.as_ptr() as *const __m128i) };
+    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))
 }
 
 /// BF16(db * m) for the 8 magnitudes m as a `pshufb` table (low bytes,

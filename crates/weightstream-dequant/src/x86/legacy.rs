@@ -14,7 +14,7 @@ use weightstream_blocks::block;
 /// 8 signed 32-bit integers scaled by d.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn scaled(q: __m256i, d: __m256) -> __m256 {
+pub(super) fn scaled(q: __m256i, d: __m256) -> __m256 {
     _mm256_mul_ps(_mm256_cvtepi32_ps(q), d)
 }
 

@@ -33,32 +33,24 @@ use super::avx512::{Bf16Round, IntRound, Round};
 /// A 16-entry i8 table for `pshufb`.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn table(t: &[i8; 16]) -> __m128i {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
-    unsafe {
-        // SAFETY: 16 readable bytes.
-        _mm_loadu_si128(t.as_ptr() as *const __m128i)
-    }
+pub(super) fn table(t: &[i8; 16]) -> __m128i {
+    // SAFETY: `t` is 16 readable bytes (an unaligned load).
+    unsafe { _mm_loadu_si128(t.as_ptr() as *const __m128i) }
 }
 
 /// The 16 levels of a table as f32 (exact conversions): entries 0..8, 8..16.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn levels_f32(t: &[i8; 16]) -> (__m256, __m256) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables.
-    unsafe {
-        let q = table(t);
-        (_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q))))
-    }
+pub(super) fn levels_f32(t: &[i8; 16]) -> (__m256, __m256) {
+    let q = table(t);
+    (_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q))))
 }
 
 /// `pshufb` order that turns 8 u16 per lane into their 8 low bytes, then
 /// their 8 high bytes.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn split_bytes(t: __m256i) -> __m256i {
+pub(super) fn split_bytes(t: __m256i) -> __m256i {
     let order =
         _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     _mm256_shuffle_epi8(t, order)
@@ -70,16 +62,12 @@ pub(super) unsafe fn split_bytes(t: __m256i) -> __m256i {
 /// tables, the low bytes and the high bytes, each in both lanes.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn products16(levels: (__m256, __m256), d: f32) -> (__m256i, __m256i) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables.
-    unsafe {
-        let dv = _mm256_set1_ps(d);
-        let t = pack(round_bf16(_mm256_mul_ps(levels.0, dv)), round_bf16(_mm256_mul_ps(levels.1, dv)));
-        // [low bytes of 0..8, of 8..16 | high bytes of 0..8, of 8..16]
-        let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(split_bytes(t));
-        (_mm256_permute2x128_si256::<0x00>(s, s), _mm256_permute2x128_si256::<0x11>(s, s))
-    }
+pub(super) fn products16(levels: (__m256, __m256), d: f32) -> (__m256i, __m256i) {
+    let dv = _mm256_set1_ps(d);
+    let t = pack(round_bf16(_mm256_mul_ps(levels.0, dv)), round_bf16(_mm256_mul_ps(levels.1, dv)));
+    // [low bytes of 0..8, of 8..16 | high bytes of 0..8, of 8..16]
+    let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(split_bytes(t));
+    (_mm256_permute2x128_si256::<0x00>(s, s), _mm256_permute2x128_si256::<0x11>(s, s))
 }
 
 /// Low and high bytes of 32 BF16 values (lane 0: values 0..16 of `out0`,
@@ -102,14 +90,10 @@ pub(super) unsafe fn store_bytes(lo: __m256i, hi: __m256i, out0: *mut u16, out1:
 /// 8, then their high bytes.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn bf16_table8(x: __m256) -> __m128i {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables.
-    unsafe {
-        let r = round_bf16(x);
-        let t = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r));
-        _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(t)))
-    }
+pub(super) fn bf16_table8(x: __m256) -> __m128i {
+    let r = round_bf16(x);
+    let t = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r));
+    _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(t)))
 }
 
 /// 16 outputs: entry `idx[j]` (0..8) of a `bf16_table8` table, the high

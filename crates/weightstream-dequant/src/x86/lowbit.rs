@@ -63,10 +63,9 @@ pub unsafe fn q1_0_avx512(src: &[u8], dst: &mut [u16]) {
 /// int -> f32, one `vmulps`) and rounding.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn values4(b: &[u8]) -> __m256i {
+fn values4(b: &[u8]) -> __m256i {
     let levels = _mm256_setr_ps(-1.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0);
-    // SAFETY: inside a kernel with avx2 enabled (the caller's guarantee).
-    let r = unsafe { round_bf16(_mm256_mul_ps(levels, _mm256_set1_ps(f16_at(b, block::q2_0::D)))) };
+    let r = round_bf16(_mm256_mul_ps(levels, _mm256_set1_ps(f16_at(b, block::q2_0::D))));
     // Lane 0 of the pack holds the four values twice; repeat its first 8 bytes.
     _mm256_permute4x64_epi64::<0>(_mm256_packus_epi32(r, r))
 }
@@ -80,8 +79,7 @@ pub unsafe fn q2_0(src: &[u8], dst: &mut [u16]) {
     let up = _mm256_broadcastsi128_si256(_mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1));
     let (pair, high) = (_mm256_set1_epi16(0x0202), _mm256_set1_epi16(0x0100));
     for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        // SAFETY: inside a kernel with this function's features.
-        let t = unsafe { values4(b) };
+        let t = values4(b);
         for k in 0..4 {
             let p = QS + 4 * k;
             let v = _mm256_set1_epi32(i32::from_le_bytes([b[p], b[p + 1], b[p + 2], b[p + 3]]));
@@ -102,8 +100,7 @@ pub unsafe fn q2_0_avx512(src: &[u8], dst: &mut [u16]) {
     let spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
     let shifts = _mm512_set1_epi64(0x0006_0004_0002_0000);
     for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-        // SAFETY: inside a kernel with this function's features.
-        let t = unsafe { _mm512_broadcastq_epi64(_mm256_castsi256_si128(values4(b))) };
+        let t = _mm512_broadcastq_epi64(_mm256_castsi256_si128(values4(b)));
         for k in 0..2 {
             let p = QS + 8 * k;
             let v = _mm256_set1_epi64x(i64::from_le_bytes(b[p..p + 8].try_into().unwrap()));

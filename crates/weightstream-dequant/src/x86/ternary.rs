@@ -34,7 +34,7 @@ pub unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
 /// ((b * 3^k mod 256) * 3) >> 8, with `pow3` holding each byte's 3^k.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn trits16(bytes: __m128i, pow3: __m256i) -> __m128i {
+pub(super) fn trits16(bytes: __m128i, pow3: __m256i) -> __m128i {
     let lo8 = _mm256_set1_epi16(0xFF);
     let q = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), pow3), lo8);
     let t = _mm256_srli_epi16::<8>(_mm256_mullo_epi16(q, _mm256_set1_epi16(3)));

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(Path(__file__).parent))
+# tests/fixtures/hf_models.py: the tiny HF checkpoints and their quantized
+# variants, shared with the transformers and llama.cpp adapter suites.
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 SEED = int(os.environ.get("WEIGHTSTREAM_SEED") or secrets.randbits(16))
 
 
@@ -18,7 +21,7 @@ def pytest_report_header(config):
 
 @pytest.fixture(scope="session")
 def variants(tmp_path_factory):
-    import models
+    import hf_models as models
 
     return models.build_all(tmp_path_factory.mktemp("models"), SEED)
 
@@ -27,9 +30,8 @@ def variants(tmp_path_factory):
 def kquants(tmp_path_factory):
     """Q4_K_M, Q3_K_M and IQ4_XS checkpoints made by the real llama-quantize
     (built by scripts/build_llama_cpp.sh on first use)."""
-    import models
+    import hf_models as models
 
-    sys.path.insert(0, str(ROOT / "tests/fixtures"))
     import real_quants
 
     return models.build_kquants(tmp_path_factory.mktemp("kquants"), SEED,

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import venv
 
-from conftest import ROOT
+from harness import ROOT
 
 
 def test_pip_install_from_the_repo_in_a_fresh_venv(tmp_path, fixtures):

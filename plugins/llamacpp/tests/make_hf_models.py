@@ -2,7 +2,7 @@
 """Hugging Face checkpoints for the llama.cpp adapter test, each with its
 reference GGUF:
 
-    python tests/llamacpp/make_hf_models.py OUT_DIR LLAMA_CPP_SRC
+    python plugins/llamacpp/tests/make_hf_models.py OUT_DIR LLAMA_CPP_SRC
 
 (needs torch, transformers, tokenizers and compressed-tensors: run it with
 the vLLM venv's python, scripts/setup_vllm.sh.)
@@ -15,7 +15,7 @@ tokenizer_config.json), saved as
 - ARCH-bf16/: the transformers checkpoint itself;
 - ARCH-fp8/, ARCH-nvfp4-modelopt/, ARCH-nvfp4-ct/, ARCH-int4-ct/: its
   linear layers in block FP8, NVFP4 (ModelOpt and compressed-tensors) and
-  compressed-tensors INT4 (tests/vllm/models.py writes them and the BF16
+  compressed-tensors INT4 (tests/fixtures/hf_models.py writes them and the BF16
   checkpoints of their reference dequantizations);
 
 and a tiny Mistral with a SentencePiece tokenizer.model (mistral-bf16/,
@@ -162,8 +162,8 @@ def main(out: Path, llama_src: Path) -> None:
     logging.disable(logging.WARNING)
     # The vendored gguf-py, which convert_hf_to_gguf.py is written against,
     # before anything imports the venv's gguf.
-    sys.path[:0] = [str(llama_src / "gguf-py"), str(llama_src), str(HERE.parent / "vllm")]
-    import models  # tests/vllm/models.py: the quantized variants
+    sys.path[:0] = [str(llama_src / "gguf-py"), str(llama_src), str(HERE.parents[2] / "tests" / "fixtures")]
+    import hf_models as models  # tests/fixtures/hf_models.py: the quantized variants
     out.mkdir(parents=True, exist_ok=True)
     for seed, arch in enumerate(ARCHS):
         root = out / arch

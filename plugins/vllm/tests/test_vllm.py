@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT, SEED
 
-GENERATE = ROOT / "tests/vllm/generate.py"
+GENERATE = ROOT / "plugins/vllm/tests/generate.py"
 
 
 def run_generate(model, load_format: str, hf_config_path=None, tp: int = 1) -> subprocess.CompletedProcess:
@@ -271,7 +271,7 @@ def packed_variants(tmp_path_factory):
     """{kind: (checkpoint, BF16 reference)} for nvfp4-modelopt, nvfp4-ct
     (one reference for both: models.nvfp4_variants checks they are the same
     bits) and gpt-oss-mxfp4."""
-    import models
+    import hf_models as models
 
     return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
 

@@ -1,4 +1,4 @@
-"""Test-only: on PYTHONPATH for tests/vllm/layouts.py, so that every process
+"""Test-only: on PYTHONPATH for plugins/vllm/tests/layouts.py, so that every process
 vLLM spawns (engine core, workers: the CPU platform spawns them, so a
 patch made in the parent is not inherited) records a digest of its model's
 parameters right after the load format's `load_weights` and before vLLM's

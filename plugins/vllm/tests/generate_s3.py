@@ -2,7 +2,7 @@
 """Greedy tokens from vLLM for several runs in one process, each with its
 own LLM keyword arguments (generate.py's `--each` takes none):
 
-    python tests/vllm/generate_s3.py '[["MODEL", "LOAD_FORMAT", {"model_loader_extra_config": {...}}], ...]' [--tp N]
+    python plugins/vllm/tests/generate_s3.py '[["MODEL", "LOAD_FORMAT", {"model_loader_extra_config": {...}}], ...]' [--tp N]
 
 prints "TOKENS i [...]" or "FAILED i <error>" for the i-th run."""
 import json

@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel
 
 import models
 import weightstream.transformers as wst
-from conftest import ROOT
+from harness import ROOT
 
 transformers.logging.set_verbosity_error()
 GGUF = ["llama-q4_k_m", "llama-q8_0", "llama-iq4_xs", "qwen3-q4_k_m", "qwen3moe-q4_k_m", "qwen3moe-iq4_xs",

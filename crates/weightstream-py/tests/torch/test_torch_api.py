@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file as st_load_file
 
 import weightstream
-from conftest import ROOT
+from harness import ROOT
 
 WS_BIN = Path(os.environ.get("WEIGHTSTREAM_BIN", ROOT / "target/release/weightstream"))
 

