@@ -48,3 +48,35 @@ def test_column_edges_inside_blocks_give_the_whole_tensors_values(tmp_path):
                     assert part <= full_bytes * (r[1] - r[0]) / rows + 1e-9, (name, r, c, part)
                     checked += 1
     assert checked > 50
+
+
+def test_row_ranges_read_only_their_rows_scales(tmp_path):
+    """A row range of a packed weight (an expert-parallel rank's experts of
+    a gpt-oss MXFP4 stack, a tensor-parallel rank's rows of an NVFP4
+    weight) reads the scale rows of its own rows, not the whole scale
+    tensor (issue 28), and gives the whole tensor's values."""
+    import packed
+
+    for scheme in ("nvfp4_ct", "mxfp4_gptoss"):
+        path = tmp_path / scheme
+        packed.write_scheme(path, scheme, np.random.default_rng(5))
+        with weightstream.open(str(path)) as ck:
+            names = [n for n in ck.keys() if ck.dtype(n) == "U8"]
+        assert names, scheme
+
+        def read(name, r):
+            with weightstream.open(str(path)) as ck:
+                before = ck.bytes_read
+                t = ck.get_slice(name, rows=r)
+                return _bits(t).reshape(r[1] - r[0], -1), ck.bytes_read - before, ck.slice_bytes(name, rows=r)
+
+        for name in names:
+            with weightstream.open(str(path)) as ck:
+                rows = ck.matrix(name)[0]
+            whole, n_all, data_all = read(name, (0, rows))
+            scales_all = n_all - data_all
+            assert scales_all > 0, (scheme, name)
+            for r in ((0, rows // 2), (rows // 2, rows), (1, 2)):
+                part, n, data = read(name, r)
+                assert np.array_equal(part, whole[r[0]:r[1]]), (scheme, name, r)
+                assert n - data == scales_all * (r[1] - r[0]) // rows, (scheme, name, r, n - data, scales_all)

@@ -50,7 +50,8 @@ impl<'j> JobKernel<'j> {
         let scales = match &job.scale {
             None => None,
             Some(s) => {
-                let raw = bytes(cat, s.file, s.bytes.clone(), &cat.tensors[s.tensor].name)?;
+                let range = job.scale_range().unwrap_or_else(|| s.bytes.clone());
+                let raw = bytes(cat, s.file, range.clone(), &cat.tensors[s.tensor].name)?;
                 if s.scale.dtype == ScaleDtype::Exp2U8 {
                     if let Some(k) = raw.iter().position(|&e| e == 0xFF) {
                         // NaN in the OCP MX spec, and the producers' decoders
@@ -60,7 +61,7 @@ impl<'j> JobKernel<'j> {
                         return Err(Error::BadScale {
                             file: file_path(cat, s.file),
                             tensor: job.name.clone(),
-                            offset: s.bytes.start + k as u64,
+                            offset: range.start + k as u64,
                             reason: format!(
                                 "group scale {k} of '{}' is exponent 255 (NaN in OCP MX; its producers decode it differently)",
                                 cat.tensors[s.tensor].name
@@ -68,12 +69,31 @@ impl<'j> JobKernel<'j> {
                         });
                     }
                 }
-                let mut values = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
+                let read = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
                     file: file_path(cat, s.file),
                     tensor: job.name.clone(),
-                    offset: s.bytes.start,
+                    offset: range.start,
                     reason: format!("not a whole number of {:?} values", s.scale.dtype),
                 })?;
+                let mut values = match s.row_bytes {
+                    // Only this job's grid rows were read: placed where the
+                    // kernels look them up in the whole grid, which stays
+                    // zero elsewhere (rows this job never scales).
+                    Some(row_bytes) if range != s.bytes => {
+                        let l = &s.scale.layout;
+                        let at = ((range.start - s.bytes.start) / row_bytes * l.grid_cols) as usize;
+                        let mut all = vec![0f32; (l.grid_rows * l.grid_cols) as usize];
+                        let rows = all.get_mut(at..at + read.len()).ok_or_else(|| Error::BadScale {
+                            file: file_path(cat, s.file),
+                            tensor: job.name.clone(),
+                            offset: range.start,
+                            reason: format!("scale rows {range:?} fall outside its {}x{} grid", l.grid_rows, l.grid_cols),
+                        })?;
+                        rows.copy_from_slice(&read);
+                        all
+                    }
+                    _ => read,
+                };
                 if let Some(g) = s.global {
                     fold_global(&mut values, g.value, g.op);
                 }

@@ -34,6 +34,22 @@ pub struct ScaleSource {
     pub scale: ScaleRef,
     /// A packed weight's global scale, folded into every scale value.
     pub global: Option<GlobalScale>,
+    /// Bytes of one row of the scale grid, where the scale tensor is
+    /// stored row-major as `[grid_rows, grid_cols]` (its leading
+    /// dimensions flattened): a job then reads only the grid rows of its
+    /// own rows. `None`: read whole (per-tensor scales, other layouts).
+    pub row_bytes: Option<u64>,
+}
+
+impl ScaleSource {
+    fn new(cat: &Catalog, s: ScaleRef, global: Option<GlobalScale>) -> ScaleSource {
+        let st = &cat.tensors[s.tensor];
+        let l = &s.layout;
+        let (last, lead) = st.shape.split_last().map_or((1, 1), |(l, rest)| (*l, rest.iter().product::<u64>()));
+        let row_major = l.grid_rows > 1 && lead == l.grid_rows && last == l.grid_cols && st.nbytes % l.grid_rows == 0;
+        let row_bytes = row_major.then(|| st.nbytes / l.grid_rows);
+        ScaleSource { tensor: s.tensor, file: st.file, bytes: st.offset..st.offset + st.nbytes, scale: s, global, row_bytes }
+    }
 }
 
 /// One tensor (or a rectangle of its matrix view) to produce as BF16.
@@ -60,9 +76,10 @@ pub struct Job {
     /// segments and the gaps between).
     pub src: Range<u64>,
     pub scale: Option<ScaleSource>,
-    /// Bytes of the scale and zero-point tensors this job reads whole
-    /// beside its data (counted in what a load reports as read, issue 27).
-    pub companion_bytes: u64,
+    /// Bytes of the zero-point tensor this job reads whole beside its data
+    /// (counted in what a load reports as read, issue 27; its scales:
+    /// [`Job::scale_range`]).
+    pub zeros_bytes: u64,
 }
 
 /// A piece of a job: elements `[first, first + n)` of the tensor, whole
@@ -90,6 +107,38 @@ impl Chunk {
 impl Job {
     pub fn out_bytes(&self) -> u64 {
         self.n_elems * 2
+    }
+
+    /// The tensor rows this job produces elements of.
+    fn out_rows(&self) -> Range<u64> {
+        let cols = self.matrix.1.max(1);
+        match &self.window {
+            _ if self.n_elems == 0 => 0..0,
+            Some(w) => {
+                let r0 = self.first / cols;
+                r0..r0 + self.n_elems / (w.end - w.start).max(1)
+            }
+            None => self.first / cols..(self.first + self.n_elems).div_ceil(cols),
+        }
+    }
+
+    /// The bytes of its scale tensor this job reads: the grid rows that
+    /// scale its rows where the grid is stored row by row (an expert-
+    /// parallel rank's experts of a gpt-oss MXFP4 stack read their own
+    /// exponents only), the whole tensor otherwise. The other grid rows are
+    /// never looked up by this job's kernels.
+    pub fn scale_range(&self) -> Option<Range<u64>> {
+        let s = self.scale.as_ref()?;
+        let Some(row_bytes) = s.row_bytes else { return Some(s.bytes.clone()) };
+        let rows = self.out_rows();
+        let block = s.scale.layout.block_rows.max(1);
+        let (g0, g1) = (rows.start / block, rows.end.div_ceil(block).min(s.scale.layout.grid_rows));
+        Some(s.bytes.start + g0 * row_bytes..s.bytes.start + g1.max(g0) * row_bytes)
+    }
+
+    /// Bytes of the scale and zero-point tensors this job reads beside its data.
+    pub fn companion_bytes(&self) -> u64 {
+        self.scale_range().map_or(0, |r| r.end - r.start) + self.zeros_bytes
     }
 
     /// File bytes this job reads (a column slice: its rows' segments only).
@@ -262,11 +311,7 @@ impl Plan {
                     return Err(Error::Unsupported { file: file_path(cat, t.file), tensor: t.name.clone(), offset: t.offset, reason })
                 }
             };
-            let scale = t.scale.map(|s| {
-                let st = &cat.tensors[s.tensor];
-                let global = t.packed.as_ref().and_then(|p| p.global);
-                ScaleSource { tensor: s.tensor, file: st.file, bytes: st.offset..st.offset + st.nbytes, scale: s, global }
-            });
+            let scale = t.scale.map(|s| ScaleSource::new(cat, s, t.packed.as_ref().and_then(|p| p.global)));
             jobs.push(Job {
                 tensor: i,
                 name: t.out_name().to_string(),
@@ -278,8 +323,7 @@ impl Plan {
                 n_elems: t.out_elems(),
                 window: None,
                 src: t.offset..t.offset + t.nbytes,
-                companion_bytes: scale.as_ref().map_or(0, |s| s.bytes.end - s.bytes.start)
-                    + t.packed.as_ref().and_then(|p| p.zeros).map_or(0, |z| cat.tensors[z].nbytes),
+                zeros_bytes: t.packed.as_ref().and_then(|p| p.zeros).map_or(0, |z| cat.tensors[z].nbytes),
                 scale,
             });
         }
@@ -298,7 +342,7 @@ impl Plan {
     /// their slices) and their scale and zero-point tensors. Headers, read
     /// when the checkpoint was opened, are not counted.
     pub fn read_bytes(&self) -> u64 {
-        self.jobs.iter().map(|j| j.src_bytes() + j.companion_bytes).sum()
+        self.jobs.iter().map(|j| j.src_bytes() + j.companion_bytes()).sum()
     }
 
     pub fn job(&self, name: &str) -> Option<&Job> {

