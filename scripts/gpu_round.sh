@@ -276,8 +276,8 @@ step_sanitizer() {
 }
 
 step_python() {
-  part python "the Python package with torch (crates/weightstream-py/tests/torch)" env WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" \
-    python3 -m pytest crates/weightstream-py/tests/torch -q -rs -p no:cacheprovider
+  part python "the Python package with torch (crates/weightstream-py/tests/torch_api)" env WEIGHTSTREAM_BIN="$CARRY/bin/weightstream" \
+    python3 -m pytest crates/weightstream-py/tests/torch_api -q -rs -p no:cacheprovider
   part python "weightstream.transformers on CUDA (crates/weightstream-py/tests/transformers/test_cuda.py)" \
     python3 -m pytest crates/weightstream-py/tests/transformers/test_cuda.py -q -rs -p no:cacheprovider
 }

