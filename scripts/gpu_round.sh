@@ -104,7 +104,7 @@ for line in sys.stdin:
   # venv, installed without dependencies ahead of the image's own (its
   # transformers 5.17 and huggingface_hub 1.33, device KINDS.md, are older
   # than the loader is tested with): everything the suite imports beyond
-  # torch, numpy, safetensors and their dependencies, so it does not hang
+  # torch, numpy, safetensors and their dependencies, so it does not depend
   # on the image's other versions (checked in an interpreter that sees only
   # those: 21 MB of wheels).
   local hf n pin pins=()

@@ -1,9 +1,10 @@
-//! The CPU executor's kernel calls for one group of a job: across the
-//! pool's threads for a large group; on the calling thread for a small one
-//! (a row of a column slice: handing it to the pool cost more than its
-//! dequantization); and a group that keeps part of its blocks (a slice
-//! edge inside a block) cut into `weightstream_cuda::trim`'s pieces, the
-//! edge blocks through a one-block buffer.
+//! The CPU executor's kernel calls for one batch of a job's groups: a large
+//! group split across the pool's threads; a batch of small ones (the rows
+//! of a column slice) side by side on the pool, each on one thread (split,
+//! a row cost more to hand out than to dequantize); and a group that keeps
+//! part of its blocks (a slice edge inside a block) cut into
+//! `weightstream_cuda::trim`'s pieces, the edge blocks through a one-block
+//! buffer.
 
 use std::cell::RefCell;
 use std::ops::Range;

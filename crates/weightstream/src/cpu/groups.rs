@@ -60,9 +60,10 @@ const MAX_GAP: u64 = 16 << 10;
 /// that the pool dequantizes them side by side and, through the ring, one
 /// read fetches their whole span (`span`: the batch's bytes from its first
 /// group's start to its last's end fit a slot, its gaps at most
-/// [`MAX_GAP`]); any other group alone. A half-width column slice of a
-/// 4096 x 11008 Q4_0 matrix ran about 7x slower than a row slice of its
-/// size, one row at a time (docs/PERFORMANCE.md, CPU 14).
+/// [`MAX_GAP`]); any other group alone. One row at a time, a half-width
+/// column slice of a 4096 x 11008 Q4_0 matrix took 170.9 ms through direct
+/// reads against 20.0 ms for a row slice of its size (docs/PERFORMANCE.md,
+/// CPU 14).
 fn batches(groups: &[Group], slot_bytes: usize, span: bool) -> Vec<Range<usize>> {
     let small = |g: &Group| g.n <= DEFAULT_PIECE as u64;
     let mut out: Vec<Range<usize>> = Vec::new();
@@ -124,8 +125,8 @@ impl CpuExecutor {
     /// Hand every group's bytes to `on`, in order, in batches (see
     /// [`batches`]; groups of one job only): zero-copy where the source
     /// maps the file, fetched by the dequantizing threads where reading is
-    /// cheap (page cache), through the read-ahead ring (one group a batch)
-    /// otherwise.
+    /// cheap (page cache), through the read-ahead ring otherwise (a batch's
+    /// span one read into one slot).
     pub(super) fn each_batch(
         &self,
         cat: &Catalog,
