@@ -2,16 +2,21 @@
 # Build llama.cpp (CPU, shared libraries, and the llama-quantize,
 # llama-gguf-split and llama-imatrix tools in <prefix>/bin) from the copy vendored in the
 # llama-cpp-python sdist pinned in requirements/llama-cpp.txt, into
-# .cache/llama.cpp/<version>/ (built once, then reused). Prints the install
-# prefix (include/, lib/) on its last line.
+# $WS_CACHE/llama.cpp/<version>/ (scripts/env.sh: outside the clone, built
+# once per machine, then reused by every clone; a lock keeps two runs from
+# building it at once). Prints the install prefix (include/, lib/) on its
+# last line.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 source scripts/env.sh
 spec=$(grep -E '^llama-cpp-python==' requirements/llama-cpp.txt)
 version=$(echo "$spec" | sed -E 's/^llama-cpp-python==([^ ]+).*/\1/')
-base=$ROOT/.cache/llama.cpp/$version
+base=$WS_CACHE/llama.cpp/$version
 prefix=$base/install
+mkdir -p "$base"
+exec 9>"$base/.lock"
+flock 9
 # The stamp names what the build holds: a cache from before the tools were
 # built is rebuilt.
 stamp=$prefix/.built-with-tools-imatrix

@@ -1,10 +1,16 @@
 # Sourced by the other scripts: where things live.
 WS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export WS_VENV=${WEIGHTSTREAM_VENV:-$WS_ROOT/.venv}
+# The venv's packages: its own, and the machine-wide cache entry it sits on
+# (scripts/venv_cache.sh).
+WS_SITES=("$WS_VENV")
+[ -f "$WS_VENV/.ws-cache-base" ] && WS_SITES+=("$(cat "$WS_VENV/.ws-cache-base")")
 # nvcc from the pinned PyPI wheel, unless the caller chose one.
 if [ -z "${WEIGHTSTREAM_NVCC:-}" ]; then
-  for n in "$WS_VENV"/lib/python3*/site-packages/nvidia/cu13/bin/nvcc; do
-    [ -x "$n" ] && export WEIGHTSTREAM_NVCC="$n"
+  for site in "${WS_SITES[@]}"; do
+    for n in "$site"/lib/python3*/site-packages/nvidia/cu13/bin/nvcc; do
+      [ -x "$n" ] && export WEIGHTSTREAM_NVCC="$n"
+    done
   done
 fi
 export WEIGHTSTREAM_BIN=${WEIGHTSTREAM_BIN:-$WS_ROOT/target/release/weightstream}
@@ -12,7 +18,8 @@ export WEIGHTSTREAM_BIN=${WEIGHTSTREAM_BIN:-$WS_ROOT/target/release/weightstream
 # the loader (cudarc) asks for libcufile.so, so link it under the venv and
 # put that directory on the library path (libcufile itself needs no CUDA to
 # load; without a driver, opening it fails cleanly).
-for c in "$WS_VENV"/lib/python3*/site-packages/nvidia/cu13/lib/libcufile.so.0; do
+for c in "${WS_SITES[@]}"; do
+  c=$(echo "$c"/lib/python3*/site-packages/nvidia/cu13/lib/libcufile.so.0)
   if [ -f "$c" ]; then
     mkdir -p "$WS_VENV/lib/cufile-link"
     ln -sf "$c" "$WS_VENV/lib/cufile-link/libcufile.so"
@@ -23,3 +30,13 @@ for c in "$WS_VENV"/lib/python3*/site-packages/nvidia/cu13/lib/libcufile.so.0; d
     export WEIGHTSTREAM_CUFILE_LINK="$WS_VENV/lib/cufile-link/libcufile.so"
   fi
 done
+# What a fresh clone may reuse from earlier runs on this machine, outside the
+# clone: llama.cpp's build (keyed by its pinned version), cargo-fuzz, the
+# venvs' pinned packages (keyed by the requirement files' hash) and cargo's
+# intermediate build outputs (build-dir; each clone keeps its own target/
+# with its own binaries). Deleting it only makes the next run slower.
+export WS_CACHE=${WEIGHTSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/weightstream}
+# cargo's intermediate outputs (dependencies compiled, build scripts' output)
+# there too: a fresh clone compiles only the workspace's own crates (their
+# artifacts are keyed by the clone's path, so clones never share those).
+export CARGO_BUILD_BUILD_DIR=${CARGO_BUILD_BUILD_DIR:-$WS_CACHE/cargo-build}

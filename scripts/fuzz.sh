@@ -12,7 +12,7 @@
 # input in fuzz/artifacts/TARGET/ and fails the run: copy it into
 # tests/fuzz_regressions/TARGET/ so the regression test replays it forever.
 # Needs the nightly toolchain (rustup); installs cargo-fuzz 0.13.2 into
-# .cache/tools.
+# $WS_CACHE/tools (scripts/env.sh: reused by every clone on this machine).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -32,7 +32,7 @@ if ! cargo +nightly --version >/dev/null 2>&1; then
     exit 1
   }
 fi
-TOOLS=$ROOT/.cache/tools
+TOOLS=$WS_CACHE/tools
 if [ ! -x "$TOOLS/bin/cargo-fuzz" ]; then
   echo "fuzz: installing cargo-fuzz 0.13.2 into $TOOLS"
   cargo install -q --locked --root "$TOOLS" cargo-fuzz --version 0.13.2

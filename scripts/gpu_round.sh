@@ -85,7 +85,7 @@ prepare() {
   cp target/release/weightstream "$CARRY/bin/weightstream"
   strip --strip-debug "$CARRY/bin/"* 2>/dev/null || true
   # The wheel stripped (its library is 65 MB with line tables, 17 MB zipped).
-  (cd crates/weightstream-py && "$WS_VENV/bin/maturin" build --release --locked --strip -q -o "$ROOT/$CARRY/wheels")
+  (cd crates/weightstream-py && "$WS_VENV/bin/python" -m maturin build --release --locked --strip -q -o "$ROOT/$CARRY/wheels")
   local out_dir
   out_dir=$(cargo build --release --locked -p weightstream-kernels --message-format=json 2>/dev/null | "$WS_VENV/bin/python" -c '
 import json, sys

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up weightstream on a fresh machine, idempotently:
 #   - .venv: a Python virtual environment with every pinned test dependency
-#     (requirements/test.txt) and nvcc 13.0 from PyPI (requirements/cuda-toolchain.txt);
+#     (requirements/test.txt) and nvcc 13.0 from PyPI (requirements/cuda-toolchain.txt),
+#     installed once per machine outside the clone (scripts/venv_cache.sh);
 #   - a release build of the workspace, the CUDA kernels compiled to a fatbin
 #     with that nvcc.
 # Re-running it only redoes what changed. Needs: python3 (3.9+), cargo (rustup).
@@ -22,18 +23,13 @@ if ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
   rustup component add rustfmt clippy
 fi
 
-if [ ! -x "$WS_VENV/bin/python" ]; then
-  echo "setup: creating $WS_VENV"
-  python3 -m venv "$WS_VENV"
-fi
-stamp="$WS_VENV/.requirements.sha256"
-want=$(cat requirements/test.txt requirements/cuda-toolchain.txt | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-  echo "setup: installing pinned Python packages into $WS_VENV"
-  "$WS_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+# shellcheck source=scripts/venv_cache.sh
+source scripts/venv_cache.sh
+venv_install() {
+  "$1/bin/python" -m pip install -q --disable-pip-version-check \
     -r requirements/test.txt -r requirements/cuda-toolchain.txt
-  echo "$want" > "$stamp"
-fi
+}
+cached_venv test "$WS_VENV" "pip -r test.txt -r cuda-toolchain.txt" requirements/test.txt requirements/cuda-toolchain.txt
 
 # Now that the venv holds nvcc, point the kernel build at it.
 source scripts/env.sh
@@ -43,7 +39,8 @@ cargo build --release --locked --workspace --bins
 cargo build --release --locked -p weightstream-capi --lib
 echo "setup: building the Python package (maturin) into target/python-wheel"
 rm -rf target/python-wheel
-(cd crates/weightstream-py && "$WS_VENV/bin/maturin" build --release --locked -q -o ../../target/python-wheel)
-"$WS_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall target/python-wheel/weightstream-*.whl
+(cd crates/weightstream-py && "$WS_VENV/bin/python" -m maturin build --release --locked -q -o ../../target/python-wheel)
+"$WS_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall --no-warn-script-location \
+  target/python-wheel/weightstream-*.whl
 echo "setup: done; the CLI is target/release/weightstream, the C library target/release/libweightstream_c.so,"
 echo "       the Python package is installed in $WS_VENV"

@@ -37,13 +37,20 @@ echo "== cargo fmt --check and clippy -D warnings (lints: Cargo.toml [workspace.
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --release --locked --workspace --all-targets -- -D warnings
 echo "== cargo test"
+# The ISA parity suite fails if a CPU path this machine's /proc/cpuinfo
+# lists was skipped; the step after it prints which paths ran.
+export WEIGHTSTREAM_REQUIRE_ISAS=${WEIGHTSTREAM_REQUIRE_ISAS:-cpuinfo}
 step cargo-test cargo test --release --locked --workspace
+step isas bash -c 'set -o pipefail; cargo test --release --locked -q -p weightstream-dequant --test isa_parity every_isa_runs -- --nocapture 2>&1 \
+  | grep -E "^(scalar|avx2|avx512|avx512-int|neon): |panicked|test result"'
 if [ "$quick" = 0 ]; then
   echo "== aarch64: the NEON kernels' parity suite under qemu-user"
   step arm scripts/test_arm.sh
 fi
 echo "== pytest: the CLI against references (tests/python), the Python package (crates/weightstream-py/tests)"
 step pytest "$WS_VENV/bin/python" -m pytest tests/python crates/weightstream-py/tests -q -rs "${DURATIONS[@]}" "$@"
+echo "== the GPU round's CPU self-check (its scripts and arguments on a tiny model: docs/gpu-round.md)"
+step gpu-round-check scripts/gpu_round.sh check
 if [ "$quick" = 1 ]; then
   echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, transformers, leaks, images, fuzzing)"
   exit 0

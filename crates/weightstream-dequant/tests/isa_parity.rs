@@ -30,6 +30,38 @@ fn paths() -> Vec<Isa> {
     paths
 }
 
+/// What the caller says this CPU has (`WEIGHTSTREAM_REQUIRE_ISAS`): a comma
+/// list of ISA names, or `cpuinfo` for every x86-64 ISA whose features
+/// /proc/cpuinfo lists (read independently of `Isa::supported`, so a wrong
+/// detection cannot hide a path). Unset: nothing is required. The test
+/// command sets it, so a CPU path that silently stopped running fails CI.
+fn required() -> Vec<Isa> {
+    let Ok(spec) = std::env::var("WEIGHTSTREAM_REQUIRE_ISAS") else { return Vec::new() };
+    if spec != "cpuinfo" {
+        return spec
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| Isa::parse(s.trim()).unwrap_or_else(|| panic!("WEIGHTSTREAM_REQUIRE_ISAS: no ISA named {s:?}")))
+            .collect();
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").expect("WEIGHTSTREAM_REQUIRE_ISAS=cpuinfo: /proc/cpuinfo");
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, f)| f.split_whitespace().collect())
+        .unwrap_or_default();
+    let has = |all: &[&str]| all.iter().all(|f| flags.contains(f));
+    let mut isas = vec![Isa::Scalar];
+    if cfg!(target_arch = "x86_64") && has(&["avx2", "f16c"]) {
+        isas.push(Isa::Avx2);
+    }
+    if cfg!(target_arch = "x86_64") && has(&["avx2", "f16c", "avx512f", "avx512bw", "avx512vl"]) {
+        isas.extend([Isa::Avx512Int, Isa::Avx512]);
+    }
+    isas
+}
+
 #[test]
 fn every_isa_runs_or_is_reported_skipped() {
     let paths = paths();
@@ -46,6 +78,8 @@ fn every_isa_runs_or_is_reported_skipped() {
         );
     }
     assert_eq!(paths[0], Isa::Scalar);
+    let missing: Vec<_> = required().into_iter().filter(|isa| !paths.contains(isa)).map(Isa::name).collect();
+    assert!(missing.is_empty(), "this CPU has {missing:?} (WEIGHTSTREAM_REQUIRE_ISAS) but the parity suite skipped them");
     // Every aarch64 CPU has NEON: its path is never the one skipped.
     #[cfg(target_arch = "aarch64")]
     assert!(Isa::Neon.supported() && Isa::detect() == Isa::Neon);

@@ -37,3 +37,27 @@ def kquants(tmp_path_factory):
     return models.build_kquants(tmp_path_factory.mktemp("kquants"), SEED,
                                 lambda src, dst, ftype: real_quants.quantize(src, dst, ftype),
                                 ftypes=("Q4_K_M", "Q3_K_M", "IQ4_XS"))
+
+
+# --- vLLM engines: each distinct start once per session (engines.py) --------
+
+_ENGINES = []
+
+
+@pytest.fixture(scope="session")
+def engines():
+    """The session's vLLM engine starts: `engines.result(Run.of(...))`,
+    shared by every test module (a reference that several tests compare
+    against starts once)."""
+    from engines import Engines
+
+    e = Engines()
+    _ENGINES.append(e)
+    yield e
+    e.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many engines the run started: each distinct run once."""
+    for e in _ENGINES:
+        terminalreporter.write_line(e.summary())

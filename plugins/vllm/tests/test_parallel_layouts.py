@@ -27,22 +27,20 @@ parallelism fails on the first step (`assert self.intermediate_tensors is
 not None`, gpu_model_runner.py:3174, on the last stage) and expert
 parallelism crashes in the CPU fused-MoE kernel (the worker dies of
 SIGSEGV in csrc/cpu/cpu_fused_moe.cpp:242, also with the default loader):
-there parameters are compared, not tokens. All twenty engines start in
-one process (layouts.py), so vLLM is imported once."""
+there parameters are compared, not tokens. The twenty engines are
+started by the session's engine lanes (engines.py), which import vLLM once;
+the one-rank Qwen3-MoE runs are the same starts test_vllm.py would make."""
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 import shares
 from conftest import ROOT, SEED
+from engines import Run
 
-LAYOUTS = ROOT / "plugins/vllm/tests/layouts.py"
 PP = {"pipeline_parallel_size": 2}
 TP = {"tensor_parallel_size": 2}
 EP = {"tensor_parallel_size": 2, "enable_expert_parallel": True}
@@ -91,43 +89,33 @@ def grouped(tmp_path_factory):
     return moe_models.grouped_fp8(tmp_path_factory.mktemp("glm4moe"), SEED + 5)
 
 
-@pytest.fixture(scope="session")
-def runs(kquants, moe, mixtral, gpt_oss, grouped, variants):
+@pytest.fixture(scope="module")
+def runs(engines, kquants, moe, mixtral, gpt_oss, grouped, variants):
     """Each layout with weightstream on the GGUF and the default loader on
-    its BF16 reference, in one process: {(layout, loader): {"DIGEST": per
-    rank, "TOKENS": ..., "LOG": what its engine logged}}."""
+    its BF16 reference (engines.py: queued together, each started once in
+    the session): {(layout, loader): {"DIGEST": per rank, "TOKENS": ...,
+    "LOG": what its engine logged}}."""
     dense, dense_ref = kquants["Q4_K_M"][:2]
     tied, tied_ref = variants["tied-q8_0"]
-    plan = [("pp", dense, dense_ref, PP, False), ("pp-tied", tied, tied_ref, PP, False), ("moe", moe["gguf"], moe["ref"], {}, True),
-            ("tp-moe", moe["gguf"], moe["ref"], TP, True),
-            ("ep-moe", moe["gguf"], moe["ref"], EP, False),
-            ("tp-mixtral", mixtral["gguf"], mixtral["ref"], TP, True),
-            ("ep-mixtral", mixtral["gguf"], mixtral["ref"], EP, False),
-            ("tp-gpt-oss", *gpt_oss, TP, True),
-            ("ep-gpt-oss", *gpt_oss, EP, False),
-            ("rr-glm4moe", *grouped, RR, False)]
-    spec, keys = [], []
-    for name, ck, ref, layout, gen in plan:
-        for loader, model in (("weightstream", ck), ("auto", ref)):
-            spec.append([str(model), loader, layout, gen])
-            keys.append((name, loader))
-    env = dict(os.environ, VLLM_ALLOW_INSECURE_SERIALIZATION="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "plugins/vllm/tests/digest_hook"), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, LAYOUTS, json.dumps(spec)], capture_output=True, text=True, timeout=2400, env=env,
-                       cwd=ROOT / "plugins/vllm/tests")
-    out = {k: {"LOG": ""} for k in keys}
-    current = None
-    for line in r.stdout.splitlines():
-        kind, _, rest = line.partition(" ")
-        if kind == "RUN":
-            current = keys[int(rest)]
-        elif kind in ("DIGEST", "TOKENS", "FAILED"):
-            i, _, payload = rest.partition(" ")
-            out[keys[int(i)]][kind] = json.loads(payload)
-        elif current is not None:
-            out[current]["LOG"] += line + "\n"
+    plan = [("pp", dense, dense_ref, PP), ("pp-tied", tied, tied_ref, PP), ("moe", moe["gguf"], moe["ref"], {}),
+            ("tp-moe", moe["gguf"], moe["ref"], TP),
+            ("ep-moe", moe["gguf"], moe["ref"], EP),
+            ("tp-mixtral", mixtral["gguf"], mixtral["ref"], TP),
+            ("ep-mixtral", mixtral["gguf"], mixtral["ref"], EP),
+            ("tp-gpt-oss", *gpt_oss, TP),
+            ("ep-gpt-oss", *gpt_oss, EP),
+            ("rr-glm4moe", *grouped, RR)]
+    want = {(name, loader): Run.of(model, loader, **layout)
+            for name, ck, ref, layout in plan for loader, model in (("weightstream", ck), ("auto", ref))}
+    engines.prefetch(want.values())
+    out = {}
+    for key, run in want.items():
+        r = engines.result(run)
+        out[key] = {"DIGEST": r.digests, "TOKENS": r.tokens, "LOG": r.log}
+        if r.error is not None:
+            out[key]["FAILED"] = r.error
     failed = {k: v["FAILED"] for k, v in out.items() if "FAILED" in v}
-    assert r.returncode == 0 and not failed, f"{failed}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    assert not failed, f"{failed}\n" + "\n".join(out[k]["LOG"][-2000:] for k in failed)
     return out
 
 

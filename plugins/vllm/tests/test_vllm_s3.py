@@ -8,86 +8,73 @@ the local load's at TP=1 and TP=2, and the two TP=2 ranks together fetch
 about one copy of the weights (each only its slices), not two."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 
 import pytest
 
 from conftest import ROOT
+from engines import Run
 
 sys.path.insert(0, str(ROOT / "tests" / "s3"))
 from faultproxy import FaultProxy  # noqa: E402
 from seaweed import SeaweedS3  # noqa: E402
 
-GENERATE = ROOT / "plugins/vllm/tests/generate_s3.py"
 S3_MODEL = "s3://models/fp8/"
+S3_GGUF = "s3://models/q4_0/model.gguf"
 
 
 @pytest.fixture(scope="module")
 def s3(variants, tmp_path_factory):
-    with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as server, FaultProxy(server.port) as proxy:
+    """The server, with one fault proxy per layout: the TP=2 test counts
+    the bytes its ranks fetched in its own proxy's log, whatever the other
+    engine lane does meanwhile."""
+    with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as server, \
+            FaultProxy(server.port) as tp1, FaultProxy(server.port) as tp2:
         server.make_bucket("models")
         server.put_tree("models", "fp8/", variants["fp8"][0])
         server.put_file("models", "q4_0/model.gguf", variants["q4_0"][0] / "model.gguf")
-        server.proxy = proxy
+        server.proxies = {1: tp1, 2: tp2}
         yield server
-
-
-def env_for(s3, tp: int) -> dict:
-    e = dict(os.environ)
-    e.update(s3.env(endpoint=s3.proxy.endpoint))
-    if tp > 1:
-        e["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(i % (os.cpu_count() or 1)) for i in range(tp))
-    return e
-
-
-def run(cmd: list, env: dict) -> list[str]:
-    r = subprocess.run([sys.executable, GENERATE, *map(str, cmd)], capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return [l for l in r.stdout.splitlines() if l.startswith(("TOKENS ", "FAILED "))]
-
-
-def tokens(lines: list[str], n: int = 2) -> list:
-    assert [l.split(" ", 2)[:2] for l in lines] == [["TOKENS", str(i)] for i in range(n)], "\n".join(lines)
-    return [json.loads(l.split(" ", 2)[2]) for l in lines]
 
 
 def config_only(checkpoint, d):
     """A --model directory with the checkpoint's config.json and nothing else."""
-    d.mkdir()
+    d.mkdir(exist_ok=True)
     (d / "config.json").write_bytes((checkpoint / "config.json").read_bytes())
     return d
 
 
 @pytest.fixture(scope="module")
-def runs(variants, tmp_path_factory) -> str:
-    """The local FP8 checkpoint, then the same from S3 (--model: its config.json alone)."""
-    local = variants["fp8"][0]
-    config_dir = config_only(local, tmp_path_factory.mktemp("fp8") / "config")
-    return json.dumps([[str(local), "weightstream", {}],
-                       [str(config_dir), "weightstream", {"model_loader_extra_config": {"file": S3_MODEL}}]])
+def runs(s3, engines, variants, tmp_path_factory) -> dict:
+    """{name: Run}: each local checkpoint and the same from S3 (--model: its
+    config.json alone), queued together. The local ones are the starts
+    test_vllm.py makes too (the same key: started once)."""
+    work = tmp_path_factory.mktemp("s3-configs")
+    fp8, q4_0 = variants["fp8"][0], variants["q4_0"][0]
+
+    def from_s3(checkpoint, url, tp):
+        return Run.of(config_only(checkpoint, work / checkpoint.name), "weightstream",
+                      env=s3.env(endpoint=s3.proxies[tp].endpoint), model_loader_extra_config={"file": url},
+                      tensor_parallel_size=tp if tp > 1 else None)
+
+    out = {"fp8": Run.of(fp8, "weightstream"), "fp8-s3": from_s3(fp8, S3_MODEL, 1),
+           "q4_0": Run.of(q4_0, "weightstream"), "q4_0-s3": from_s3(q4_0, S3_GGUF, 1),
+           "fp8-tp2": Run.of(fp8, "weightstream", tensor_parallel_size=2), "fp8-s3-tp2": from_s3(fp8, S3_MODEL, 2)}
+    engines.prefetch(out.values())
+    return out
 
 
-def test_tp1_from_s3_gives_the_local_tokens(s3, runs, variants, tmp_path):
-    """FP8 safetensors (a prefix) and a Q4_0 GGUF (one key), in one vLLM process."""
-    gguf_local = variants["q4_0"][0]
-    gguf_config = config_only(gguf_local, tmp_path / "q4_0")
-    more = [[str(gguf_local), "weightstream", {}],
-            [str(gguf_config), "weightstream", {"model_loader_extra_config": {"file": "s3://models/q4_0/model.gguf"}}]]
-    fp8_want, fp8_got, gguf_want, gguf_got = tokens(run([json.dumps(json.loads(runs) + more)], env_for(s3, 1)), 4)
-    assert fp8_got == fp8_want
-    assert gguf_got == gguf_want
+def test_tp1_from_s3_gives_the_local_tokens(engines, runs):
+    """FP8 safetensors (a prefix) and a Q4_0 GGUF (one key)."""
+    assert engines.tokens(runs["fp8-s3"]) == engines.tokens(runs["fp8"])
+    assert engines.tokens(runs["q4_0-s3"]) == engines.tokens(runs["q4_0"])
 
 
-def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(s3, runs, variants):
-    s3.proxy.take_log()
-    want, got = tokens(run([runs, "--tp", "2"], env_for(s3, 2)))
-    assert got == want
+def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(engines, s3, runs, variants):
+    assert engines.tokens(runs["fp8-s3-tp2"]) == engines.tokens(runs["fp8-tp2"])
     weights = sum(p.stat().st_size for p in variants["fp8"][0].glob("*.safetensors"))
     gets = []
-    for method, _, rng in s3.proxy.take_log():
+    for method, _, rng in s3.proxies[2].take_log():
         if method == "GET" and rng and rng.startswith("bytes="):
             a, b = rng[len("bytes="):].split("-")
             gets.append((int(a), int(b) + 1))
