@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, SEED
+from conftest import ROOT
 
 GENERATE = ROOT / "plugins/vllm/tests/generate.py"
 
@@ -264,16 +264,6 @@ def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(variants,
 
 
 # --- Packed 4-bit safetensors -------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def packed_variants(tmp_path_factory):
-    """{kind: (checkpoint, BF16 reference)} for nvfp4-modelopt, nvfp4-ct
-    (one reference for both: models.nvfp4_variants checks they are the same
-    bits) and gpt-oss-mxfp4."""
-    import hf_models as models
-
-    return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
 
 
 @pytest.fixture(scope="session")
