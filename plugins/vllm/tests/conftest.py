@@ -31,7 +31,7 @@ def packed_variants(tmp_path_factory):
     """{kind: (checkpoint, BF16 reference)} for nvfp4-modelopt, nvfp4-ct
     (one reference for both: models.nvfp4_variants checks they are the same
     bits), int4-ct and gpt-oss-mxfp4 (test_vllm.py's, and the docs'
-    examples' stand-ins in test_doc_examples.py)."""
+    examples' stand-ins in test_vllm_doc_examples.py)."""
     import hf_models as models
 
     return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
