@@ -27,6 +27,17 @@ def variants(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def packed_variants(tmp_path_factory):
+    """{kind: (checkpoint, BF16 reference)} for nvfp4-modelopt, nvfp4-ct
+    (one reference for both: models.nvfp4_variants checks they are the same
+    bits), int4-ct and gpt-oss-mxfp4 (test_vllm.py's, and the docs'
+    examples' stand-ins in test_vllm_doc_examples.py)."""
+    import hf_models as models
+
+    return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
+
+
+@pytest.fixture(scope="session")
 def kquants(tmp_path_factory):
     """Q4_K_M, Q3_K_M and IQ4_XS checkpoints made by the real llama-quantize
     (built by scripts/build_llama_cpp.sh on first use)."""

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, SEED
+from conftest import ROOT
 
 from engines import Run
 
@@ -274,16 +274,6 @@ def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(engines, 
 
 
 # --- Packed 4-bit safetensors -------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def packed_variants(tmp_path_factory):
-    """{kind: (checkpoint, BF16 reference)} for nvfp4-modelopt, nvfp4-ct
-    (one reference for both: models.nvfp4_variants checks they are the same
-    bits) and gpt-oss-mxfp4."""
-    import hf_models as models
-
-    return models.build_packed(tmp_path_factory.mktemp("packed"), SEED)
 
 
 def packed_runs(packed_variants) -> list[Run]:

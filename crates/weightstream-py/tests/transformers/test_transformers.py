@@ -5,7 +5,6 @@ loaded by transformers from that BF16 reference, transformers' own
 from_pretrained(gguf_file=...) compared, and patch()."""
 from __future__ import annotations
 
-import re
 import warnings
 from pathlib import Path
 
@@ -16,9 +15,9 @@ import transformers
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel
 
+import doc_examples  # tests/fixtures: the docs' blocks and their markers
 import models
 import weightstream.transformers as wst
-from harness import ROOT
 
 transformers.logging.set_verbosity_error()
 GGUF = ["llama-q4_k_m", "llama-q8_0", "llama-iq4_xs", "qwen3-q4_k_m", "qwen3moe-q4_k_m", "qwen3moe-iq4_xs",
@@ -194,16 +193,23 @@ def test_patch_falls_back_with_one_warning(gguf_models, spy, monkeypatch, case):
 
 
 def test_doc_examples_run(gguf_models, packed_models, tmp_path, monkeypatch):
-    """The Python blocks of docs/transformers.md, in order, in one namespace,
-    in a directory holding the files they name."""
+    """The Python blocks of the docs marked to run here (`<!-- example:
+    vllm-venv (this file) -->`: docs/transformers.md's and README.md's), each
+    doc's in order in one namespace, in a directory holding the files they
+    name (README.md's model-q4_k_m.gguf is the same stand-in)."""
     (tmp_path / "tiny-llama-q4_k_m.gguf").symlink_to(gguf_models["llama-q4_k_m"][0])
+    (tmp_path / "model-q4_k_m.gguf").symlink_to(gguf_models["llama-q4_k_m"][0])
     (tmp_path / "tiny-llama-split").symlink_to(gguf_models["llama-q4_k_m-split"][0].parent)
     (tmp_path / "tiny-llama-fp8").symlink_to(packed_models["fp8"][0])
     monkeypatch.chdir(tmp_path)
-    text = (ROOT / "docs/transformers.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) >= 3
-    namespace: dict = {}
-    for block in blocks:
-        exec(compile(block, "docs/transformers.md", "exec"), namespace)
-    wst.unpatch()  # whatever the examples left patched
+    blocks = doc_examples.blocks_for(__file__)
+    assert all(b.lang == "python" for b in blocks), [b.where for b in blocks]
+    assert len([b for b in blocks if b.doc == "docs/transformers.md"]) >= 3
+    for doc in dict.fromkeys(b.doc for b in blocks):
+        namespace: dict = {}
+        try:
+            for b in blocks:
+                if b.doc == doc:
+                    exec(compile(b.body, b.where, "exec"), namespace)
+        finally:
+            wst.unpatch()  # whatever the examples left patched

@@ -1,0 +1,286 @@
+"""The vLLM examples of the docs, run as written in this venv (issue 39).
+
+The blocks are the ones marked `<!-- example: vllm-venv
+(plugins/vllm/tests/test_vllm_doc_examples.py) -->` in README.md, docs/*.md and
+plugins/vllm/README.md (tests/fixtures/doc_examples.py parses them;
+tests/python/test_doc_examples.py requires every block to be marked).
+
+- A shell line `python -m vllm.entrypoints.openai.api_server ARGS` starts
+  vLLM's OpenAI server with the doc's ARGS plus `--host 127.0.0.1 --port
+  N` (a free loopback port), waits for /v1/models to answer (up to
+  SERVER_START_S: a limit for a hung start, not a timing assertion), asks
+  for one completion of the served model, and stops the server's whole
+  process group (SIGTERM, then SIGKILL), checking that nothing of it is
+  left. Any other shell line runs as it is, in order, in the same
+  directory.
+- A Python block runs as a script, in its own process group (vLLM's
+  engine process included, stopped and checked the same way); a
+  `# logs: TEXT` comment in it must be in its output.
+- The same command (or Python block) in several docs runs once.
+
+Each runs in a fresh directory where the doc's checkpoint paths are
+generated stand-ins (STAND_INS: tests/fixtures/hf_models.py's tiny models of
+the same format, built by conftest.py, with a word-level tokenizer covering
+their whole vocabulary), in an environment for 2 CPU cores (ENV: vLLM's own
+CPU CI switch, which skips inductor compilation and warm-up, and a 1 GiB KV
+cache), with "python" this venv's. The doc's text is run unchanged but for
+the absolute paths in ABSOLUTE, replaced by the generated file.
+
+Run by the test command's vLLM step (scripts/test.sh), or alone:
+
+    .venv-vllm/bin/python -m pytest plugins/vllm/tests/test_vllm_doc_examples.py -q -rs
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import doc_examples  # tests/fixtures, on sys.path through conftest.py
+
+SERVER = ["python", "-m", "vllm.entrypoints.openai.api_server"]
+SERVER_START_S = 900  # generous: vLLM imports in two processes on 2 busy cores
+ENV = {
+    # vLLM's switch for its CPU CI: dynamo with the eager backend (no inductor
+    # C++ compilation, minutes on 2 cores) and no warm-up run.
+    "VLLM_CPU_CI_ENV": "1",
+    # The KV cache, in GiB: the tiny models need little, and the default
+    # takes a share of the machine's memory.
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+}
+
+
+def commands(block: doc_examples.Block) -> list[str]:
+    """A shell block's commands, backslash continuations joined."""
+    return [c for c in block.body.replace("\\\n", " ").splitlines() if c.strip() and not c.lstrip().startswith("#")]
+
+
+def cases() -> list[tuple[str, str, list[str]]]:
+    """(id, language, commands or [python source]), each distinct one once.
+    Server lines of a block with nothing else are independent: one case each."""
+    out, seen = [], set()
+    for b in doc_examples.blocks_for(__file__):
+        if b.lang in doc_examples.PYTHON:
+            groups = [[b.body]]
+        else:
+            cmds = commands(b)
+            independent = all(shlex.split(c, comments=True)[:3] == SERVER for c in cmds)
+            groups = [[c] for c in cmds] if independent else [cmds]
+        for i, group in enumerate(groups):
+            key = (b.lang, tuple(" ".join(shlex.split(c, comments=True)) if b.lang != "python" else c for c in group))
+            if key not in seen:
+                seen.add(key)
+                out.append((f"{b.where}" + (f"#{i + 1}" if len(groups) > 1 else ""), b.lang, group))
+    return out
+
+
+CASES = cases()
+
+
+def test_the_docs_have_vllm_examples_for_this_file():
+    assert len(CASES) >= 4, CASES
+
+
+# The docs' checkpoint directories -> (generated model: conftest.py's
+# `variants` and `packed_variants`, the files of it the directory holds,
+# whether it holds tokenizer files too). The formats are the docs'.
+GGUF, ST = ["model.gguf", "config.json"], ["model.safetensors", "config.json"]
+STAND_INS = {
+    "Llama-3.1-8B-Q4_0": ("q4_0", GGUF, True),
+    "model": ("q4_0", GGUF, True),
+    "gguf-dir": ("q4_0", ["model.gguf"], False),  # the .gguf alone
+    "Llama-3.1-8B-config": ("q4_0", ["config.json"], True),  # the original model's config and tokenizer
+    "Llama-3.1-8B-tokenizer": ("q4_0", [], True),
+    "Qwen3-8B-FP8": ("fp8", ST, True),  # block FP8 (weight_scale_inv)
+    "Llama-3.1-8B-Instruct-FP4": ("nvfp4-modelopt", ST + ["hf_quant_config.json"], True),
+    "Qwen3-8B-NVFP4": ("nvfp4-ct", ST, True),
+    "gpt-oss-20b": ("gpt-oss-mxfp4", ST, True),
+    "Llama-3.1-8B-W4A16": ("int4-ct", ST, True),
+}
+# Absolute paths in the docs: replaced in the command by the generated file.
+ABSOLUTE = {"/models/llama-q8_0.gguf"}
+
+
+def test_every_stand_in_is_used():
+    text = "\n".join("\n".join(steps) for _, _, steps in CASES)
+    assert [p for p in [*STAND_INS, *ABSOLUTE] if p not in text] == []
+
+
+# -- stand-ins ----------------------------------------------------------------
+
+
+def write_tokenizer(d: Path, vocab_size: int) -> None:
+    """A word-level tokenizer with one token per id of the model's
+    vocabulary ("<s>", "</s>", "<unk>", then w3 ... wN), so every id the
+    model generates decodes."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<s>": 0, "</s>": 1, "<unk>": 2, **{f"w{i}": i for i in range(3, vocab_size)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    fast.save_pretrained(d)
+
+
+@pytest.fixture(scope="module")
+def stand_ins(variants, packed_variants, tmp_path_factory) -> dict[str, Path]:
+    """The docs' checkpoint directories (STAND_INS) made of generated files
+    (linked), each with the tokenizer files unless it stands for a
+    directory that has none."""
+    import hf_models
+
+    root = tmp_path_factory.mktemp("doc-stand-ins")
+    tokenizer = root / "tokenizer"
+    assert hf_models.GPT_OSS_CONFIG["vocab_size"] == hf_models.CONFIG["vocab_size"]
+    write_tokenizer(tokenizer, hf_models.CONFIG["vocab_size"])
+    models = {**{k: v[0] for k, v in variants.items()}, **{k: v[0] for k, v in packed_variants.items()}}
+    out = {}
+    for name, (kind, files, with_tokenizer) in STAND_INS.items():
+        d = root / "dirs" / name
+        d.mkdir(parents=True)
+        for f in sorted(models[kind].iterdir()):
+            if f.name in files:
+                (d / f.name).symlink_to(f)
+        assert sorted(p.name for p in d.iterdir()) == sorted(files), (name, kind)
+        if with_tokenizer:
+            for f in tokenizer.iterdir():
+                (d / f.name).symlink_to(f)
+        out[name] = d
+    out["/models/llama-q8_0.gguf"] = variants["q8_0"][0] / "model.gguf"
+    return out
+
+
+# -- the server ---------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Loopback only: no proxy from the environment may see these requests.
+HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_json(url: str, body: dict | None = None, timeout: float = 300) -> dict:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with HTTP.open(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process is in the group: from /proc, since
+    a zombie nobody reaps (a container's init may not) still takes signals."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """The server and every process it started (its own process group)."""
+    for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, 30)):
+        if not group_alive(proc.pid):
+            break
+        os.killpg(proc.pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and group_alive(proc.pid):
+            proc.poll()  # reaps the leader once it exits
+            time.sleep(0.5)
+    proc.wait(timeout=30)
+    assert not group_alive(proc.pid), "processes of the vLLM server are left running"
+
+
+def serve_and_complete(argv: list[str], cwd: Path, env: dict, log: Path) -> dict:
+    """Start the server, wait for its model list, complete one prompt, stop it."""
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv + ["--host", "127.0.0.1", "--port", str(port)], cwd=cwd, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + SERVER_START_S
+        models = None
+        while models is None:
+            if proc.poll() is not None:
+                raise AssertionError(f"the server exited ({proc.returncode}):\n{log.read_text()[-6000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no answer from /v1/models after {SERVER_START_S} s:\n{log.read_text()[-6000:]}")
+            try:
+                models = http_json(base + "/models", timeout=10)
+            except OSError:
+                time.sleep(1)
+        model = models["data"][0]["id"]
+        try:
+            done = http_json(base + "/completions", {"model": model, "prompt": "w5 w6 w7", "max_tokens": 4,
+                                                     "temperature": 0})
+        except urllib.error.HTTPError as e:
+            raise AssertionError(f"completion refused ({e.code}): {e.read()[:2000]!r}\n{log.read_text()[-6000:]}")
+        assert done["choices"] and done["usage"]["completion_tokens"] >= 1, done
+        return done
+    finally:
+        stop(proc)
+
+
+def run_python(where: str, source: str, cwd: Path, env: dict, tmp_path: Path) -> None:
+    """A block as a script in its own process group (vLLM's engine process
+    included, stopped with it); a "# logs: TEXT" comment in it must be logged."""
+    script, log = tmp_path / "example.py", tmp_path / "example.log"
+    script.write_text(source)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script)], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        rc = proc.wait(timeout=SERVER_START_S)
+    finally:
+        stop(proc)
+    text = log.read_text()
+    assert rc == 0, f"{where} failed ({rc}):\n{source}\n{text[-6000:]}"
+    for expected in re.findall(r"# logs: (.+)", source):
+        assert expected.strip() in text, f"{where}: no {expected.strip()!r} in its log:\n{text[-6000:]}"
+
+
+# -- the cases ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_doc_example(case, stand_ins, tmp_path):
+    where, lang, steps = case
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    for name, d in stand_ins.items():
+        if name not in ABSOLUTE:
+            (cwd / name).symlink_to(d)
+    for p in ABSOLUTE:
+        steps = [step.replace(p, str(stand_ins[p])) for step in steps]
+    env = {**os.environ, **ENV}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # "python": this venv's
+    if lang in doc_examples.PYTHON:
+        run_python(where, steps[0], cwd, env, tmp_path)
+        return
+    for i, cmd in enumerate(steps):
+        argv = shlex.split(cmd, comments=True)
+        if argv[:3] == SERVER:
+            serve_and_complete(argv, cwd, env, tmp_path / f"server-{i}.log")
+        else:
+            r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", cmd], cwd=cwd, env=env, capture_output=True,
+                               text=True, timeout=600)
+            assert r.returncode == 0, f"{where}: `{cmd}` failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
