@@ -26,7 +26,7 @@ def test_ctrl_c_interrupts_a_python_load(tmp_path):
         "print('started', flush=True)\n"
         "t0 = time.time()\n"
         "try:\n"
-        "    ck.load(names * 4)\n"
+        "    ck.load(names * 400)\n"
         "    print('finished', time.time() - t0, flush=True)\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted', time.time() - t0, flush=True)\n"
@@ -39,6 +39,9 @@ def test_ctrl_c_interrupts_a_python_load(tmp_path):
     out, err = p.communicate(timeout=120)
     assert out.startswith("interrupted"), (out, err[-2000:])
     took = float(out.split()[1])
-    # The second load is 4x the first: stopping well before its end means
-    # the signal was acted on during the load, not after it.
-    assert took < 2 * whole, (took, whole)
+    # The second load is 400x the first: stopping before a quarter of it
+    # means the signal was acted on during the load, not after it. (The
+    # margin is wide on purpose: with 4x, a busy machine delivered the
+    # signal after the load had ended, and the test failed on timing, not
+    # on interruption.)
+    assert took < 100 * whole, (took, whole)

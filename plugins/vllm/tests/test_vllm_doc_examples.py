@@ -5,14 +5,21 @@ The blocks are the ones marked `<!-- example: vllm-venv
 plugins/vllm/README.md (tests/fixtures/doc_examples.py parses them;
 tests/python/test_doc_examples.py requires every block to be marked).
 
-- A shell line `python -m vllm.entrypoints.openai.api_server ARGS` starts
-  vLLM's OpenAI server with the doc's ARGS plus `--host 127.0.0.1 --port
-  N` (a free loopback port), waits for /v1/models to answer (up to
-  SERVER_START_S: a limit for a hung start, not a timing assertion), asks
-  for one completion of the served model, and stops the server's whole
-  process group (SIGTERM, then SIGKILL), checking that nothing of it is
-  left. Any other shell line runs as it is, in order, in the same
-  directory.
+- A shell line `python -m vllm.entrypoints.openai.api_server ARGS`: for
+  the lines in FULL_SERVERS, vLLM's OpenAI server starts with the doc's
+  ARGS plus `--host 127.0.0.1 --port N` (a free loopback port), /v1/models
+  must answer (up to SERVER_START_S: a limit for a hung start, not a
+  timing assertion), one completion of the served model is asked for, and
+  the server's whole process group is stopped (SIGTERM, then SIGKILL),
+  checking that nothing of it is left. Every other server line is parsed
+  by the server's own argument parser (vLLM's make_arg_parser and
+  validate_parsed_serve_args, as its main() does) and the engine those
+  arguments make (model, load format, --hf-config-path, --tokenizer,
+  --model-loader-extra-config) is started through the session's engine
+  lanes (engines.py) and must generate: the same load path, without a
+  second server process importing vLLM for each line (about 40 s each on
+  2 cores), and a start the other tests make is made once. Any other
+  shell line runs as it is, in order, in the same directory.
 - A Python block runs as a script, in its own process group (vLLM's
   engine process included, stopped and checked the same way); a
   `# logs: TEXT` comment in it must be in its output.
@@ -90,6 +97,13 @@ CASES = cases()
 
 def test_the_docs_have_vllm_examples_for_this_file():
     assert len(CASES) >= 4, CASES
+    assert FULL_SERVERS <= {c[0] for c in CASES}, FULL_SERVERS
+
+
+# The server lines that start the whole server: the first one a reader
+# meets, and the one with the most options (a GGUF alone, its config and
+# tokenizer from elsewhere).
+FULL_SERVERS = {"README.md:124#1", "docs/vllm.md:70#1"}
 
 
 # The docs' checkpoint directories -> (generated model: conftest.py's
@@ -240,6 +254,24 @@ def serve_and_complete(argv: list[str], cwd: Path, env: dict, log: Path) -> dict
         stop(proc)
 
 
+def engine_of(argv: list[str], cwd: Path):
+    """The engine a server command line makes, as a session run: parsed by
+    the server's own parser, then the arguments that choose what is loaded
+    and how (paths made absolute: the lanes run elsewhere)."""
+    from engines import Run
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args(argv[3:])
+    validate_parsed_serve_args(args)
+    e = AsyncEngineArgs.from_cli_args(args)
+    path = lambda p: str((cwd / p).resolve()) if p else None  # noqa: E731
+    return Run.of(path(e.model), e.load_format, hf_config_path=path(e.hf_config_path),
+                  tokenizer=path(e.tokenizer) if e.tokenizer != e.model else None,
+                  model_loader_extra_config=e.model_loader_extra_config or None)
+
+
 def run_python(where: str, source: str, cwd: Path, env: dict, tmp_path: Path) -> None:
     """A block as a script in its own process group (vLLM's engine process
     included, stopped with it); a "# logs: TEXT" comment in it must be logged."""
@@ -262,7 +294,7 @@ def run_python(where: str, source: str, cwd: Path, env: dict, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_doc_example(case, stand_ins, tmp_path):
+def test_doc_example(case, stand_ins, engines, tmp_path):
     where, lang, steps = case
     cwd = tmp_path / "cwd"
     cwd.mkdir()
@@ -278,8 +310,11 @@ def test_doc_example(case, stand_ins, tmp_path):
         return
     for i, cmd in enumerate(steps):
         argv = shlex.split(cmd, comments=True)
-        if argv[:3] == SERVER:
+        if argv[:3] == SERVER and where in FULL_SERVERS:
             serve_and_complete(argv, cwd, env, tmp_path / f"server-{i}.log")
+        elif argv[:3] == SERVER:
+            run = engine_of(argv, cwd)
+            assert engines.tokens(run), f"{where}: no tokens from {run.describe()}"
         else:
             r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", cmd], cwd=cwd, env=env, capture_output=True,
                                text=True, timeout=600)
