@@ -22,15 +22,22 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=scripts/test_steps.sh
 source scripts/test_steps.sh
-step setup scripts/setup.sh
-source scripts/env.sh
-# CI must build the GPU kernels even without a GPU: fail if nvcc was not used.
-export WEIGHTSTREAM_REQUIRE_GPU_KERNELS=1
 quick=0
 if [ "${1:-}" = quick ]; then
   quick=1
   shift
 fi
+# Downloads and unpacking beside the build: vLLM's pinned packages (about
+# 6 GB) and the container images' Debian base (debootstrap); a second run
+# on this machine finds both cached.
+if [ "$quick" = 0 ]; then
+  step_bg vllm-packages scripts/setup_vllm.sh packages
+  step_bg images-base scripts/test_docker.sh base
+fi
+step setup scripts/setup.sh
+source scripts/env.sh
+# CI must build the GPU kernels even without a GPU: fail if nvcc was not used.
+export WEIGHTSTREAM_REQUIRE_GPU_KERNELS=1
 # The slowest tests of every pytest call, so where the time goes is on record.
 DURATIONS=(--durations=15 --durations-min=2)
 echo "== cargo fmt --check and clippy -D warnings (lints: Cargo.toml [workspace.lints])"
@@ -56,6 +63,7 @@ if [ "$quick" = 1 ]; then
   exit 0
 fi
 # The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).
+step_join vllm-packages
 step setup-vllm scripts/setup_vllm.sh
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
 step c-api scripts/test_c.sh
@@ -67,6 +75,7 @@ step torch-api "$VLLM_PY" -m pytest crates/weightstream-py/tests/torch_api \
 echo "== leak check (valgrind)"
 step leaks scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"
+step_join images-base
 step images scripts/test_docker.sh
 echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-45} s per target"
 step fuzz scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-45}"

@@ -24,8 +24,9 @@ command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "test_arm: ${missing[*]} missing and not root: install them (apt-get install ${missing[*]})" >&2; exit 1; }
   say "installing ${missing[*]} (apt-get)"
-  apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  # One apt-get at a time: scripts/test.sh may run the other installer beside this one.
+  flock /var/lock/weightstream-apt.lock apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive flock /var/lock/weightstream-apt.lock apt-get install -y -q "${missing[@]}" >/dev/null
 fi
 
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc

@@ -28,10 +28,15 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "test_docker: ${missing[*]} missing and not root: install them (apt-get install ${missing[*]})" >&2; exit 1; }
   say "installing ${missing[*]} (apt-get)"
-  apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  # One apt-get at a time: scripts/test.sh may run the other installer beside this one.
+  flock /var/lock/weightstream-apt.lock apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive flock /var/lock/weightstream-apt.lock apt-get install -y -q "${missing[@]}" >/dev/null
 fi
 [ "$(id -u)" = 0 ] || { echo "test_docker: debootstrap and podman import need root" >&2; exit 1; }
+
+# `scripts/test_docker.sh base`: the tools and the base image only (mostly
+# downloads: scripts/test.sh starts it beside the build).
+[ "${1:-}" = base ] && base_only=1 || base_only=0
 
 # -- the two Dockerfiles share their builder stage through the layer cache,
 # which needs the stage to be the same text in both.
@@ -80,6 +85,11 @@ else
   tar -C "$rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
   rm -rf "$rootfs"
   trap - EXIT
+fi
+
+if [ "$base_only" = 1 ]; then
+  say "test_docker: base image ready"
+  exit 0
 fi
 
 build_opts=(--isolation=chroot --layers

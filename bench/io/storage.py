@@ -108,6 +108,9 @@ def main() -> int:
     ap.add_argument("--sources", default="auto,read,mmap,direct", help="comma-separated; add gds on a GPU")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-warm", action="store_true", help="cold runs only")
+    ap.add_argument("--files-only", action="store_true",
+                    help="evict only the model's own pages (posix_fadvise), never the machine's whole page cache "
+                         "(for checks on a machine other work shares: scripts/gpu_round.sh check)")
     ap.add_argument("--read-only", action="store_true",
                     help="CPU: read the bytes through each source as a load does, without dequantizing (the storage path alone)")
     ap.add_argument("--extra", default="", help="more arguments for weightstream load, e.g. '--readers 8'")
@@ -128,7 +131,7 @@ def main() -> int:
             cold_order = (["baseline"] + [f"cold:{s}" for s in sources])
             cold_order = cold_order[k:] + cold_order[:k]
             for e in cold_order:
-                evict = drop_cache(model)
+                evict = drop_cache(model, system=not a.files_only)
                 if e == "baseline":
                     secs[e].append(dd(model))
                 else:
