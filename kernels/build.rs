@@ -12,9 +12,8 @@ use std::process::Command;
 
 #[path = "build/mirror.rs"]
 mod mirror;
-
-/// Real architectures to ship SASS for; PTX of the last one for the rest.
-const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
+#[path = "build/nvcc.rs"]
+mod nvcc;
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -27,6 +26,7 @@ fn main() {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=build/mirror.rs");
+    println!("cargo:rerun-if-changed=build/nvcc.rs");
     // Written from the block table and the sources (build/mirror.rs); the
     // kernel sources include formats.cuh from here (-I OUT_DIR).
     let sources = kernel_sources(&kernels);
@@ -54,9 +54,9 @@ fn main() {
     match find_nvcc() {
         Some(nvcc) => {
             version = nvcc_version(&nvcc);
+            nvcc::compile_all(&nvcc, &version, &kernels, &out, &sources);
             for k in &sources {
                 let fatbin = out.join(format!("{k}.fatbin"));
-                compile(&nvcc, &kernels.join(format!("{k}.cu")), &out, &fatbin);
                 entries.push(format!("(\"{k}\", include_bytes!({:?}))", fatbin.display().to_string()));
             }
         }
@@ -106,19 +106,4 @@ fn nvcc_version(nvcc: &Path) -> String {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.lines().find(|l| l.contains("release")).map(|l| l.trim().to_string()))
         .unwrap_or_default()
-}
-
-fn compile(nvcc: &Path, src: &Path, include: &Path, fatbin: &Path) {
-    let mut cmd = Command::new(nvcc);
-    cmd.arg("-fatbin").arg("-std=c++17").arg("-O3").arg("--fmad=false").arg("-I").arg(include);
-    for a in ARCHS {
-        cmd.arg("-gencode").arg(format!("arch=compute_{a},code=sm_{a}"));
-    }
-    let newest = ARCHS.last().unwrap();
-    cmd.arg("-gencode").arg(format!("arch=compute_{newest},code=compute_{newest}"));
-    cmd.arg("-o").arg(fatbin).arg(src);
-    let output = cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", nvcc.display()));
-    if !output.status.success() {
-        panic!("nvcc failed on {}:\n{}{}", src.display(), String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    }
 }

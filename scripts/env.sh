@@ -40,3 +40,7 @@ export WS_CACHE=${WEIGHTSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/weightstre
 # there too: a fresh clone compiles only the workspace's own crates (their
 # artifacts are keyed by the clone's path, so clones never share those).
 export CARGO_BUILD_BUILD_DIR=${CARGO_BUILD_BUILD_DIR:-$WS_CACHE/cargo-build}
+# nvcc's fatbins, the slowest part of the build, keyed by their exact
+# inputs (kernels/build/nvcc.rs): made once per machine, not per clone and
+# per feature set of the kernels crate.
+export WEIGHTSTREAM_FATBIN_CACHE=${WEIGHTSTREAM_FATBIN_CACHE:-$WS_CACHE/fatbins}
