@@ -72,8 +72,7 @@ fn entry(cache: &Path, stem: &str, inputs: &str) -> PathBuf {
 /// The cached fatbin copied to `fatbin` if its inputs are these.
 fn take(cache: &Path, stem: &str, inputs: &str, fatbin: &Path) -> bool {
     let dir = entry(cache, stem, inputs);
-    std::fs::read(dir.join("inputs")).is_ok_and(|stored| stored == inputs.as_bytes())
-        && std::fs::copy(dir.join("fatbin"), fatbin).is_ok()
+    std::fs::read(dir.join("inputs")).is_ok_and(|stored| stored == inputs.as_bytes()) && std::fs::copy(dir.join("fatbin"), fatbin).is_ok()
 }
 
 /// Store a fatbin: written to a temporary folder, then renamed into place,
