@@ -10,7 +10,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 source scripts/env.sh
 command -v valgrind >/dev/null || { echo "leak_check: valgrind is not installed" >&2; exit 1; }
-VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
+VG_OPTS="-q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99"
+# shellcheck disable=SC2206
+VG=(valgrind $VG_OPTS)
 
 echo "leak_check: building test binaries"
 bins=$(cargo test --release --locked --no-run --message-format=json \
@@ -23,16 +25,32 @@ for line in sys.stdin:
         # hostile_limits installs its own allocator and parses 100 MB headers: too slow under valgrind.
         if m["target"]["name"] != "hostile_limits":
             print(m["executable"])')
-for b in $bins; do
-  printf 'leak_check: %-50s ' "$(basename "$b")"
-  t0=$SECONDS
-  "${VG[@]}" "$b" -q --test-threads 2 >/tmp/leak_check.log 2>&1 || { echo "FAILED"; tail -60 /tmp/leak_check.log; exit 1; }
-  echo "clean ($((SECONDS - t0)) s)"
-done
+# valgrind runs a program on one core (it serializes the program's
+# threads): the binaries run side by side, one per core, each with its
+# own log; a failure prints that binary's log.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+one() { # BINARY: one test binary under valgrind, its result on one line
+  local b=$1 t0=$SECONDS log
+  log=$logs/$(basename "$1").log
+  # shellcheck disable=SC2086
+  if valgrind $VG_OPTS "$b" -q --test-threads 2 >"$log" 2>&1; then
+    printf 'leak_check: %-50s clean (%d s)\n' "$(basename "$b")" "$((SECONDS - t0))"
+  else
+    printf 'leak_check: %-50s FAILED\n' "$(basename "$b")"
+    tail -60 "$log"
+    return 1
+  fi
+}
+export -f one
+export logs VG_OPTS
+# shellcheck disable=SC2016
+echo "$bins" | xargs -r -n1 -P "$(nproc)" bash -c 'one "$1"' _ \
+  || { echo "leak_check: a test binary leaked or failed under valgrind (its log above)"; exit 1; }
 
 echo "leak_check: the CLI"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "$logs"' EXIT
 "$WS_VENV/bin/python" tests/fixtures/generate.py "$tmp/fx" --seed 3 >/dev/null
 "$WS_VENV/bin/python" tests/fixtures/sample_model.py --out "$tmp" --formats q4_0,fp8 2>/dev/null
 printf '\x01\x02' > "$tmp/broken.safetensors"
