@@ -37,8 +37,11 @@ cached_venv() {
     python3 -m venv --without-pip "$venv"
     # addsitedir: the entry's own .pth files are read too (as for any venv).
     echo "import site; site.addsitedir('$site')" >"$(echo "$venv"/lib/python3*/site-packages)/_weightstream_cache.pth"
+    # The entry's tools, not its pip: a pip script of the entry's would
+    # install into the shared entry (`python -m pip` in VENV installs here).
     local tool
     for tool in "$base"/bin/*; do
+      case "$(basename "$tool")" in pip | pip3* | python* | activate* | Activate*) continue ;; esac
       [ -e "$venv/bin/$(basename "$tool")" ] || ln -s "$tool" "$venv/bin/$(basename "$tool")"
     done
     echo "$base" >"$venv/.ws-cache-base"
