@@ -35,8 +35,14 @@ cached_venv() {
     echo "setup: creating $venv on $base"
     rm -rf "$venv"
     python3 -m venv --without-pip "$venv"
-    # addsitedir: the entry's own .pth files are read too (as for any venv).
-    echo "import site; site.addsitedir('$site')" >"$(echo "$venv"/lib/python3*/site-packages)/_weightstream_cache.pth"
+    # The entry's site-packages after VENV's own, its .pth files read too
+    # (addsitedir). Appended unconditionally first: pip's isolated build
+    # environments drop what the venv's .pth files add by re-running them
+    # and removing every path they append, and addsitedir alone would not
+    # append a path already present (the entry's old setuptools then leaked
+    # into builds from source: llama-cpp-python's sdist failed).
+    echo "import site, sys; sys.path.append('$site'); site.addsitedir('$site')" \
+      >"$(echo "$venv"/lib/python3*/site-packages)/_weightstream_cache.pth"
     # The entry's tools, not its pip: a pip script of the entry's would
     # install into the shared entry (`python -m pip` in VENV installs here).
     local tool

@@ -26,7 +26,7 @@ def test_ctrl_c_interrupts_a_python_load(tmp_path):
         "print('started', flush=True)\n"
         "t0 = time.time()\n"
         "try:\n"
-        "    ck.load(names * 400)\n"
+        "    ck.load(names * 40)\n"
         "    print('finished', time.time() - t0, flush=True)\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted', time.time() - t0, flush=True)\n"
@@ -39,9 +39,10 @@ def test_ctrl_c_interrupts_a_python_load(tmp_path):
     out, err = p.communicate(timeout=120)
     assert out.startswith("interrupted"), (out, err[-2000:])
     took = float(out.split()[1])
-    # The second load is 400x the first: stopping before a quarter of it
-    # means the signal was acted on during the load, not after it. (The
-    # margin is wide on purpose: with 4x, a busy machine delivered the
-    # signal after the load had ended, and the test failed on timing, not
-    # on interruption.)
-    assert took < 100 * whole, (took, whole)
+    # The second load is 40x the first (about 2.3 GB of BF16, allocated
+    # up front, written as it goes): stopping before a quarter of it means
+    # the signal was acted on during the load, not after it. (With 4x and
+    # a 2x bound this failed on a busy machine; the cause was a Ctrl-C
+    # swallowed while the Python side retried `import torch` for every
+    # tensor it allocated, fixed in weightstream/__init__.py.)
+    assert took < 10 * whole, (took, whole)

@@ -16,6 +16,7 @@ torch-allocated tensors, ordered after torch's current stream.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import logging
@@ -40,7 +41,13 @@ def _log_notes(notes) -> None:
         _log.log(logging.WARNING if fallback else logging.INFO, "%s", text)
 
 
+@functools.lru_cache(maxsize=None)
 def _torch():
+    """torch, or None where it is not installed: looked for once. (Without
+    the cache a load without torch tried the import again for every
+    tensor it allocated, and a Ctrl-C landing inside the import machinery
+    was swallowed there, "Exception ignored in ... _get_module_lock": the
+    load ran on to its end. An interrupted import is not cached.)"""
     try:
         import torch
     except ImportError:
