@@ -91,6 +91,13 @@ def run(req: dict) -> dict:
             except Exception:
                 traceback.print_exc()
         del llm
+        # A one-rank engine ran in this process: its parallel groups (made
+        # for that model: a dense model gets no expert-parallel group, which
+        # the next run's MoE model would then miss) and its frozen GC heap
+        # go with it, as in vLLM's own tests between engines.
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
         gc.collect()
     out["seconds"] = round(time.monotonic() - t0, 2)  # reported, never asserted
     return out
