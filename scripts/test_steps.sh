@@ -38,7 +38,8 @@ step_bg() {
   shift
   mkdir -p "$WS_STEP_LOGS"
   WS_BG_T0[$name]=$(date +%s)
-  "$@" >"$WS_STEP_LOGS/$name.log" 2>&1 &
+  # Its end time too: the table shows how long it ran, not when it was joined.
+  { rc=0; "$@" >"$WS_STEP_LOGS/$name.log" 2>&1 || rc=$?; date +%s >"$WS_STEP_LOGS/$name.end"; exit $rc; } &
   WS_BG_PID[$name]=$!
   echo "== step $name: started in the background (log: $WS_STEP_LOGS/$name.log)"
 }
@@ -48,8 +49,8 @@ step_join() {
   wait "${WS_BG_PID[$name]}" || rc=$?
   unset "WS_BG_PID[$name]"
   cat "$WS_STEP_LOGS/$name.log"
-  # Its own wall time, from its start: it ran beside the steps in between.
-  _step_record "$name" "$(($(date +%s) - WS_BG_T0[$name]))" "$rc" "overlapped"
+  # Its own wall time, start to end: it ran beside the steps in between.
+  _step_record "$name" "$(($(cat "$WS_STEP_LOGS/$name.end" 2>/dev/null || date +%s) - WS_BG_T0[$name]))" "$rc" "overlapped"
   return $rc
 }
 
