@@ -31,7 +31,7 @@ VLLM_CPU_OMP_THREADS_BIND is set per run, one core per rank.
 import json
 import sys
 
-from engine_runner import ENGINE, MAX_TOKENS, PROMPTS
+from engine_runner import ENGINE, MAX_TOKENS, PROMPTS, omp_binding
 
 
 def digest(self):
@@ -50,8 +50,9 @@ def main():
         llm = None
         print(f"RUN {i}", flush=True)  # what the engine's processes log next is this run's
         ranks = layout.get("tensor_parallel_size", 1) * layout.get("pipeline_parallel_size", 1)
-        if ranks > 1:  # one OpenMP thread set per rank
-            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(r % (os.cpu_count() or 1)) for r in range(ranks))
+        binding = omp_binding(ranks)  # one OpenMP thread set per rank
+        if binding:
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = binding
         else:
             os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
         try:
