@@ -270,8 +270,17 @@ pub enum Metadata {
 
 impl Metadata {
     pub fn to_json(&self) -> Json {
+        self.to_json_where(|_| true)
+    }
+
+    /// The keys `keep` accepts only: a GGUF's model keys without its
+    /// `tokenizer.*` arrays (hundreds of thousands of strings in a current
+    /// model) for a caller that builds a model config.
+    pub fn to_json_where(&self, keep: impl Fn(&str) -> bool) -> Json {
         match self {
-            Metadata::Gguf { kv, .. } => Json::Object(kv.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            Metadata::Gguf { kv, .. } => {
+                Json::Object(kv.iter().filter(|(k, _)| keep(k)).map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
             Metadata::Safetensors(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect()),
         }
     }

@@ -209,9 +209,11 @@ impl Checkpoint {
     }
 
     /// The checkpoint's metadata as JSON text (GGUF key-values, or the
-    /// safetensors `__metadata__`).
-    fn metadata_json(&self) -> String {
-        self.cat().metadata.to_json().to_string()
+    /// safetensors `__metadata__`); without the GGUF `tokenizer.*` keys
+    /// unless `tokenizer`.
+    #[pyo3(signature = (tokenizer = true))]
+    fn metadata_json(&self, tokenizer: bool) -> String {
+        self.cat().metadata.to_json_where(|k| tokenizer || !k.starts_with("tokenizer.")).to_string()
     }
 
     /// config.json beside safetensors shards, as JSON text, if any.

@@ -26,16 +26,18 @@ def _arch(metadata: dict) -> str:
 
 def hf_name_map(metadata: dict, hf_config) -> dict[str, str]:
     """GGUF tensor name -> Hugging Face name, for this model's architecture."""
-    import gguf
     import torch
     from transformers import AutoModelForCausalLM
 
     arch = _arch(metadata)
-    model_arch = next((k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == arch), None)
+    from weightstream._gguf_tables import tables
+
+    constants, tensor_mapping = tables()
+    model_arch = next((k for k, v in constants.MODEL_ARCH_NAMES.items() if v == arch), None)
     if model_arch is None:
-        raise ValueError(f"weightstream: GGUF architecture {arch!r} is unknown to gguf-py {gguf.__version__}")
+        raise ValueError(f"weightstream: GGUF architecture {arch!r} is unknown to the installed gguf-py")
     n_blocks = getattr(hf_config, "num_hidden_layers", None) or metadata.get(f"{arch}.block_count")
-    name_map = gguf.get_tensor_name_map(model_arch, int(n_blocks))
+    name_map = tensor_mapping.get_tensor_name_map(model_arch, int(n_blocks))
     with torch.device("meta"):
         hf_model = AutoModelForCausalLM.from_config(hf_config)
     out = {}
@@ -85,6 +87,19 @@ class Unpermuter:
             return t
         per_head = (total_rows or t.shape[0]) // n
         return reverse_permute(t, t.shape[0] // per_head)
+
+
+    def into(self, gguf_name: str, t, dest, total_rows: int) -> None:
+        """Write `t` un-permuted into `dest` (contiguous, `t`'s size): one
+        strided copy, where calling this object and copying the result
+        would make an un-permuted temporary first."""
+        n = self._heads(gguf_name)
+        if not n:
+            dest.view(t.shape).copy_(t)
+            return
+        per_head = total_rows // n
+        heads, cols = t.shape[0] // per_head, t.shape[1:]
+        dest.view(heads, 2, per_head // 2, *cols).copy_(t.view(heads, per_head // 2, 2, *cols).transpose(1, 2))
 
 
 def _unmapped(unmapped: list[str], hf_config) -> ValueError:

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import time
+from typing import Optional
 
 import torch
 from torch import nn
@@ -138,15 +139,7 @@ class WeightstreamModelLoader(BaseModelLoader):
             for s in ck.sources():
                 logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
             where = parallel.layout(model)
-            if where.splits():
-                weights = self._sharded(ck, model, model_config, target, where)
-            else:
-                weights = iter(ck)
-                if ck.format() == "gguf":
-                    weights = gguf_names.to_hf(weights, ck.metadata(), model_config.hf_config)
-                else:
-                    weights = ((n, expert_layout(ck, n, t)) for n, t in weights)
-            loaded = model.load_weights(weights)
+            loaded = self._load(ck, model, model_config, target, where)
         expected = {n for n, _ in model.named_parameters()}
         if loaded is not None:
             missing = sorted(expected - set(loaded))
@@ -158,24 +151,52 @@ class WeightstreamModelLoader(BaseModelLoader):
         logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read", ck.path, target,
                     time.perf_counter() - t0, ck.bytes_read)
 
-    def _sharded(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout):
-        """Tensor, pipeline or expert parallelism: only this rank's part of
-        each weight is read, and nothing of the weights it does not hold
-        (other stages' layers, other ranks' experts): sharding.py, where the
-        model's own loaders say which part."""
+    def _load(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout) -> Optional[set]:
+        """Every layout, one rank or many: each weight is first passed through
+        the model's own loaders as a probe (sharding.py), which says what this
+        rank keeps of it and where it goes. Weights that go unchanged into a
+        parameter are dequantized straight into it, all in one call of the
+        library; the others (GGUF q/k rows un-permuted, fused or transposed
+        tensors) are read and handed to the model's load_weights. Under
+        tensor, pipeline or expert parallelism only this rank's part of each
+        weight is read, and nothing of the weights it does not hold (other
+        stages' layers, other ranks' experts). Returns the parameter names
+        loaded (None: the model's load_weights does not report them)."""
         if ck.format() == "gguf":
-            names = gguf_names.pairs(ck.keys(), ck.metadata(), model_config.hf_config, lambda n: ck.shape(n)[0])
-            unpermute = gguf_names.Unpermuter(ck.metadata(), model_config.hf_config)
+            metadata = ck.metadata(tokenizer=False)
+            names = gguf_names.pairs(ck.keys(), metadata, model_config.hf_config, lambda n: ck.shape(n)[0])
+            unpermute = gguf_names.Unpermuter(metadata, model_config.hf_config)
             rows_per_head = lambda n: unpermute.rows_per_head(n, ck.matrix(n)[0])  # noqa: E731
             fixup = lambda n, t: unpermute(n, t, ck.matrix(n)[0])  # noqa: E731
+            fixup_into = lambda n, t, dest: unpermute.into(n, t, dest, ck.matrix(n)[0])  # noqa: E731
         else:
             names = [(n, n, None) for n in ck.keys()]
             rows_per_head = lambda n: 0  # noqa: E731
             fixup = lambda n, t: expert_layout(ck, n, t)  # noqa: E731
+            fixup_into = None  # nothing is transformed but swapped stacks, which are never written in place
+        transforms = lambda n: rows_per_head(n) > 0  # noqa: E731
         t0 = time.perf_counter()
         planned = sharding.plan(ck, model, names, rows_per_head,
                                 transposed=lambda n: ck.format() != "gguf" and is_packed_expert_stack(ck, n))
         probe_s = time.perf_counter() - t0
+        if where.splits():
+            self._log_shares(ck, planned, where)
+        t0 = time.perf_counter()
+        direct = sharding.bulk_load(ck, model, planned, target, transforms, fixup_into)
+        direct_s = time.perf_counter() - t0
+        done = {id(p) for p in direct}
+        rest = [p for p in planned if id(p) not in done]
+        t0 = time.perf_counter()
+        reports = [p.loaded for p in direct] + [model.load_weights(sharding.load(ck, rest, target, fixup, transforms))]
+        # A model whose load_weights reports nothing: nothing to check against.
+        loaded = None if any(r is None for r in reports) else set().union(*reports)
+        logger.info("weightstream: %d tensors probed in %.3f s; %d dequantized into their parameters in %.3f s, "
+                    "%d through the model's loaders in %.3f s", len(planned), probe_s, len(direct), direct_s,
+                    sum(p.note != "skipped" for p in rest), time.perf_counter() - t0)
+        return loaded
+
+    @staticmethod
+    def _log_shares(ck, planned: list, where: parallel.Layout) -> None:
         whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
         for p in whole:
             logger.info("weightstream: %s read whole on every rank: %s", p.ck_name, p.note)
@@ -185,9 +206,8 @@ class WeightstreamModelLoader(BaseModelLoader):
         share = sum(p.region.bytes(ck, p.ck_name) for p in planned if p.region is not None)
         full = sum(ck.slice_bytes(n) for n in {p.ck_name for p in planned})
         logger.info("weightstream: %s reads %d of %d file bytes (%d tensors sliced, "
-                    "%d replicated, %d read whole, %d skipped, %d experts of stacks kept; layers probed in %.3f s)", where.describe(),
+                    "%d replicated, %d read whole, %d skipped, %d experts of stacks kept)", where.describe(),
                     share + sum(ck.slice_bytes(p.ck_name) for p in planned if p.region is None and p.note != "skipped"),
                     full, sum(p.region is not None and not p.note.startswith("expert") for p in planned),
                     sum(p.note == "replicated" for p in planned),
-                    len(whole), sum(p.note == "skipped" for p in planned), sum(p.note.startswith("expert") for p in planned), probe_s)
-        return sharding.load(ck, planned, target, fixup, lambda n: rows_per_head(n) > 0)
+                    len(whole), sum(p.note == "skipped" for p in planned), sum(p.note.startswith("expert") for p in planned))

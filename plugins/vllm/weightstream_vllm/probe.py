@@ -52,7 +52,9 @@ class _Probe(torch.Tensor):
     dimensions or contiguous made the view's place unknown. `log` collects
     ("copy", offsets, shape) for every copy out of a probe, in the
     original's dimension order (vLLM's gpt-oss permutes its expert stacks
-    before the copy), virtual dimensions left out."""
+    before the copy), virtual dimensions left out, and the tensor copied
+    into (a view of the model's parameter, or None where the copy went
+    through a parameter subclass's own copy_)."""
 
     log: list
     place: Optional[list]
@@ -78,12 +80,15 @@ class _Probe(torch.Tensor):
         return _Probe.make([self.shape[d] for d in dims], self.log, None if self.place is None else [self.place[d] for d in dims])
 
     def _copied(self) -> tuple:
-        """(offsets, shape) in the original's dimensions (None, shape: unknown)."""
+        """(offsets, shape, in order) in the original's dimensions (None,
+        shape, False: unknown); in order: the view's dimensions are the
+        original's in their order (no permutation before the copy)."""
         real = [] if self.place is None else [(p, n) for p, n in zip(self.place, self.shape) if p != VIRTUAL]
         if self.place is None or sorted(p[0] for p, _ in real) != list(range(len(real))):
-            return None, tuple(self.shape)
+            return None, tuple(self.shape), False
+        in_order = [p[0] for p, _ in real] == list(range(len(real)))
         real.sort(key=lambda r: r[0][0])
-        return tuple(p[1] for p, _ in real), tuple(int(n) for _, n in real)
+        return tuple(p[1] for p, _ in real), tuple(int(n) for _, n in real), in_order
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -127,8 +132,15 @@ class _Probe(torch.Tensor):
         if func is torch.Tensor.copy_:
             copied = arg(1, "src")
             if isinstance(copied, _Probe):
-                copied.log.append(("copy", *copied._copied()))
+                dest = args[0]
+                plain = isinstance(dest, torch.Tensor) and not isinstance(dest, _Probe)
+                copied.log.append(("copy", *copied._copied(), dest if plain else None))
                 return args[0]
+        if src is not None and getattr(func, "__name__", "").endswith("_") and not getattr(func, "__name__", "").startswith("__"):
+            # An in-place change of the weight's values (vLLM's gpt-oss zeroes
+            # the down bias on every tensor-parallel rank but the first)
+            # before it is copied: its values are the loaders' to make.
+            src.log.append(("in place", func.__name__))
         with torch._C.DisableTorchFunctionSubclass():
             out = func(*args, **kwargs)
         # Any other tensor made from a probe: still a probe, place unknown.
@@ -164,48 +176,94 @@ class Region:
         return sum(ck.slice_bytes(name, rows, cols) for rows, cols in self.pieces())
 
 
-def probe(model, name: str, shape, swap: bool = False) -> tuple[Optional[Region], str]:
-    """Ask the model's own loaders what they keep of weight `name` of full
-    `shape`. Returns (region, why): region None with why "skipped" when the
-    model takes nothing of it, None with a reason when it cannot be
-    expressed as a region. `swap`: the model is given the tensor with its
-    last two dimensions swapped (gpt-oss MXFP4 expert stacks, stored [E,
-    out, in], handed over as [E, in, out]); it is probed in that shape and
-    the region is given in `shape`'s (the stored) coordinates."""
-    log: list = []
-    shape = tuple(int(d) for d in shape)
-    given = list(shape)
+@dataclass
+class Probed:
+    """What the model's loaders did with a weight: the region they keep of
+    it (None: see `why`), and the tensor that region was copied into."""
+
+    region: Optional[Region]
+    why: str = ""
+    # The tensor the region was copied into, when it received the region's
+    # values in the file's order (no permutation on the way).
+    dest: Optional[torch.Tensor] = None
+    # None where the model's load_weights reports nothing (returns None).
+    loaded: Optional[frozenset] = frozenset()
+
+
+def probe_all(model, items: list[tuple[str, tuple, bool]]) -> list[Probed]:
+    """`probe` for every (name, shape, swap), in one call of the model's
+    load_weights (its per-call set-up, 0.7 ms, once; each probe keeps its
+    own log). A loader that fails on one probe fails the call: then each
+    weight is probed alone, so that only that one is read whole."""
+    logs: list[list] = [[] for _ in items]
+    probes = [_make(shape, swap, log) for (_, shape, swap), log in zip(items, logs)]
+    try:
+        loaded = model.load_weights(list(zip((n for n, _, _ in items), probes)))
+    except Exception:
+        return [probe(model, name, shape, swap) for name, shape, swap in items]
+    loaded = None if loaded is None else frozenset(loaded)
+    return [_result(log, tuple(int(d) for d in shape), swap, loaded) for (_, shape, swap), log in zip(items, logs)]
+
+
+def _make(shape, swap: bool, log: list) -> _Probe:
+    given = [int(d) for d in shape]
     if swap:
         given[-2], given[-1] = given[-1], given[-2]
-    p = _Probe.make(given, log, [(d, 0) for d in range(len(shape))])
+    return _Probe.make(given, log, [(d, 0) for d in range(len(given))])
+
+
+def probe(model, name: str, shape, swap: bool = False) -> Probed:
+    """Ask the model's own loaders what they keep of weight `name` of full
+    `shape`. The region is None with why "skipped" when the model takes
+    nothing of it, None with a reason when it cannot be expressed as a
+    region. `swap`: the model is given the tensor with its last two
+    dimensions swapped (gpt-oss MXFP4 expert stacks, stored [E, out, in],
+    handed over as [E, in, out]); it is probed in that shape and the region
+    is given in `shape`'s (the stored) coordinates. `loaded`: the parameter
+    names the model's load_weights reported."""
+    log: list = []
     try:
-        model.load_weights([(name, p)])
+        loaded = model.load_weights([(name, _make(shape, swap, log))])
     except Exception as e:  # a loader that cannot run on a probe: read whole
-        return None, f"the loader cannot be probed ({type(e).__name__}: {e})"
+        return Probed(None, f"the loader cannot be probed ({type(e).__name__}: {e})")
+    return _result(log, tuple(int(d) for d in shape), swap, None if loaded is None else frozenset(loaded))
+
+
+def _result(log: list, shape: tuple, swap: bool, loaded: Optional[frozenset]) -> Probed:
     copies = [e for e in log if e[0] == "copy"]
     if not copies:
-        return None, "skipped"
+        return Probed(None, "skipped", loaded=loaded)
     if len(copies) > 1:
-        return None, f"copied into {len(copies)} places"
-    _, offsets, sub = copies[0]
+        return Probed(None, f"copied into {len(copies)} places", loaded=loaded)
+    _, offsets, sub, in_order, dest = copies[0]
     if offsets is None:
-        return None, "reshaped before the copy"
+        return Probed(None, "reshaped before the copy", loaded=loaded)
+    region = _region(shape, list(offsets), list(sub), swap)
+    # The destination takes the region's values in file order only when
+    # the copy's source was the region itself, not a permutation of it, and
+    # the loaders changed none of its values in place first.
+    changed = any(e[0] == "in place" for e in log)
+    direct = dest if in_order and not swap and not changed else None
+    return Probed(region, "" if region is not None else "cut along a middle dimension", direct, loaded)
+
+
+def _region(shape: tuple, offsets: list, sub: list, swap: bool) -> Optional[Region]:
+    """The region of a copy at `offsets` of size `sub` (None: not one)."""
     if swap:
-        offsets, sub = list(offsets), list(sub)
         offsets[-2], offsets[-1], sub[-2], sub[-1] = offsets[-1], offsets[-2], sub[-1], sub[-2]
     if len(shape) == 0:
-        return Region((0, 1), (0, 1), shape), ""
+        return Region((0, 1), (0, 1), shape)
     if len(shape) == 1:
-        return Region((0, 1), (offsets[0], offsets[0] + sub[0]), shape), ""
+        return Region((0, 1), (offsets[0], offsets[0] + sub[0]), shape)
     cols = (offsets[-1], offsets[-1] + sub[-1])
     middle = [d for d in range(1, len(shape) - 1) if offsets[d] != 0 or sub[d] != shape[d]]
     if len(shape) == 3 and middle:
         # Each outer index's own row range: [E, rows, cols] cut in rows.
         first = offsets[0] * shape[1] + offsets[1]
-        return Region((first, first + sub[1]), cols, shape, (sub[0], shape[1])), ""
+        return Region((first, first + sub[1]), cols, shape, (sub[0], shape[1]))
     if middle:
-        return None, "cut along a middle dimension"
+        return None
     inner = 1
     for d in shape[1:-1]:
         inner *= d
-    return Region((offsets[0] * inner, (offsets[0] + sub[0]) * inner), cols, shape), ""
+    return Region((offsets[0] * inner, (offsets[0] + sub[0]) * inner), cols, shape)

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from .probe import Region, probe
+from .probe import Probed, Region, probe_all
 
 
 @dataclass
@@ -53,23 +53,27 @@ class Planned:
     # Handed to the model with its last two dimensions swapped (the region
     # is in the stored coordinates).
     swap: bool = False
+    # Where the model's loaders put the region: the parameter's own memory,
+    # filled in place (bulk_load) when the values go there unchanged.
+    dest: Any = None
+    # The parameter names the model's load_weights reported for it (None:
+    # it reports none).
+    loaded: Optional[frozenset] = frozenset()
 
 
-def _plan_expert(ck, model, ck_name: str, hf_name: str, e: int) -> Planned:
+def _plan_expert(ck_name: str, hf_name: str, e: int, shape: list, probed: Probed) -> Planned:
     """Expert `e` of stack `ck_name` as the model's per-expert weight: the
-    probe sees the expert's shape; the rows it keeps move to the stack's."""
-    shape = list(ck.shape(ck_name))[1:]
-    region, why = probe(model, hf_name, shape)
-    note = "expert"
+    probe saw the expert's shape; the rows it keeps move to the stack's."""
+    region, note = probed.region, "expert"
     if region is None:
         # Not this rank's expert ("skipped"), or a loader that cannot be
         # probed: then the expert's rows whole (and the log says why).
-        if why == "skipped":
-            return Planned(ck_name, hf_name, None, why, e)
-        region, note = Region((0, shape[0]), (0, shape[-1]), tuple(shape)), f"expert read whole: {why}"
+        if probed.why == "skipped":
+            return Planned(ck_name, hf_name, None, probed.why, e, loaded=probed.loaded)
+        region, note = Region((0, shape[0]), (0, shape[-1]), tuple(shape)), f"expert read whole: {probed.why}"
     rows = shape[0]
     return Planned(ck_name, hf_name, Region((region.rows[0] + e * rows, region.rows[1] + e * rows), region.cols, tuple(shape)),
-                   note, e)
+                   note, e, dest=probed.dest if note == "expert" else None, loaded=probed.loaded)
 
 
 def _refusal(ck, ck_name: str, region: Region, group: int) -> Optional[str]:
@@ -96,21 +100,82 @@ def plan(ck, model, names: list[tuple], fixup_rows: Callable[[str], int],
     MXFP4 expert stacks); it is probed in that shape, and what the loaders
     keep of it (an expert range, every expert's gate_up rows, down columns)
     is read in the stored layout."""
-    out = []
+    items = []
     for ck_name, hf_name, *rest in names:
+        expert = rest[0] if rest else None
+        if expert is not None:  # probed in the expert's shape
+            items.append((hf_name, tuple(ck.shape(ck_name))[1:], False))
+        else:
+            items.append((hf_name, tuple(ck.shape(ck_name)), transposed(ck_name)))
+    out = []
+    for (ck_name, hf_name, *rest), (_, shape, swap), probed in zip(names, items, probe_all(model, items)):
         if rest and rest[0] is not None:
-            out.append(_plan_expert(ck, model, ck_name, hf_name, rest[0]))
+            out.append(_plan_expert(ck_name, hf_name, rest[0], list(shape), probed))
             continue
-        swap = transposed(ck_name)
-        region, why = probe(model, hf_name, ck.shape(ck_name), swap)
+        region = probed.region
         if region is None:
-            out.append(Planned(ck_name, hf_name, None, why, swap=swap))
+            out.append(Planned(ck_name, hf_name, None, probed.why, swap=swap, loaded=probed.loaded))
         elif region.is_whole(ck.matrix(ck_name)):
-            out.append(Planned(ck_name, hf_name, None, "replicated", swap=swap))
+            out.append(Planned(ck_name, hf_name, None, "replicated", swap=swap, dest=probed.dest, loaded=probed.loaded))
         else:
             refused = _refusal(ck, ck_name, region, fixup_rows(ck_name))
-            out.append(Planned(ck_name, hf_name, None if refused else region, refused or "sliced", swap=swap))
+            out.append(Planned(ck_name, hf_name, None if refused else region, refused or "sliced", swap=swap,
+                               dest=None if refused else probed.dest, loaded=probed.loaded))
     return out
+
+
+def _in_place(ck, p: Planned, device: str, storages: set) -> Optional[tuple]:
+    """(rows, cols) of the one piece `p` reads, when it can be dequantized
+    straight into the parameter memory its loaders copy it into: a plain
+    contiguous BF16 tensor on the target device, in a parameter's storage
+    (not a loader's temporary), of exactly the piece's size, values in file
+    order on the way (no permutation, no swap)."""
+    d = p.dest
+    if d is None or p.swap or p.note == "skipped" or d.untyped_storage().data_ptr() not in storages:
+        return None
+    if d.dtype != torch.bfloat16 or not d.is_contiguous() or str(d.device) != str(torch.device(device)):
+        return None
+    if p.region is None:
+        rows, cols = (0, ck.matrix(p.ck_name)[0]), (0, ck.matrix(p.ck_name)[1])
+    elif p.region.repeat[0] != 1:
+        return None
+    else:
+        rows, cols = p.region.rows, p.region.cols
+    n = 1
+    for dim in ck.slice_shape(p.ck_name, rows, cols):
+        n *= dim
+    return (rows, cols) if n == d.numel() else None
+
+
+def bulk_load(ck, model, planned: list[Planned], device: str, transforms: Callable[[str], bool],
+              fixup_into: Callable[[str, Any, Any], None]) -> list[Planned]:
+    """Dequantize, in one call of the library (its threads and read-ahead
+    over every tensor), each planned region whose values go into one
+    parameter, into that parameter's memory; returns those done. A region
+    that is transformed on the way (`transforms`: GGUF q/k rows) is
+    dequantized into a temporary in the same call and written into its
+    parameter by `fixup_into(ck_name, t, dest)`: one copy. The model's
+    loaders already ran on the probe (their bookkeeping is done); only the
+    values were left to write."""
+    storages = {t.untyped_storage().data_ptr() for t in model.parameters()}
+    done, pieces, outs, fixed = [], [], [], []
+    for p in planned:
+        piece = _in_place(ck, p, device, storages)
+        if piece is None:
+            continue
+        done.append(p)
+        pieces.append(piece)
+        if transforms(p.ck_name):
+            t = torch.empty(ck.slice_shape(p.ck_name, *piece), dtype=torch.bfloat16, device=device)
+            fixed.append((p, t))
+            outs.append(t)
+        else:
+            outs.append(p.dest)
+    if done:
+        ck.load_into([p.ck_name for p in done], outs, slices=pieces, device=device)
+    for p, t in fixed:
+        fixup_into(p.ck_name, t, p.dest)
+    return done
 
 
 def load(ck, planned: list[Planned], device: str, fixup: Callable[[str, Any], Any], transforms: Callable[[str], bool]) -> Iterator[tuple[str, Any]]:

@@ -166,9 +166,12 @@ class Checkpoint:
     def format(self) -> str:
         return self._native.format()
 
-    def metadata(self) -> dict[str, Any]:
-        """GGUF key-values (arrays as lists), or the safetensors __metadata__."""
-        return json.loads(self._native.metadata_json())
+    def metadata(self, tokenizer: bool = True) -> dict[str, Any]:
+        """GGUF key-values (arrays as lists), or the safetensors __metadata__.
+        `tokenizer=False` leaves out the GGUF `tokenizer.*` keys: the
+        vocabulary, merges and scores (128k-256k tokens in current models),
+        which a caller building the model's config does not need."""
+        return json.loads(self._native.metadata_json(tokenizer))
 
     def config(self) -> Optional[dict[str, Any]]:
         """config.json beside safetensors shards, if there is one."""
@@ -245,6 +248,27 @@ class Checkpoint:
         t = _empty(self._native.slice_shape(i, sl), kind, index) if out is None else out
         self._run([i], [t], kind, index, self._stream(kind, index), slices=[sl])
         return t
+
+    def load_into(self, names, outs, slices=None, device=None) -> int:
+        """Fill `outs[k]` with tensor `names[k]` (or, with `slices[k]` =
+        `(rows, cols)`, that slice of it, as `get_slice`), all in one call:
+        the library reads ahead and dequantizes across every tensor with its
+        threads, straight into the given memory (a model's own parameters).
+        Each out is a contiguous BF16 tensor of the slice's shape (size
+        checked) on the target device. Returns the file bytes read."""
+        kind, index = (self._kind, self._index) if device is None else _parse_device(device)
+        names, outs = list(names), list(outs)
+        slices = [None] * len(names) if slices is None else list(slices)
+        if not len(names) == len(outs) == len(slices):
+            raise ValueError(f"load_into: {len(names)} names, {len(outs)} outs, {len(slices)} slices")
+        for n, t in zip(names, outs):
+            if hasattr(t, "is_contiguous") and not t.is_contiguous():
+                raise ValueError(f"load_into: the out for {n!r} is not contiguous")
+            if hasattr(t, "data_ptr") and str(t.dtype) != "torch.bfloat16":
+                raise ValueError(f"load_into: the out for {n!r} is {t.dtype}, not torch.bfloat16")
+        idx = [self._index_of(n) for n in names]
+        sl = [None if s is None else self._slice_of(n, *s) for n, s in zip(names, slices)]
+        return self._run(idx, outs, kind, index, self._stream(kind, index), slices=sl)
 
     def get_tensor(self, name: str, device=None):
         """One tensor as BF16 (on this checkpoint's device unless `device`)."""

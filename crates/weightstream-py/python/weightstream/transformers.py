@@ -32,7 +32,7 @@ from transformers.modeling_utils import _load_parameter_into_model
 
 from . import Checkpoint, WeightstreamError, _parse_device
 
-__all__ = ["load_model", "patch", "unpatch", "UnsupportedModel", "FallbackWarning"]
+__all__ = ["load_model", "patch", "unpatch", "UnsupportedModel", "IncompleteCheckpoint", "FallbackWarning"]
 
 # transformers' TensorProcessors that only move values (rename, permute,
 # stack, add an axis). weightstream hands them the BF16 bits as int16, so
@@ -52,6 +52,17 @@ class UnsupportedModel(ValueError):
     """The checkpoint cannot be loaded bit-exactly through weightstream (an
     architecture, processor or tensor without a mapping); raised before any
     tensor is read. `patch()` falls back to transformers on it."""
+
+
+class IncompleteCheckpoint(WeightstreamError):
+    """The checkpoint lacks a tensor the model needs (a parameter, or one of
+    the GGUF tensors transformers fuses into one). Never a reason for
+    `patch()` to fall back: transformers would fill the gap with zeros or
+    random values."""
+
+    def __init__(self, message: str, file: Optional[str] = None):
+        super().__init__(message)
+        self.kind, self.file, self.tensor, self.offset = "incomplete", file, None, None
 
 
 class FallbackWarning(UserWarning):
@@ -95,17 +106,23 @@ class _Plan:
         self.mapping: dict[str, str] = {}
 
 
-def _gguf_config(meta_file: str, names: list[str], arch: str):
-    """transformers' own config for the GGUF (load_gguf_checkpoint, metadata
-    only), with tie_word_embeddings taken from all tensors of a split set."""
+def _gguf_config(meta_file: str, ckpt: Checkpoint, metadata: dict, arch: str):
+    """transformers' own config for the GGUF: load_gguf_checkpoint's
+    derivation over weightstream's parsed metadata (_gguf_config.py), or,
+    for the architectures it leaves to transformers, load_gguf_checkpoint
+    itself; tie_word_embeddings taken from all tensors of a split set."""
     from transformers import AutoConfig  # noqa: F401 (CONFIG_MAPPING is filled lazily through it)
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+    from ._gguf_config import config_dict
+
+    names = ckpt.keys() + [n for n, _ in ckpt.skipped()]
     try:
-        parsed = _gguf_utils.load_gguf_checkpoint(meta_file, return_tensors=False)
+        d = config_dict(metadata, names, lambda: len(ckpt.metadata().get("tokenizer.ggml.tokens") or []))
+        if d is None:
+            d = _gguf_utils.load_gguf_checkpoint(meta_file, return_tensors=False)["config"]
     except ValueError as e:  # "GGUF model with architecture X is not supported yet."
         raise UnsupportedModel(f"{meta_file}: {e}") from None
-    d = parsed["config"]
     # load_gguf_checkpoint's own rule, over every file of a split set, not
     # just the first (where output.weight may not be).
     d["tie_word_embeddings"] = "output.weight" not in names or arch in ("falcon", "bloom")
@@ -151,24 +168,36 @@ def _gguf_plan(model, config_dict: dict, arch: str, ckpt: Checkpoint) -> _Plan:
     if unmapped:
         raise UnsupportedModel(f"GGUF tensors with no {type(model).__name__} parameter in transformers' mapping: "
                                f"{', '.join(unmapped[:8])}{' ...' if len(unmapped) > 8 else ''}")
+    _check_sources(plan, ckpt)
     return plan
 
 
+def _check_sources(plan: _Plan, ckpt: Checkpoint) -> None:
+    """A parameter transformers' processor makes from several GGUF tensors
+    (Qwen-MoE's gate_up_proj from ffn_gate_exps and ffn_up_exps) needs all
+    of them: with one missing, the processor leaves its part zero."""
+    wanted: dict[str, set[str]] = {}
+    for key, target in plan.mapping.items():
+        if target in plan.sources:
+            wanted.setdefault(target, set()).add(key)
+    for target, keys in wanted.items():
+        if len(keys) != plan.sources[target]:
+            have = {n for n in plan.staged if (plan.mapping.get(n) or plan.mapping.get(n.rsplit(".", 1)[0])) == target}
+            have_keys = {n if n in plan.mapping else n.rsplit(".", 1)[0] for n in have}
+            raise IncompleteCheckpoint(f"{ckpt.path}: {target} is made from GGUF tensors {', '.join(sorted(keys))}; "
+                                       f"the checkpoint has no {', '.join(sorted(keys - have_keys))}", str(ckpt.path))
+
+
 def _weights_map(model, processor) -> dict[str, str]:
-    """transformers' get_gguf_hf_weights_map, with gguf-py's
-    get_tensor_name_map memoized while it runs: it recurses into every
-    submodule and rebuilds the same (immutable) table each time, 0.7 s of a
-    1.4 GB Llama's 2 s load here."""
-    import functools
+    """transformers' get_gguf_hf_weights_map, given gguf-py's name tables
+    without gguf-py's package import (_gguf_tables.as_gguf: 0.2-0.5 s of
+    tokenizer back ends it does not use), get_tensor_name_map memoized (it
+    recurses into every submodule and rebuilds the same table each time,
+    0.7 s of a 1.4 GB Llama's 2 s load here)."""
+    from ._gguf_tables import as_gguf
 
-    import gguf
-
-    original = gguf.get_tensor_name_map
-    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(original)
-    try:
+    with as_gguf():
         return _gguf_utils.get_gguf_hf_weights_map(model, processor)
-    finally:
-        gguf.get_tensor_name_map = original
 
 
 def _untouched(plan: _Plan, name: str, shape: list[int]) -> bool:
@@ -297,12 +326,11 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
     ckpt = Checkpoint(path, "cpu", **options)
     names = ckpt.keys()
     if is_gguf:
-        from transformers.integrations.gguf.reader import read_gguf_metadata
-
-        # transformers' own header reader (string arrays, the vocabulary, left unread).
-        arch = read_gguf_metadata(meta_file)[0]["general.architecture"]
+        # weightstream's own reader parsed the header; the vocabulary stays in Rust.
+        metadata = ckpt.metadata(tokenizer=False)
+        arch = metadata["general.architecture"]
         _processor_class(arch)
-        cfg, cfg_dict = _gguf_config(meta_file, names, arch)
+        cfg, cfg_dict = _gguf_config(meta_file, ckpt, metadata, arch)
         if config is not None:  # the caller's, but whether lm_head exists is the file's to say
             cfg = config
             cfg.tie_word_embeddings = cfg_dict["tie_word_embeddings"]
@@ -326,7 +354,7 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
     tied = {t for t, s in model.all_tied_weights_keys.items() if s in targets and t not in targets}
     missing = sorted(set(dict(model.named_parameters())) - targets - tied)
     if missing:
-        raise UnsupportedModel(f"{type(model).__name__} parameters the checkpoint does not hold: "
+        raise IncompleteCheckpoint(f"{path}: {type(model).__name__} parameters the checkpoint does not hold: "
                                f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
     return model, ckpt, plan, tied
 

@@ -126,6 +126,26 @@ def test_unmapped_tensor_and_arithmetic_processor_are_refused(gguf_models, tmp_p
         wst.load_model(tmp_path / "gemma2.gguf", device="cpu")
 
 
+def test_an_incomplete_checkpoint_is_refused_and_never_falls_back(gguf_models, tmp_path):
+    """A Qwen3-MoE GGUF without one layer's ffn_up_exps: transformers' own
+    loader leaves that half of the fused gate_up_proj zero; weightstream
+    refuses it by name, and patch() does not hand it to transformers."""
+    path = gguf_models["qwen3moe-q4_k_m"][0]
+    d = tmp_path / "incomplete"
+    d.mkdir()
+    gap = models.rewrite(path, d / "model.gguf", drop=("blk.1.ffn_up_exps.weight",))
+    with pytest.raises(wst.IncompleteCheckpoint, match=r"gate_up_proj .*has no blk\.1\.ffn_up_exps"):
+        wst.load_model(gap, device="cpu")
+    with wst.patch(), warnings.catch_warnings():
+        warnings.simplefilter("error", wst.FallbackWarning)
+        with pytest.raises(wst.IncompleteCheckpoint, match="ffn_up_exps"):
+            AutoModelForCausalLM.from_pretrained(d, gguf_file="model.gguf", dtype=torch.bfloat16)
+    # A parameter with no tensor at all (the final norm): refused the same way.
+    gap = models.rewrite(path, d / "no-norm.gguf", drop=("output_norm.weight",))
+    with pytest.raises(wst.IncompleteCheckpoint, match=r"model\.norm\.weight"):
+        wst.load_model(gap, device="cpu")
+
+
 @pytest.fixture
 def spy(monkeypatch):
     """The loads that went through weightstream."""

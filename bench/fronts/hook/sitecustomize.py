@@ -1,0 +1,73 @@
+"""Put on PYTHONPATH by bench/fronts/vllm_load.py: every process of a vLLM
+engine (the engine itself, each tensor-parallel worker) times its model
+loader's `load_weights` and appends {"pid", "loader", "seconds"} as a JSON
+line to $WS_BENCH_TIMES; with $WS_BENCH_PROFILE set, the call runs under
+cProfile and its stats go to $WS_BENCH_PROFILE.<pid>."""
+import importlib.abc
+import json
+import os
+import sys
+import time
+
+TARGET = "vllm.model_executor.model_loader.base_loader"
+
+
+def _patch(module) -> None:
+    base = module.BaseModelLoader
+    original = base.load_model
+
+    def load_model(self, *args, **kwargs):
+        inner = type(self).load_weights.__get__(self)
+
+        def timed(model, model_config):
+            profile = os.environ.get("WS_BENCH_PROFILE")
+            prof = None
+            if profile:
+                import cProfile
+
+                prof = cProfile.Profile()
+                prof.enable()
+            t0 = time.perf_counter()
+            try:
+                return inner(model, model_config)
+            finally:
+                seconds = time.perf_counter() - t0
+                if prof is not None:
+                    prof.disable()
+                    prof.dump_stats(f"{profile}.{os.getpid()}")
+                with open(os.environ["WS_BENCH_TIMES"], "a") as f:
+                    f.write(json.dumps({"pid": os.getpid(), "loader": type(self).__name__, "seconds": seconds}) + "\n")
+
+        self.load_weights = timed
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            del self.load_weights
+
+    base.load_model = load_model
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != TARGET:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def patched(module):
+            exec_module(module)
+            _patch(module)
+
+        loader.exec_module = patched
+        return spec
+
+
+if os.environ.get("WS_BENCH_TIMES"):
+    sys.meta_path.insert(0, _Finder())
