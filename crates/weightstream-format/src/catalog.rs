@@ -278,9 +278,7 @@ impl Metadata {
     /// model) for a caller that builds a model config.
     pub fn to_json_where(&self, keep: impl Fn(&str) -> bool) -> Json {
         match self {
-            Metadata::Gguf { kv, .. } => {
-                Json::Object(kv.iter().filter(|(k, _)| keep(k)).map(|(k, v)| (k.clone(), v.to_json())).collect())
-            }
+            Metadata::Gguf { kv, .. } => Json::Object(kv.iter().filter(|(k, _)| keep(k)).map(|(k, v)| (k.clone(), v.to_json())).collect()),
             Metadata::Safetensors(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect()),
         }
     }

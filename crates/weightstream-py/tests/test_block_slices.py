@@ -80,3 +80,56 @@ def test_row_ranges_read_only_their_rows_scales(tmp_path):
                 part, n, data = read(name, r)
                 assert np.array_equal(part, whole[r[0]:r[1]]), (scheme, name, r)
                 assert n - data == scales_all * (r[1] - r[0]) // rows, (scheme, name, r, n - data, scales_all)
+
+
+def test_load_into_fills_every_out_in_one_call_as_get_slice_would(tmp_path):
+    """Checkpoint.load_into: whole tensors and slices of every dtype into
+    given buffers, in one call, the same bits as get_slice; a buffer of
+    the wrong size is refused and nothing is written."""
+    checked = 0
+    for path, name in _every_dtype(tmp_path):
+        with weightstream.open(str(path)) as ck:
+            rows, cols = ck.matrix(name)
+            pieces = [None, ((0, rows), (1, cols - 1)), ((rows // 2, rows), (0, cols))]
+            names, outs, want = [], [], []
+            for piece in pieces:
+                r, c = piece if piece is not None else ((0, rows), (0, cols))
+                want.append(_bits(ck.get_slice(name, rows=r, cols=c)))
+                outs.append(np.full(ck.slice_shape(name, r, c), 0x7FC1, dtype=np.uint16))
+                names.append(name)
+            ck.load_into(names, outs, slices=pieces)
+            for got, w in zip(outs, want):
+                assert np.array_equal(got.reshape(-1), w.reshape(-1)), name
+            small = np.full(max(1, outs[0].size - 1), 0x7FC1, dtype=np.uint16)
+            try:
+                ck.load_into([name], [small])
+            except weightstream.WeightstreamError as e:
+                assert "needs a 2-byte aligned buffer" in str(e)
+            else:
+                raise AssertionError(f"{name}: a short buffer was accepted")
+            assert (small == 0x7FC1).all()
+            checked += 1
+    assert checked >= 8
+
+
+def test_metadata_without_the_tokenizer(tmp_path):
+    """metadata(tokenizer=False): every key but the tokenizer.* ones, in the file's order."""
+    import gguf
+
+    path = tmp_path / "vocab.gguf"
+    w = gguf.GGUFWriter(str(path), arch="llama")
+    w.add_block_count(2)
+    w.add_tokenizer_model("llama")
+    w.add_token_list([f"t{i}" for i in range(1000)])
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tensor("output_norm.weight", np.ones(32, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with weightstream.open(str(path)) as ck:
+        full, small = ck.metadata(), ck.metadata(tokenizer=False)
+    assert len(full["tokenizer.ggml.tokens"]) == 1000
+    assert list(small) == [k for k in full if not k.startswith("tokenizer.")]
+    assert small == {k: v for k, v in full.items() if not k.startswith("tokenizer.")}
+    assert small["llama.attention.layer_norm_rms_epsilon"] == full["llama.attention.layer_norm_rms_epsilon"]
