@@ -345,10 +345,19 @@ fn cuda_status() -> (bool, String) {
     }
 }
 
+/// A load thread that panics, run through the same `interruptible` every
+/// load uses: the tests' proof that a worker panic becomes a
+/// WeightstreamError and never leaves Python waiting (issue 27's hang).
+#[pyfunction]
+fn _panic_in_a_load_thread(py: Python<'_>) -> PyResult<()> {
+    interruptible(py, |_| -> weightstream::Result<()> { panic!("a load thread panicked on purpose (weightstream's tests)") })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Checkpoint>()?;
     m.add_function(wrap_pyfunction!(cuda_status, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_in_a_load_thread, m)?)?;
     m.add("WeightstreamError", m.py().get_type::<WeightstreamError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
