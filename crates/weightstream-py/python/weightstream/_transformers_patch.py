@@ -109,8 +109,20 @@ def _auto_from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwa
     """The Auto classes read the config before the model class's
     from_pretrained runs: a GGUF not on this machine is handed back here."""
     original = _AUTO_ORIGINALS[cls].__func__
-    if kwargs.get("gguf_file") is None or getattr(_LOCAL, "falling_back", False) \
-            or _local_gguf(pretrained_model_name_or_path, kwargs) is not None:
+    if kwargs.get("gguf_file") is None or getattr(_LOCAL, "falling_back", False):
+        return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
+    path = _local_gguf(pretrained_model_name_or_path, kwargs)
+    if path is not None:
+        if kwargs.get("config") is None and _why_not(pretrained_model_name_or_path, model_args, kwargs)[0] is None:
+            # The Auto class would derive the config with transformers'
+            # load_gguf_checkpoint, which parses the whole vocabulary with
+            # gguf-py (2 s for 32000 tokens here) before the model class's
+            # from_pretrained, which weightstream serves, even runs: give it
+            # the same config from weightstream's metadata reader.
+            try:
+                kwargs = dict(kwargs, config=_wst.gguf_config(path))
+            except (_wst.UnsupportedModel, ValueError):
+                pass  # transformers' own derivation, and its own message
         return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
     return _fall_back(cls, kwargs, f"{kwargs['gguf_file']!r} is not a local file (a hub download is transformers' to make)",
                       original, (pretrained_model_name_or_path, *model_args))

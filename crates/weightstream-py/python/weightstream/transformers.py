@@ -129,6 +129,19 @@ def _gguf_config(meta_file: str, ckpt: Checkpoint, metadata: dict, arch: str):
     return CONFIG_MAPPING[d["model_type"]].from_dict(dict(d)), d
 
 
+def gguf_config(path):
+    """The transformers config of a GGUF file (or split set, or directory
+    holding one), as transformers' AutoConfig.from_pretrained(gguf_file=...)
+    derives it, from weightstream's metadata reader (_gguf_config)."""
+    meta_file, _ = _gguf_files(os.fspath(path))
+    with Checkpoint(os.fspath(path), "cpu") as ckpt:
+        metadata = ckpt.metadata(tokenizer=False)
+        # UnsupportedModel for an architecture weightstream does not serve
+        # (those on transformers' new GGUF path derive their config there).
+        _processor_class(metadata["general.architecture"])
+        return _gguf_config(meta_file, ckpt, metadata, metadata["general.architecture"])[0]
+
+
 def _processor_class(arch: str):
     """transformers' TensorProcessor for a GGUF architecture, if weightstream
     can run it on BF16 bits (raised on otherwise, before anything is built)."""

@@ -181,6 +181,25 @@ def test_patch_routes_from_pretrained_through_weightstream(gguf_models, spy):
         assert len(spy) == 2
 
 
+def test_patched_auto_class_never_parses_the_file_with_gguf_py(gguf_models, spy, monkeypatch):
+    """Under patch(), AutoModelForCausalLM gets its config from weightstream's
+    metadata reader: transformers' load_gguf_checkpoint (gguf-py's parse of
+    the whole vocabulary, 2 s for 32000 tokens) is not called at all."""
+    import transformers.configuration_utils as cu
+
+    def refuse(*a, **k):
+        raise AssertionError("load_gguf_checkpoint was called")
+
+    monkeypatch.setattr(cu, "load_gguf_checkpoint", refuse)
+    monkeypatch.setattr(wst._gguf_utils, "load_gguf_checkpoint", refuse)
+    path, ref, _ = gguf_models["llama-q4_k_m"]
+    with wst.patch(), warnings.catch_warnings():
+        warnings.simplefilter("error", wst.FallbackWarning)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.bfloat16)
+    assert spy == [model]
+    assert_bits(model, load_file(ref / "model.safetensors"))
+
+
 @pytest.mark.parametrize("case", ["no dtype", "extra kwarg", "hub id"])
 def test_patch_falls_back_with_one_warning(gguf_models, spy, monkeypatch, case):
     pytest.importorskip("accelerate", reason="the fallback is transformers' GGUF loader, which needs accelerate")
