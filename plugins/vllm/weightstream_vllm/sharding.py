@@ -147,35 +147,50 @@ def _in_place(ck, p: Planned, device: str, storages: set) -> Optional[tuple]:
     return (rows, cols) if n == d.numel() else None
 
 
+# Temporaries of transformed regions (GGUF q/k) alive at once: q and k of
+# a 70B Llama are 12 GB in all, more than a GPU can spare beside the model.
+TEMP_BYTES = 256 << 20
+
+
 def bulk_load(ck, model, planned: list[Planned], device: str, transforms: Callable[[str], bool],
               fixup_into: Callable[[str, Any, Any], None]) -> list[Planned]:
     """Dequantize, in one call of the library (its threads and read-ahead
     over every tensor), each planned region whose values go into one
-    parameter, into that parameter's memory; returns those done. A region
-    that is transformed on the way (`transforms`: GGUF q/k rows) is
-    dequantized into a temporary in the same call and written into its
-    parameter by `fixup_into(ck_name, t, dest)`: one copy. The model's
-    loaders already ran on the probe (their bookkeeping is done); only the
-    values were left to write."""
+    parameter unchanged, into that parameter's memory; returns those done
+    (and those below). A region transformed on the way (`transforms`: GGUF
+    q/k rows) is dequantized into a temporary, in calls of at most
+    TEMP_BYTES of them, and written into its parameter by
+    `fixup_into(ck_name, t, dest)`: one copy. The model's loaders already
+    ran on the probe (their bookkeeping is done); only the values were left
+    to write."""
     storages = {t.untyped_storage().data_ptr() for t in model.parameters()}
-    done, pieces, outs, fixed = [], [], [], []
+    direct, fixed = [], []
     for p in planned:
         piece = _in_place(ck, p, device, storages)
-        if piece is None:
-            continue
-        done.append(p)
-        pieces.append(piece)
-        if transforms(p.ck_name):
-            t = torch.empty(ck.slice_shape(p.ck_name, *piece), dtype=torch.bfloat16, device=device)
-            fixed.append((p, t))
-            outs.append(t)
-        else:
-            outs.append(p.dest)
-    if done:
-        ck.load_into([p.ck_name for p in done], outs, slices=pieces, device=device)
-    for p, t in fixed:
-        fixup_into(p.ck_name, t, p.dest)
-    return done
+        if piece is not None:
+            (fixed if transforms(p.ck_name) else direct).append((p, piece))
+    if direct:
+        ck.load_into([p.ck_name for p, _ in direct], [p.dest for p, _ in direct], slices=[s for _, s in direct], device=device)
+    for batch in _by_bytes(fixed, TEMP_BYTES):
+        temps = [torch.empty_like(p.dest) for p, _ in batch]
+        ck.load_into([p.ck_name for p, _ in batch], temps, slices=[s for _, s in batch], device=device)
+        for (p, piece), t in zip(batch, temps):
+            fixup_into(p.ck_name, t.view(ck.slice_shape(p.ck_name, *piece)), p.dest)
+        del temps
+    return [p for p, _ in direct + fixed]
+
+
+def _by_bytes(items: list, limit: int) -> Iterator[list]:
+    batch, size = [], 0
+    for item in items:
+        n = item[0].dest.numel() * item[0].dest.element_size()
+        if batch and size + n > limit:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += n
+    if batch:
+        yield batch
 
 
 def load(ck, planned: list[Planned], device: str, fixup: Callable[[str, Any], Any], transforms: Callable[[str], bool]) -> Iterator[tuple[str, Any]]:
