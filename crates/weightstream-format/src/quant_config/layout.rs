@@ -58,7 +58,9 @@ pub(super) fn contradiction(t: &TensorInfo, tensors: &[TensorInfo], found: Schem
     };
     let l = scale.layout;
     let (has, holds) = match l.kind {
-        ScaleKind::PerTensor => ((rows, cols), "one per-tensor scale".to_string()),
+        // One value broadcasts over any declared layout as torch broadcasts
+        // it in compressed-tensors' dequantize: the same BF16 either way.
+        ScaleKind::PerTensor => return None,
         ScaleKind::PerChannel => ((1, cols), "one scale per row".to_string()),
         ScaleKind::Group => ((1, l.block_cols.min(cols)), format!("groups of {} columns", l.block_cols)),
         ScaleKind::Block => ((l.block_rows.min(rows), l.block_cols.min(cols)), format!("{}x{} blocks", l.block_rows, l.block_cols)),
