@@ -148,3 +148,23 @@ def test_declared_block_scale_that_is_missing_is_refused(tmp_path):
     cfg = {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
     e = refused(write(tmp_path, t, cfg), "config_mismatch", "m.up.weight_scale_inv", "config.json")
     assert e.tensor == "m.up.weight"
+
+
+@pytest.mark.parametrize("feature", ["pre_quant_scale", "proj_down", "smooth_factor", "transform_config"])
+def test_features_not_folded_are_refused_by_name(tmp_path, feature):
+    """Item 12: ModelOpt's AWQ pre_quant_scale, SVDQuant's low-rank branch
+    and smoothing, compressed-tensors transforms: each loaded as plain BF16
+    without it. The `{}` compressed-tensors writes for no transforms loads."""
+    rng = np.random.default_rng(SEED)
+    t = {"m.q.weight": rng.standard_normal((4, 8)).astype(packed.ml_dtypes.bfloat16)}
+    cfg = None
+    if feature == "transform_config":
+        cfg = {"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {}, "transform_config": {}}}
+        (tmp_path / "none").mkdir()
+        weightstream.open(str(write(tmp_path / "none", t, cfg)))
+        cfg["quantization_config"]["transform_config"] = {"config_groups": {"R3": {"type": "hadamard", "apply": []}}}
+        needle = "quantization_config.transform_config"
+    else:
+        t[f"m.q.{feature}"] = np.ones(8, dtype=np.float32)
+        needle = f"m.q.{feature}"
+    refused(write(tmp_path, t, cfg), "unfolded_feature", needle)

@@ -326,9 +326,11 @@ fn open_safetensors(
     // Beside the shards: in the directory, or beside the single file opened.
     let config_dir = if root.is_dir() { root } else { root.parent().unwrap_or(Path::new(".")) };
     let config_path = config_dir.join(CONFIG_FILE);
+    crate::features::refuse_config(config.as_ref(), &config_path)?;
     let quant = crate::quant_config::QuantConfig::parse(config.as_ref(), &config_path)?;
     let blocks = quant.as_ref().map(|q| q.fp8_blocks(&tensors)).unwrap_or_default();
     let paths: Vec<PathBuf> = sources.iter().map(|s| s.path().to_path_buf()).collect();
+    crate::features::refuse_tensors(&tensors, |i| paths[i].as_path())?;
     pair_scales(&mut tensors, &|name| blocks.get(name).copied(), |i| paths[i].as_path())?;
     let read_small = |t: &TensorInfo| {
         let mut b = vec![0u8; t.nbytes.min(crate::packed::MAX_READ) as usize];
