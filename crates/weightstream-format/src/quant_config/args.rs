@@ -154,8 +154,8 @@ fn lax_bool(v: &Json) -> Option<bool> {
     match v {
         Json::Bool(b) => Some(*b),
         Json::Number(n) => match n.as_f64() {
-            Some(f) if f == 0.0 => Some(false),
-            Some(f) if f == 1.0 => Some(true),
+            Some(0.0) => Some(false),
+            Some(1.0) => Some(true),
             _ => None,
         },
         Json::String(s) => match s.to_lowercase().as_str() {
