@@ -85,6 +85,10 @@ pub enum ErrorKind {
     DuplicateKey(String),
     #[error("{0} is not a regular file (a FIFO, socket or device); refusing to read it")]
     NotRegularFile(String),
+    /// A checkpoint feature that changes what the weights compute and that
+    /// no rule folds into BF16 (issue 40, item 12).
+    #[error("{feature} ({what}) is not folded into the BF16 weights, which would load as if it were absent")]
+    UnfoldedFeature { feature: String, what: String },
 }
 
 impl ErrorKind {
@@ -122,6 +126,7 @@ impl ErrorKind {
             ErrorKind::ConfigMismatch { .. } => "config_mismatch",
             ErrorKind::BadIndex(_) => "bad_index",
             ErrorKind::BadConfig(_) => "bad_config",
+            ErrorKind::UnfoldedFeature { .. } => "unfolded_feature",
             ErrorKind::NoCheckpoint(_) => "no_checkpoint",
             ErrorKind::BadSplit(_) => "bad_split",
             ErrorKind::DuplicateKey(_) => "duplicate_key",

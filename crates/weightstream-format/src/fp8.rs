@@ -13,8 +13,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde_json::Value as Json;
-
 use crate::catalog::{Dtype, Role, ScaleDtype, ScaleKind, ScaleLayout, ScaleRef, TensorInfo};
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::safetensors::StDtype;
@@ -24,43 +22,18 @@ pub const SCALE_SUFFIX: &str = "_scale";
 const ACTIVATION_SCALE_SUFFIXES: &[&str] = &[".input_scale", ".input_global_scale", ".k_scale", ".v_scale", ".q_scale"];
 pub const DEFAULT_BLOCK: (u64, u64) = (128, 128);
 
+/// The declared FP8 block size of a weight, by its name.
+pub type BlockFor<'a> = &'a dyn Fn(&str) -> Option<(u64, u64)>;
+
 fn is_fp8(t: &TensorInfo) -> bool {
     matches!(t.dtype, Dtype::St(StDtype::F8_E4M3 | StDtype::F8_E5M2))
 }
 
-/// The FP8 weight block size a checkpoint's config.json declares, if any:
-/// `quantization_config.weight_block_size` (DeepSeek, Qwen3-FP8) or a
-/// compressed-tensors config group's `weights.block_structure`.
-pub fn config_block_size(config: Option<&Json>, config_path: &Path) -> Result<Option<(u64, u64)>> {
-    let Some(q) = config.and_then(|c| c.get("quantization_config")) else {
-        return Ok(None);
-    };
-    let parse = |v: &Json, what: &str| -> Result<(u64, u64)> {
-        match v.as_array().map(|a| a.iter().map(Json::as_u64).collect::<Option<Vec<_>>>()) {
-            Some(Some(d)) if d.len() == 2 && d[0] > 0 && d[1] > 0 => Ok((d[0], d[1])),
-            _ => Err(FormatError::new(
-                config_path,
-                None,
-                ErrorKind::BadConfig(format!("{what} must be [rows, cols] of positive integers, found {v}")),
-            )),
-        }
-    };
-    if let Some(v) = q.get("weight_block_size").filter(|v| !v.is_null()) {
-        return parse(v, "quantization_config.weight_block_size").map(Some);
-    }
-    if let Some(groups) = q.get("config_groups").and_then(Json::as_object) {
-        for g in groups.values() {
-            if let Some(v) = g.get("weights").and_then(|w| w.get("block_structure")).filter(|v| !v.is_null()) {
-                return parse(v, "config_groups.*.weights.block_structure").map(Some);
-            }
-        }
-    }
-    Ok(None)
-}
-
 /// Link every FP8 weight to its scale and mark scale and activation-scale
-/// tensors with their roles. `file_path(i)` names file `i` for errors.
-pub fn pair_scales<'p>(tensors: &mut [TensorInfo], block: Option<(u64, u64)>, file_path: impl Fn(usize) -> &'p Path) -> Result<()> {
+/// tensors with their roles. `block(weight)` is the block size config.json
+/// declares for that weight (`crate::quant_config::QuantConfig::fp8_blocks`:
+/// each weight its own group's); `file_path(i)` names file `i` for errors.
+pub fn pair_scales<'p>(tensors: &mut [TensorInfo], block: BlockFor, file_path: impl Fn(usize) -> &'p Path) -> Result<()> {
     // Activation scales accompany FP8 and packed 4-bit weights alike.
     for t in tensors.iter_mut() {
         if ACTIVATION_SCALE_SUFFIXES.iter().any(|s| t.name.ends_with(s)) {
@@ -84,7 +57,7 @@ pub fn pair_scales<'p>(tensors: &mut [TensorInfo], block: Option<(u64, u64)>, fi
                 }
                 (Some(s), None) | (None, Some(s)) => s,
             };
-            pairs.push((w, s, resolve(t, &tensors[s], s, block, &file_path)?));
+            pairs.push((w, s, resolve(t, &tensors[s], s, block(&t.name), &file_path)?));
         }
         pairs
     };
@@ -201,7 +174,7 @@ mod tests {
     }
 
     fn pair(ts: &mut [TensorInfo], block: Option<(u64, u64)>) -> Result<()> {
-        pair_scales(ts, block, |_| Path::new("f"))
+        pair_scales(ts, &|_| block, |_| Path::new("f"))
     }
 
     #[test]

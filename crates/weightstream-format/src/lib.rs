@@ -9,6 +9,7 @@
 pub mod catalog;
 mod cursor;
 pub mod error;
+pub mod features;
 pub mod fp8;
 pub mod gguf;
 pub mod open;

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use crate::catalog::{Catalog, CatalogFile, Dtype, Format, Metadata, Role, TensorInfo};
 use crate::error::{ErrorKind, FormatError, Result};
-use crate::fp8::{config_block_size, pair_scales};
+use crate::fp8::pair_scales;
 use crate::gguf::reader::first_duplicate;
 use crate::packed::pair_packed;
 use crate::safetensors::index::{read_index, read_json_file, INDEX_FILE};
@@ -326,16 +326,21 @@ fn open_safetensors(
     // Beside the shards: in the directory, or beside the single file opened.
     let config_dir = if root.is_dir() { root } else { root.parent().unwrap_or(Path::new(".")) };
     let config_path = config_dir.join(CONFIG_FILE);
-    let block = config_block_size(config.as_ref(), &config_path)?;
+    crate::features::refuse_config(config.as_ref(), &config_path)?;
+    let quant = crate::quant_config::QuantConfig::parse(config.as_ref(), &config_path)?;
+    let blocks = quant.as_ref().map(|q| q.fp8_blocks(&tensors)).unwrap_or_default();
     let paths: Vec<PathBuf> = sources.iter().map(|s| s.path().to_path_buf()).collect();
-    pair_scales(&mut tensors, block, |i| paths[i].as_path())?;
+    crate::features::refuse_tensors(&tensors, |i| paths[i].as_path())?;
+    pair_scales(&mut tensors, &|name| blocks.get(name).copied(), |i| paths[i].as_path())?;
     let read_small = |t: &TensorInfo| {
         let mut b = vec![0u8; t.nbytes.min(crate::packed::MAX_READ) as usize];
         sources[t.file].read_at(t.offset, &mut b)?;
         Ok(b)
     };
     pair_packed(&mut tensors, &read_small, |i| paths[i].as_path())?;
-    crate::quant_config::check(config.as_ref(), &config_path, &tensors, |i| paths[i].as_path())?;
+    if let Some(q) = &quant {
+        crate::quant_config::check(q, &config_path, &tensors, |i| paths[i].as_path())?;
+    }
     Ok(Catalog {
         format: Format::Safetensors,
         root: root.to_path_buf(),

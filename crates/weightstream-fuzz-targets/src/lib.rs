@@ -69,7 +69,7 @@ pub fn fp8_scale_rule(data: &[u8]) {
     };
     let info = |name: &str, dtype, shape: Vec<u64>| TensorInfo::test(name, Dtype::St(dtype), &shape);
     let mut ts = vec![info("x.weight", StDtype::F8_E4M3, wshape.clone()), info("x.weight_scale", StDtype::F32, sshape.clone())];
-    let result = weightstream_format::fp8::pair_scales(&mut ts, block, |_| Path::new("fuzz"));
+    let result = weightstream_format::fp8::pair_scales(&mut ts, &|_| block, |_| Path::new("fuzz"));
     let (wr, wc) = ts[0].matrix();
     let (bm, bn) = block.unwrap_or((128, 128));
     let documented = matches!(sshape.as_slice(), [] | [1])
