@@ -343,10 +343,18 @@ fn cuda_status() -> (bool, String) {
     }
 }
 
+/// How outputs name the checkpoint at `path`: a URL without its query
+/// (a presigned URL's signature) or user info; a local path as given.
+#[pyfunction]
+fn source_name(path: PathBuf) -> String {
+    weightstream::source_name(path)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Checkpoint>()?;
     m.add_function(wrap_pyfunction!(cuda_status, m)?)?;
+    m.add_function(wrap_pyfunction!(source_name, m)?)?;
     m.add("WeightstreamError", m.py().get_type::<WeightstreamError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -31,4 +31,4 @@ pub use error::{RemoteError, RemoteErrorKind};
 pub use open::{open, OpenError};
 pub use options::RemoteOptions;
 pub use source::RemoteSource;
-pub use url::{is_url, RemoteUrl};
+pub use url::{is_url, shown, RemoteUrl};

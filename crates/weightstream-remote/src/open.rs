@@ -18,7 +18,7 @@ use weightstream_io::SharedSource;
 
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
-use crate::source::RemoteSource;
+use crate::source::{proves_pin, Pin, RemoteSource};
 use crate::store::{build, classify, runtime};
 use crate::url::{is_plain_name, RemoteUrl, Scheme};
 
@@ -164,7 +164,12 @@ fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta:
         ));
     }
     let opts = object_store::GetOptions { if_match: meta.e_tag.clone(), ..Default::default() };
-    let got = runtime().block_on(async { store.get_opts(location, opts).await?.bytes().await }).map_err(|e| classify(object, &e))?;
+    let got = runtime().block_on(async {
+        let got = store.get_opts(location, opts).await.map_err(|e| classify(object, &e))?;
+        // The precondition may be ignored: the answer itself must show the version.
+        proves_pin(&Pin::of(meta), meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
+        got.bytes().await.map_err(|e| classify(object, &e))
+    })?;
     if got.len() as u64 != meta.size {
         return Err(RemoteError::new(RemoteErrorKind::Truncated, object, format!("the server sent {} of {} bytes", got.len(), meta.size)));
     }

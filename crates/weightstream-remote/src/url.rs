@@ -119,9 +119,14 @@ pub fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0', ':'])
 }
 
-/// `s` for a message: no query string, no user info.
-fn shown(s: &str) -> String {
-    let no_query = s.split('?').next().unwrap_or("");
+/// `s` as every output names it (messages, CLI text and JSON, Python
+/// `path`): no query string or fragment (a presigned URL's signature), no
+/// user info. A string without `://` (a local path) comes back as it is.
+pub fn shown(s: &str) -> String {
+    if !s.contains("://") {
+        return s.to_string();
+    }
+    let no_query = s.split(['?', '#']).next().unwrap_or("");
     match no_query.split_once("://") {
         Some((scheme, rest)) => match rest.split_once('@') {
             Some((_, after)) => format!("{scheme}://<user>@{after}"),
@@ -165,5 +170,8 @@ mod tests {
         assert_eq!(u.query.as_deref(), Some("X-Amz-Signature=secret"));
         let e = RemoteUrl::parse("https://h/dir/?sig=secret").unwrap_err();
         assert!(!e.to_string().contains("secret"));
+        assert_eq!(shown("http://h/m.gguf?X-Amz-Signature=secret"), "http://h/m.gguf");
+        assert_eq!(shown("https://u:p@h/m.gguf#sig=secret"), "https://<user>@h/m.gguf");
+        assert_eq!(shown("/local/a?b.gguf"), "/local/a?b.gguf");
     }
 }
