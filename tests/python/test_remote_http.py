@@ -46,7 +46,7 @@ class Hostile:
 
             def do_GET(self):
                 with host.lock:
-                    i = min(host.n, 1) if host.mode != "stable" else 0
+                    i = min(host.n, len(host.versions) - 1)
                     host.n += 1
                 if self.path.split("?")[0] != "/m.gguf":
                     self.send_response(404)
@@ -55,7 +55,7 @@ class Hostile:
                     return
                 data = host.versions[i]
                 lo, hi = 0, len(data) - 1
-                rng = self.headers.get("Range")
+                rng = None if host.mode == "ignores_range" else self.headers.get("Range")
                 if rng:
                     a, b = rng.split("=")[1].split("-")
                     lo, hi = int(a), min(int(b), len(data) - 1)
@@ -79,6 +79,7 @@ class Hostile:
             "etag_changed": [("ETag", f'"v{i}"')],
             "moving_last_modified": [lm],
             "length_changed": [("ETag", '"v0"'), lm],
+            "ignores_range": [("ETag", '"v0"'), lm],
         }[self.mode]
 
     def url(self, name="m.gguf") -> str:
@@ -173,3 +174,12 @@ def c_api_error(url: str) -> str:
     msg = lib.ws_last_error().decode()
     assert "/gone.gguf" in msg, msg
     return msg
+
+
+def test_a_server_ignoring_range_is_refused_in_a_whole_sentence(gguf):
+    with Hostile([gguf], "ignores_range") as srv:
+        r = ws("inspect", "--json", srv.url())
+    err = json.loads(r.stderr.strip().splitlines()[-1])["error"]
+    assert r.returncode != 0 and err["kind"] == "remote_server", err
+    # object_store's own text ended "Range request not supported by ".
+    assert "does not answer range requests" in err["message"] and not err["message"].rstrip().endswith("by"), err

@@ -351,3 +351,18 @@ def test_keys_from_a_shared_credentials_file_and_profile(s3, tmp_path):
     r = subprocess.run([str(ws_bin()), "inspect", "--json", url("kquant.gguf")], capture_output=True, text=True,
                        env=e, timeout=HANG)
     failed(r, "remote_denied", url("kquant.gguf"))
+
+
+@pytest.mark.parametrize("shard", ["config.json", "model.safetensors.index.json"])
+def test_an_index_naming_config_or_itself_names_the_object(s3, models, tmp_path, shard):
+    """Issue 40 item 10: refused naming the object, never a private
+    temporary directory of this machine."""
+    index = json.loads((models["sharded/"] / "model.safetensors.index.json").read_text())
+    index["weight_map"][next(iter(index["weight_map"]))] = shard
+    c = s3.client()
+    for p in models["sharded/"].iterdir():
+        c.upload_file(str(p), BUCKET, "selfref/" + p.name)
+    c.put_object(Bucket=BUCKET, Key="selfref/config.json", Body=b"{}")
+    c.put_object(Bucket=BUCKET, Key="selfref/model.safetensors.index.json", Body=json.dumps(index).encode())
+    err, _ = convert_fails(s3, tmp_path, "selfref/", "remote_outside", obj=url("selfref/" + shard))
+    assert "listing" not in err["message"] and "/tmp" not in err["message"], err

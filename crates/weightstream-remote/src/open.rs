@@ -60,6 +60,8 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
     }
     let kind = if url.scheme == Scheme::S3 { "s3" } else { "http" };
     let opened: Mutex<Vec<Arc<RemoteSource>>> = Mutex::new(Vec::new());
+    // A name the opener refused (an index naming config.json as a shard).
+    let refused: Mutex<Option<RemoteError>> = Mutex::new(None);
     let opener = |p: &Path| -> std::io::Result<SharedSource> {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match remote.get(p) {
@@ -69,12 +71,13 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
                 opened.lock().unwrap_or_else(|p| p.into_inner()).push(src.clone());
                 Ok(src)
             }
-            None => Err(RemoteError::new(
-                RemoteErrorKind::Outside,
-                url.object(),
-                format!("'{}' is not an object of this checkpoint", p.display()),
-            )
-            .into_io()),
+            // Named by its object: the listing directory is private.
+            None => {
+                let object = url.sibling(name).map_or_else(|_| url.object(), |u| u.object());
+                let e = RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint");
+                *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+                Err(e.into_io())
+            }
         }
     };
     let target = if url.is_prefix() { dir.path.clone() } else { dir.path.join(url.file_name()) };
@@ -84,7 +87,9 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
         Ok(cat) => cat,
         // A failed read of the store: its typed error, not the text of it.
         Err(e) if matches!(e.kind, weightstream_format::ErrorKind::Io(_)) => {
-            return Err(sources.iter().find_map(|s| s.failure()).map(OpenError::Remote).unwrap_or_else(|| rename(e, &dir.path, &url)))
+            let refused = refused.into_inner().unwrap_or_else(|p| p.into_inner());
+            let failure = refused.or_else(|| sources.iter().find_map(|s| s.failure()));
+            return Err(failure.map(OpenError::Remote).unwrap_or_else(|| rename(e, &dir.path, &url)));
         }
         Err(e) => return Err(rename(e, &dir.path, &url)),
     };
@@ -214,13 +219,23 @@ struct Listing {
 }
 
 impl Listing {
+    /// A new directory under the temporary directory, its name random (the
+    /// hasher's per-process keys): another local user cannot pre-create it
+    /// to block loads. A name that exists is skipped, never reused.
     fn create(url: &RemoteUrl) -> Result<Listing, RemoteError> {
+        use std::hash::{BuildHasher, RandomState};
         static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(".weightstream-listing-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-        std::fs::create_dir(&path).map_err(|e| {
-            RemoteError::new(RemoteErrorKind::Server, url.object(), format!("cannot make a temporary listing directory: {e}"))
-        })?;
-        Ok(Listing { path })
+        let mut last = None;
+        for _ in 0..16 {
+            let salt = RandomState::new().hash_one((std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+            let path = std::env::temp_dir().join(format!(".weightstream-listing-{salt:016x}"));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(Listing { path }),
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.map_or_else(String::new, |e| e.to_string());
+        Err(RemoteError::new(RemoteErrorKind::Server, url.object(), format!("cannot make a temporary listing directory: {e}")))
     }
 }
 
