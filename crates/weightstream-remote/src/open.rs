@@ -20,7 +20,7 @@ use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
 use crate::source::{proves_pin, Pin, RemoteSource};
 use crate::store::{build, classify, runtime};
-use crate::url::{is_plain_name, RemoteUrl, Scheme};
+use crate::url::{is_plain_name, location, RemoteUrl, Scheme};
 
 /// Largest JSON file fetched beside the weights.
 const MAX_JSON: u64 = 16 << 20;
@@ -100,6 +100,23 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
     Ok(cat)
 }
 
+/// One object (`s3://bucket/key` or an HTTP URL) as a [`RemoteSource`],
+/// pinned to the version its HEAD (over HTTP, a one-byte ranged GET) shows:
+/// the source the fuzz target `http_responses` drives, without a format.
+pub fn open_object(url: &str, opts: &RemoteOptions) -> Result<RemoteSource, RemoteError> {
+    let url = RemoteUrl::parse(url)?;
+    if url.is_prefix() {
+        return Err(RemoteError::new(RemoteErrorKind::BadUrl, url.object(), "names a prefix, not one object"));
+    }
+    let store = build(&url, opts)?;
+    let (location_of, objects) = list(&url, &*store)?;
+    let (name, meta) = objects.into_iter().next().ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, url.object(), ""))?;
+    let kind = if url.scheme == Scheme::S3 { "s3" } else { "http" };
+    let src = RemoteSource::new(store, location_of(&name), url.object(), &meta, opts, kind);
+    src.seal();
+    Ok(src)
+}
+
 /// The objects of the checkpoint (name, meta), and how a name maps to its
 /// location in the store. A key: that object (HEAD) and its siblings where
 /// the store lists them (the rest of a split GGUF set, `config.json`). A
@@ -109,7 +126,7 @@ fn list<'u>(
     store: &dyn ObjectStore,
 ) -> Result<(impl Fn(&str) -> ObjectPath + 'u, Vec<(String, ObjectMeta)>), RemoteError> {
     let location_of = move |name: &str| match url.scheme {
-        Scheme::S3 => ObjectPath::from(format!("{}{name}", url.dir())),
+        Scheme::S3 => location(&format!("{}{name}", url.dir())),
         // The store's base URL is the file's own URL (query included).
         Scheme::Http => ObjectPath::default(),
     };
@@ -120,7 +137,7 @@ fn list<'u>(
         objects.push((name.clone(), meta));
     }
     if url.scheme == Scheme::S3 {
-        let prefix = ObjectPath::from(url.dir().trim_end_matches('/'));
+        let prefix = location(url.dir().trim_end_matches('/'));
         let prefix = (!url.dir().is_empty()).then_some(&prefix);
         let listed = runtime().block_on(store.list_with_delimiter(prefix)).map(|l| l.objects);
         let listed = match (listed, &named) {
