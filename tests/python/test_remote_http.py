@@ -149,7 +149,8 @@ def test_the_signature_is_printed_nowhere(gguf, tmp_path):
         os.environ.update(ENV)
         try:
             ck = weightstream.open(srv.url(), skip_unsupported=True)
-            outs += [repr(ck), str(ck), ck.path]
+            # ck.path and ck.sources()' paths are what the vLLM plugin logs.
+            outs += [repr(ck), str(ck), ck.path, repr(ck.sources())]
             assert ck.path == srv.url().split("?")[0]
             with pytest.raises(weightstream.WeightstreamError) as e:
                 weightstream.open(srv.url("gone.gguf"))
