@@ -351,3 +351,50 @@ def test_keys_from_a_shared_credentials_file_and_profile(s3, tmp_path):
     r = subprocess.run([str(ws_bin()), "inspect", "--json", url("kquant.gguf")], capture_output=True, text=True,
                        env=e, timeout=HANG)
     failed(r, "remote_denied", url("kquant.gguf"))
+
+
+@pytest.mark.parametrize("shard", ["config.json", "model.safetensors.index.json"])
+def test_an_index_naming_config_or_itself_names_the_object(s3, models, tmp_path, shard):
+    """Issue 40 item 10: refused naming the object, never a private
+    temporary directory of this machine."""
+    index = json.loads((models["sharded/"] / "model.safetensors.index.json").read_text())
+    index["weight_map"][next(iter(index["weight_map"]))] = shard
+    c = s3.client()
+    for p in models["sharded/"].iterdir():
+        c.upload_file(str(p), BUCKET, "selfref/" + p.name)
+    c.put_object(Bucket=BUCKET, Key="selfref/config.json", Body=b"{}")
+    c.put_object(Bucket=BUCKET, Key="selfref/model.safetensors.index.json", Body=json.dumps(index).encode())
+    err, _ = convert_fails(s3, tmp_path, "selfref/", "remote_outside", obj=url("selfref/" + shard))
+    assert "listing" not in err["message"] and "/tmp" not in err["message"], err
+
+
+# Keys S3 allows that a URL would escape: s3:// URLs spell them literally,
+# as the AWS CLI does (issue 40 item 9).
+ODD_KEYS = ["odd/modèle-é.gguf", "odd/m%20x.gguf", "odd/~m.gguf", "odd/m#1.gguf", "odd/m?x=1.gguf", "odd/a+b @!.gguf"]
+ODD_PREFIX = "odd dir é%20~#?/"
+
+
+@pytest.fixture(scope="module")
+def odd(s3, models):
+    for k in ODD_KEYS:
+        s3.put_file(BUCKET, k, models["kquant.gguf"])
+    s3.put_tree(BUCKET, ODD_PREFIX, models["sharded/"])
+    return s3
+
+
+@pytest.mark.parametrize("key", ODD_KEYS + [ODD_PREFIX])
+def test_keys_with_characters_urls_escape_are_read_listed_and_named(odd, models, key, monkeypatch):
+    local = models["sharded/" if key == ODD_PREFIX else "kquant.gguf"]
+    for k, v in odd.env().items():
+        monkeypatch.setenv(k, v)
+    want = bits(weightstream.load_file(local, skip_unsupported=True))
+    got = bits(weightstream.load_file(url(key), skip_unsupported=True))
+    assert got == want
+    info = json.loads(ws(odd, "inspect", "--json", url(key)).stdout)
+    assert all(f["path"].startswith(url(key.rsplit("/", 1)[0] + "/")) for f in info["files"]), info["files"]
+    assert info["path"] == url(key.rstrip("/")) or info["path"] == url(key), info["path"]
+
+
+def test_a_missing_odd_key_is_named_as_written(odd):
+    r = ws(odd, "inspect", "--json", url("odd/absent é%20~#?.gguf"))
+    failed(r, "remote_not_found", url("odd/absent é%20~#?.gguf"))

@@ -22,8 +22,10 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("checkpoint_dir", checkpoint_dir),
     ("packed_checkpoint", packed_checkpoint),
     ("slices", slices),
+    ("http_responses", http_responses),
 ];
 
+mod http;
 mod packed;
 mod slices;
 
@@ -36,6 +38,7 @@ fn load_job(cat: &weightstream_format::Catalog, job: &weightstream::Job) -> weig
     });
     exec.run_job(cat, job, None).map(|t| t.data)
 }
+pub use http::http_responses;
 pub use packed::packed_checkpoint;
 pub use slices::slices;
 

@@ -23,3 +23,11 @@ fn packed_checkpoint_sweep() {
         weightstream_fuzz_targets::packed_checkpoint(&data);
     }
 }
+
+#[test]
+fn http_responses_sweep() {
+    // Each input is a loopback server and a few requests: fewer inputs.
+    for data in inputs(400, 24) {
+        weightstream_fuzz_targets::http_responses(&data);
+    }
+}

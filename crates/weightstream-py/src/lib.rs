@@ -353,11 +353,19 @@ fn _panic_in_a_load_thread(py: Python<'_>) -> PyResult<()> {
     interruptible(py, |_| -> weightstream::Result<()> { panic!("a load thread panicked on purpose (weightstream's tests)") })
 }
 
+/// How outputs name the checkpoint at `path`: a URL without its query
+/// (a presigned URL's signature) or user info; a local path as given.
+#[pyfunction]
+fn source_name(path: PathBuf) -> String {
+    weightstream::source_name(path)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Checkpoint>()?;
     m.add_function(wrap_pyfunction!(cuda_status, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_a_load_thread, m)?)?;
+    m.add_function(wrap_pyfunction!(source_name, m)?)?;
     m.add("WeightstreamError", m.py().get_type::<WeightstreamError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -28,7 +28,7 @@ pub mod store;
 pub mod url;
 
 pub use error::{RemoteError, RemoteErrorKind};
-pub use open::{open, OpenError};
+pub use open::{open, open_object, OpenError};
 pub use options::RemoteOptions;
 pub use source::RemoteSource;
-pub use url::{is_url, RemoteUrl};
+pub use url::{is_url, shown, RemoteUrl};

@@ -18,9 +18,9 @@ use weightstream_io::SharedSource;
 
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
-use crate::source::RemoteSource;
+use crate::source::{proves_pin, Pin, RemoteSource};
 use crate::store::{build, classify, runtime};
-use crate::url::{is_plain_name, RemoteUrl, Scheme};
+use crate::url::{is_plain_name, location, RemoteUrl, Scheme};
 
 /// Largest JSON file fetched beside the weights.
 const MAX_JSON: u64 = 16 << 20;
@@ -60,6 +60,8 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
     }
     let kind = if url.scheme == Scheme::S3 { "s3" } else { "http" };
     let opened: Mutex<Vec<Arc<RemoteSource>>> = Mutex::new(Vec::new());
+    // A name the opener refused (an index naming config.json as a shard).
+    let refused: Mutex<Option<RemoteError>> = Mutex::new(None);
     let opener = |p: &Path| -> std::io::Result<SharedSource> {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match remote.get(p) {
@@ -69,12 +71,13 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
                 opened.lock().unwrap_or_else(|p| p.into_inner()).push(src.clone());
                 Ok(src)
             }
-            None => Err(RemoteError::new(
-                RemoteErrorKind::Outside,
-                url.object(),
-                format!("'{}' is not an object of this checkpoint", p.display()),
-            )
-            .into_io()),
+            // Named by its object: the listing directory is private.
+            None => {
+                let object = url.sibling(name).map_or_else(|_| url.object(), |u| u.object());
+                let e = RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint");
+                *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+                Err(e.into_io())
+            }
         }
     };
     let target = if url.is_prefix() { dir.path.clone() } else { dir.path.join(url.file_name()) };
@@ -84,7 +87,9 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
         Ok(cat) => cat,
         // A failed read of the store: its typed error, not the text of it.
         Err(e) if matches!(e.kind, weightstream_format::ErrorKind::Io(_)) => {
-            return Err(sources.iter().find_map(|s| s.failure()).map(OpenError::Remote).unwrap_or_else(|| rename(e, &dir.path, &url)))
+            let refused = refused.into_inner().unwrap_or_else(|p| p.into_inner());
+            let failure = refused.or_else(|| sources.iter().find_map(|s| s.failure()));
+            return Err(failure.map(OpenError::Remote).unwrap_or_else(|| rename(e, &dir.path, &url)));
         }
         Err(e) => return Err(rename(e, &dir.path, &url)),
     };
@@ -93,6 +98,23 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
         src.seal();
     }
     Ok(cat)
+}
+
+/// One object (`s3://bucket/key` or an HTTP URL) as a [`RemoteSource`],
+/// pinned to the version its HEAD (over HTTP, a one-byte ranged GET) shows:
+/// the source the fuzz target `http_responses` drives, without a format.
+pub fn open_object(url: &str, opts: &RemoteOptions) -> Result<RemoteSource, RemoteError> {
+    let url = RemoteUrl::parse(url)?;
+    if url.is_prefix() {
+        return Err(RemoteError::new(RemoteErrorKind::BadUrl, url.object(), "names a prefix, not one object"));
+    }
+    let store = build(&url, opts)?;
+    let (location_of, objects) = list(&url, &*store)?;
+    let (name, meta) = objects.into_iter().next().ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, url.object(), ""))?;
+    let kind = if url.scheme == Scheme::S3 { "s3" } else { "http" };
+    let src = RemoteSource::new(store, location_of(&name), url.object(), &meta, opts, kind);
+    src.seal();
+    Ok(src)
 }
 
 /// The objects of the checkpoint (name, meta), and how a name maps to its
@@ -104,7 +126,7 @@ fn list<'u>(
     store: &dyn ObjectStore,
 ) -> Result<(impl Fn(&str) -> ObjectPath + 'u, Vec<(String, ObjectMeta)>), RemoteError> {
     let location_of = move |name: &str| match url.scheme {
-        Scheme::S3 => ObjectPath::from(format!("{}{name}", url.dir())),
+        Scheme::S3 => location(&format!("{}{name}", url.dir())),
         // The store's base URL is the file's own URL (query included).
         Scheme::Http => ObjectPath::default(),
     };
@@ -115,7 +137,7 @@ fn list<'u>(
         objects.push((name.clone(), meta));
     }
     if url.scheme == Scheme::S3 {
-        let prefix = ObjectPath::from(url.dir().trim_end_matches('/'));
+        let prefix = location(url.dir().trim_end_matches('/'));
         let prefix = (!url.dir().is_empty()).then_some(&prefix);
         let listed = runtime().block_on(store.list_with_delimiter(prefix)).map(|l| l.objects);
         let listed = match (listed, &named) {
@@ -164,7 +186,12 @@ fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta:
         ));
     }
     let opts = object_store::GetOptions { if_match: meta.e_tag.clone(), ..Default::default() };
-    let got = runtime().block_on(async { store.get_opts(location, opts).await?.bytes().await }).map_err(|e| classify(object, &e))?;
+    let got = runtime().block_on(async {
+        let got = store.get_opts(location, opts).await.map_err(|e| classify(object, &e))?;
+        // The precondition may be ignored: the answer itself must show the version.
+        proves_pin(&Pin::of(meta), meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
+        got.bytes().await.map_err(|e| classify(object, &e))
+    })?;
     if got.len() as u64 != meta.size {
         return Err(RemoteError::new(RemoteErrorKind::Truncated, object, format!("the server sent {} of {} bytes", got.len(), meta.size)));
     }
@@ -209,13 +236,23 @@ struct Listing {
 }
 
 impl Listing {
+    /// A new directory under the temporary directory, its name random (the
+    /// hasher's per-process keys): another local user cannot pre-create it
+    /// to block loads. A name that exists is skipped, never reused.
     fn create(url: &RemoteUrl) -> Result<Listing, RemoteError> {
+        use std::hash::{BuildHasher, RandomState};
         static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(".weightstream-listing-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-        std::fs::create_dir(&path).map_err(|e| {
-            RemoteError::new(RemoteErrorKind::Server, url.object(), format!("cannot make a temporary listing directory: {e}"))
-        })?;
-        Ok(Listing { path })
+        let mut last = None;
+        for _ in 0..16 {
+            let salt = RandomState::new().hash_one((std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+            let path = std::env::temp_dir().join(format!(".weightstream-listing-{salt:016x}"));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(Listing { path }),
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.map_or_else(String::new, |e| e.to_string());
+        Err(RemoteError::new(RemoteErrorKind::Server, url.object(), format!("cannot make a temporary listing directory: {e}")))
     }
 }
 

@@ -33,6 +33,13 @@ pub struct Pin {
     pub last_modified: chrono::DateTime<chrono::Utc>,
 }
 
+impl Pin {
+    /// The version `meta` (a HEAD, a listing entry or a first GET) shows.
+    pub fn of(meta: &ObjectMeta) -> Pin {
+        Pin { e_tag: meta.e_tag.clone(), version: meta.version.clone(), last_modified: meta.last_modified }
+    }
+}
+
 pub struct RemoteSource {
     store: Arc<dyn ObjectStore>,
     location: ObjectPath,
@@ -63,7 +70,7 @@ impl RemoteSource {
         opts: &RemoteOptions,
         name: &'static str,
     ) -> Self {
-        let pin = Pin { e_tag: meta.e_tag.clone(), version: meta.version.clone(), last_modified: meta.last_modified };
+        let pin = Pin::of(meta);
         let pinned = match (&pin.version, &pin.e_tag) {
             (Some(_), _) => "version id",
             (None, Some(_)) => "ETag",
@@ -164,17 +171,12 @@ impl RemoteSource {
         Ok(())
     }
 
-    /// The object's new version, if `meta` (of a GET) is not the pinned one.
+    /// The object's new version, if `meta` (of a GET) does not prove it is
+    /// the pinned one. Servers that ignore `If-Match` and
+    /// `If-Unmodified-Since` exist (static file servers, some gateways), so
+    /// every answer is checked here, not trusted to the precondition.
     fn changed(&self, meta: &ObjectMeta) -> Option<RemoteError> {
-        let differs = |pinned: &Option<String>, got: &Option<String>| matches!((pinned, got), (Some(a), Some(b)) if a != b);
-        if differs(&self.pin.e_tag, &meta.e_tag) || differs(&self.pin.version, &meta.version) || meta.size != self.len {
-            return Some(RemoteError::new(
-                RemoteErrorKind::Changed,
-                &self.object,
-                format!("opened as {} bytes, ETag {:?}; now {} bytes, ETag {:?}", self.len, self.pin.e_tag, meta.size, meta.e_tag),
-            ));
-        }
-        None
+        proves_pin(&self.pin, self.len, meta).err().map(|why| RemoteError::new(RemoteErrorKind::Changed, &self.object, why))
     }
 
     /// `buf` from `offset`, as parts of `part_size` fetched in parallel.
@@ -215,6 +217,35 @@ impl RemoteSource {
         buf.copy_from_slice(&head[offset as usize..end as usize]);
         Ok(true)
     }
+}
+
+/// `Ok` when a GET's `meta` shows the pinned version: the same version id
+/// where one was pinned; else the same ETag where one was pinned (a
+/// missing ETag proves nothing); else the same `Last-Modified`. In every
+/// case the same total length (object_store takes it from
+/// `Content-Range`). `Err` says what differs.
+pub fn proves_pin(pin: &Pin, len: u64, meta: &ObjectMeta) -> Result<(), String> {
+    let show = |v: &Option<String>| v.as_deref().map_or("none".to_string(), |v| format!("{v:?}"));
+    if meta.size != len {
+        return Err(format!("opened as {len} bytes; a response says {} bytes", meta.size));
+    }
+    if pin.version.is_some() {
+        if meta.version != pin.version {
+            return Err(format!("opened as version {}; a response carries version {}", show(&pin.version), show(&meta.version)));
+        }
+    } else if pin.e_tag.is_some() {
+        if meta.e_tag != pin.e_tag {
+            return Err(format!("opened as ETag {}; a response carries ETag {}", show(&pin.e_tag), show(&meta.e_tag)));
+        }
+    } else if meta.last_modified != pin.last_modified || meta.e_tag.is_some() {
+        return Err(format!(
+            "opened with no ETag, Last-Modified {}; a response carries ETag {}, Last-Modified {}",
+            pin.last_modified.to_rfc2822(),
+            show(&meta.e_tag),
+            meta.last_modified.to_rfc2822()
+        ));
+    }
+    Ok(())
 }
 
 impl ByteSource for RemoteSource {

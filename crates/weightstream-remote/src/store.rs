@@ -120,6 +120,11 @@ pub fn classify(object: &str, e: &object_store::Error) -> RemoteError {
         E::Precondition { .. } | E::NotModified { .. } => {
             (RemoteErrorKind::Changed, "the server refused the pinned ETag (412): the object was replaced".to_string())
         }
+        // object_store names the URL it asked, which here is an empty path:
+        // its message would end "not supported by ".
+        _ if chain(e).contains("Range request not supported") => {
+            (RemoteErrorKind::Server, "the server does not answer range requests (it sent the whole file to a ranged GET)".to_string())
+        }
         _ => {
             let text = chain(e);
             let reason = text.split_once(" - ").map_or(text.as_str(), |(_, r)| r).to_string();

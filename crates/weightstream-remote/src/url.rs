@@ -47,8 +47,10 @@ impl RemoteUrl {
                 if key.is_empty() {
                     return Err(bad("no key: name an object or a prefix ending in '/'"));
                 }
-                if key.contains('?') || key.contains('#') {
-                    return Err(bad("s3:// URLs take no query"));
+                // Keys are literal, as the AWS CLI takes them: `?`, `#`, `%`
+                // are key characters, never a query or an escape.
+                if object_store::path::Path::parse(key.trim_end_matches('/')).is_err() || key.ends_with("//") {
+                    return Err(bad("the key has an empty component ('//') or a control character"));
                 }
                 if !head.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') {
                     return Err(bad("not a bucket name"));
@@ -114,21 +116,37 @@ impl RemoteUrl {
     }
 }
 
-/// One file name: not empty, not `.`/`..`, no `/`, `\\`, NUL or `:`.
+/// One file name: not empty, not `.`/`..`, no `/`, `\\`, `:` or control
+/// character.
 pub fn is_plain_name(name: &str) -> bool {
-    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0', ':'])
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', ':']) && !name.chars().any(char::is_control)
 }
 
-/// `s` for a message: no query string, no user info.
-fn shown(s: &str) -> String {
-    let no_query = s.split('?').next().unwrap_or("");
-    match no_query.split_once("://") {
-        Some((scheme, rest)) => match rest.split_once('@') {
-            Some((_, after)) => format!("{scheme}://<user>@{after}"),
-            None => no_query.to_string(),
-        },
-        None => no_query.to_string(),
+/// `s` as every output names it (messages, CLI text and JSON, Python
+/// `path`): no user info and, for HTTP, no query string or fragment (a
+/// presigned URL's signature). An s3:// key is literal (`?` and `#` are key
+/// characters there). A string without `://` (a local path) is kept.
+pub fn shown(s: &str) -> String {
+    let Some((scheme, rest)) = s.split_once("://") else { return s.to_string() };
+    let rest = if scheme.to_ascii_lowercase().starts_with("s3") { rest } else { rest.split(['?', '#']).next().unwrap_or("") };
+    let (head, path) = rest.split_once('/').map_or((rest, None), |(h, p)| (h, Some(p)));
+    let head = match head.rsplit_once('@') {
+        Some((_, host)) => format!("<user>@{host}"),
+        None => head.to_string(),
+    };
+    match path {
+        Some(p) => format!("{scheme}://{head}/{p}"),
+        None => format!("{scheme}://{head}"),
     }
+}
+
+/// The store location of an S3 key, taken literally (object_store's
+/// `Path::from` would percent-encode `%`, `~`, `#` and non-ASCII, which the
+/// S3 client then encodes again). [`RemoteUrl::parse`] and the listing
+/// admit only keys `Path::parse` takes; any other falls back to the encoded
+/// form, which the store reports as not found rather than a panic.
+pub fn location(key: &str) -> object_store::path::Path {
+    object_store::path::Path::parse(key).unwrap_or_else(|_| object_store::path::Path::from(key))
 }
 
 #[cfg(test)]
@@ -165,5 +183,21 @@ mod tests {
         assert_eq!(u.query.as_deref(), Some("X-Amz-Signature=secret"));
         let e = RemoteUrl::parse("https://h/dir/?sig=secret").unwrap_err();
         assert!(!e.to_string().contains("secret"));
+        assert_eq!(shown("http://h/m.gguf?X-Amz-Signature=secret"), "http://h/m.gguf");
+        assert_eq!(shown("https://u:p@h/m.gguf#sig=secret"), "https://<user>@h/m.gguf");
+        assert_eq!(shown("/local/a?b.gguf"), "/local/a?b.gguf");
+        assert_eq!(shown("s3://b/k?#é%20~@x.gguf"), "s3://b/k?#é%20~@x.gguf");
+    }
+
+    #[test]
+    fn s3_keys_are_literal() {
+        for key in ["m?x.gguf", "m#1.gguf", "é/m%20~.gguf", "p é%20~#?/"] {
+            let u = RemoteUrl::parse(&format!("s3://b/{key}")).unwrap();
+            assert_eq!((u.key.as_str(), u.object()), (key, format!("s3://b/{key}")));
+        }
+        assert_eq!(location("é/m%20~#.gguf").as_ref(), "é/m%20~#.gguf");
+        for bad in ["s3://b/a//k", "s3://b/a\nk", "s3://b/a//"] {
+            assert_eq!(RemoteUrl::parse(bad).unwrap_err().kind, RemoteErrorKind::BadUrl, "{bad}");
+        }
     }
 }

@@ -60,6 +60,19 @@ pub fn open(path: impl AsRef<std::path::Path>) -> Result<Catalog> {
     open_with_source(path, SourceKind::default())
 }
 
+/// How outputs name the checkpoint at `path` (CLI text and JSON, Python's
+/// `Checkpoint.path`, log lines): a URL without its query string, fragment
+/// or user info, since a presigned URL's query is its credential; a local
+/// path as given.
+pub fn source_name(path: impl AsRef<std::path::Path>) -> String {
+    let path = path.as_ref();
+    #[cfg(feature = "remote")]
+    if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
+        return remote::shown(url);
+    }
+    path.display().to_string()
+}
+
 /// [`open`], reading local tensor data with `source` (a URL's is always
 /// read with ranged GETs, settings from `remote::RemoteOptions::from_env`).
 pub fn open_with_source(path: impl AsRef<std::path::Path>, source: SourceKind) -> Result<Catalog> {

@@ -180,7 +180,7 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
     };
     if args.json {
         let out = json!({
-            "path": args.path.display().to_string(), "device": device, "source": args.source.name(), "sources": crate::source_arg::json(cat), "detail": detail,
+            "path": weightstream::source_name(&args.path), "device": device, "source": args.source.name(), "sources": crate::source_arg::json(cat), "detail": detail,
             "read_only": args.read_only,
             "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": if args.read_only { 0 } else { s.out_bytes }, "seconds": s.seconds,
             "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
@@ -198,7 +198,7 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
         }
     };
     let verb = if args.read_only { "read" } else { "loaded" };
-    println!("{verb} {} tensors from {} on {device} ({how}) in {:.3} s", s.tensors, args.path.display(), s.seconds);
+    println!("{verb} {} tensors from {} on {device} ({how}) in {:.3} s", s.tensors, weightstream::source_name(&args.path), s.seconds);
     println!("  file bytes read  {:>10}  {:>7.2} GB/s", human::bytes(s.src_bytes), s.src_gbps());
     if args.read_only {
         println!("  (read only: nothing dequantized)");

@@ -26,6 +26,7 @@ from typing import Any, Iterator, Optional
 
 from ._native import Checkpoint as _Native
 from ._native import WeightstreamError, cuda_status
+from ._native import source_name as _source_name
 from ._native import __version__
 
 __all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "__version__"]
@@ -127,7 +128,8 @@ class Checkpoint:
         # ignoring it: the weights load as stored, untransformed.
         self._native = _Native(path, source, skip_unsupported, threads, staging_slots, staging_bytes, readers,
                                ignore_transforms)
-        self.path = str(path)
+        # The object's name only: a presigned URL's query is its credential.
+        self.path = _source_name(path)
         _log_notes((f"{p}: {name}: {note}", fallback) for p, name, note, fallback in self._native.sources() if note)
         self.device = device
         self._kind, self._index = _parse_device(device)
