@@ -17,6 +17,7 @@ from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel
 
 import doc_examples  # tests/fixtures: the docs' blocks and their markers
 import models
+import weightstream
 import weightstream.transformers as wst
 
 transformers.logging.set_verbosity_error()
@@ -98,6 +99,26 @@ def test_packed_safetensors_parameters_and_logits(packed_models, kind):
     assert set(model.state_dict()) == set(want)
     assert_bits(model, want)
     assert torch.equal(logits(model), logits(reference_model(ref)))
+
+
+def test_a_declared_fp8_scale_that_is_missing_is_refused(packed_models, tmp_path):
+    """Issue 40 item 13 through transformers: block FP8 whose config declares
+    weight_block_size, one weight_scale_inv left out. It loaded as if every
+    scale were 1; now refused, naming the weight."""
+    import shutil
+
+    from safetensors.torch import save_file
+
+    d = tmp_path / "fp8-no-scale"
+    shutil.copytree(packed_models["fp8"][0], d)
+    (st,) = d.glob("*.safetensors")
+    tensors = load_file(st)
+    dropped = next(n for n in sorted(tensors) if n.endswith("_scale_inv"))
+    del tensors[dropped]
+    save_file(tensors, str(st), metadata={"format": "pt"})
+    with pytest.raises(weightstream.WeightstreamError, match=dropped.removesuffix("_scale_inv")) as e:
+        wst.load_model(d, device="cpu")
+    assert e.value.kind == "config_mismatch"
 
 
 def test_other_dtype_is_cast_from_the_bf16_bits(gguf_models):
