@@ -13,6 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 # variants, shared with the transformers and llama.cpp adapter suites.
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 SEED = int(os.environ.get("WEIGHTSTREAM_SEED") or secrets.randbits(16))
+# Every engine the tests start checks the GGUF name map it takes from the
+# vLLM model's own names against transformers' (gguf_names.hf_name_map).
+os.environ["WEIGHTSTREAM_VLLM_CHECK_NAMES"] = "1"
 
 
 def pytest_report_header(config):

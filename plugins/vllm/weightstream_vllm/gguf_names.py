@@ -9,7 +9,7 @@ tensor's own device.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Optional
+from typing import Iterable, Optional
 
 from . import experts
 
@@ -24,10 +24,16 @@ def _arch(metadata: dict) -> str:
     return arch
 
 
-def hf_name_map(metadata: dict, hf_config) -> dict[str, str]:
-    """GGUF tensor name -> Hugging Face name, for this model's architecture."""
-    import torch
-    from transformers import AutoModelForCausalLM
+def hf_name_map(metadata: dict, hf_config, wanted: Iterable[str] = (), model=None) -> dict[str, str]:
+    """GGUF tensor name -> Hugging Face name, for this model's architecture.
+
+    From the vLLM `model`'s own parameter names where they give every GGUF
+    name in `wanted` one Hugging Face name (`_vllm_names`); else, or
+    without a model, from transformers' model of the config, built on the
+    meta device for its state-dict names (0.04-0.06 s of a small model's
+    load here). WEIGHTSTREAM_VLLM_CHECK_NAMES=1 (the tests set it) builds
+    both and fails where the first differs from the second."""
+    import os
 
     arch = _arch(metadata)
     from weightstream._gguf_tables import tables
@@ -38,14 +44,58 @@ def hf_name_map(metadata: dict, hf_config) -> dict[str, str]:
         raise ValueError(f"weightstream: GGUF architecture {arch!r} is unknown to the installed gguf-py")
     n_blocks = getattr(hf_config, "num_hidden_layers", None) or metadata.get(f"{arch}.block_count")
     name_map = tensor_mapping.get_tensor_name_map(model_arch, int(n_blocks))
+    wanted = set(wanted)
+    if model is not None:
+        fast = _mapped(_vllm_names(model), name_map, hf_config)
+        if fast is not None and wanted <= fast.keys():
+            if os.environ.get("WEIGHTSTREAM_VLLM_CHECK_NAMES") == "1":
+                slow = _transformers_map(name_map, hf_config)
+                differ = sorted(n for n in wanted if fast[n] != slow.get(n))
+                if differ:
+                    raise AssertionError(f"weightstream: vLLM's names map {differ[:5]} to "
+                                         f"{[fast[n] for n in differ[:5]]}, transformers' to {[slow.get(n) for n in differ[:5]]}")
+            return {n: fast[n] for n in wanted}
+    return _transformers_map(name_map, hf_config)
+
+
+def _vllm_names(model) -> list[str]:
+    """The Hugging Face names a vLLM model's parameters stand for: a fused
+    one (qkv_proj, gate_up_proj: the model's `packed_modules_mapping`)
+    stands for the modules fused in it, any other for its own name. (The
+    fused name itself is another model's: gguf-py maps Phi-3's
+    `mlp.gate_up_proj` to ffn_up.)"""
+    packed = getattr(model, "packed_modules_mapping", None) or {}
+    out = []
+    for name, _ in model.named_parameters():
+        base, _, suffix = name.rpartition(".")
+        module, _, leaf = base.rpartition(".")
+        parts = packed.get(leaf, (leaf,))
+        out.extend(f"{module}.{part}.{suffix}" if module else f"{part}.{suffix}" for part in parts)
+    return out
+
+
+def _transformers_map(name_map, hf_config) -> dict[str, str]:
+    import torch
+    from transformers import AutoModelForCausalLM
+
     with torch.device("meta"):
         hf_model = AutoModelForCausalLM.from_config(hf_config)
-    out = {}
-    for hf_name in hf_model.state_dict():
+    return _mapped(list(hf_model.state_dict()), name_map, hf_config, strict=False)
+
+
+def _mapped(hf_names: list[str], name_map, hf_config, strict: bool = True) -> Optional[dict[str, str]]:
+    """GGUF name -> Hugging Face name through gguf-py's table; `strict`:
+    None where two names map to one GGUF name."""
+    out: dict[str, str] = {}
+    for hf_name in hf_names:
         base, _, suffix = hf_name.rpartition(".")
         gguf_base = name_map.get_name(base)
-        if gguf_base is not None:
-            out[f"{gguf_base}.{suffix}"] = experts.checkpoint_name(hf_name, hf_config)
+        if gguf_base is None:
+            continue
+        key, value = f"{gguf_base}.{suffix}", experts.checkpoint_name(hf_name, hf_config)
+        if strict and out.get(key, value) != value:
+            return None
+        out[key] = value
     return out
 
 
@@ -109,11 +159,13 @@ def _unmapped(unmapped: list[str], hf_config) -> ValueError:
     )
 
 
-def pairs(names: Iterable[str], metadata: dict, hf_config, n_experts=lambda n: 0) -> list[tuple[str, str, Optional[int]]]:
+def pairs(names: Iterable[str], metadata: dict, hf_config, n_experts=lambda n: 0, model=None) -> list[tuple[str, str, Optional[int]]]:
     """(GGUF name, HF name, expert) for every tensor, expert None but for
     an expert of a stack (experts.py; `n_experts(name)`: its expert count);
-    an error naming the unmapped."""
-    mapping = hf_name_map(metadata, hf_config)
+    an error naming the unmapped. `model`: the vLLM model (hf_name_map)."""
+    names = list(names)
+    wanted = [n for n in names if not experts.is_stack(n)]
+    mapping = hf_name_map(metadata, hf_config, wanted, model)
     out, unmapped = [], []
     for n in names:
         split = experts.split(n, n_experts(n), hf_config)
@@ -128,20 +180,3 @@ def pairs(names: Iterable[str], metadata: dict, hf_config, n_experts=lambda n: 0
     return out
 
 
-def to_hf(weights: Iterable[tuple[str, Any]], metadata: dict, hf_config) -> Iterator[tuple[str, Any]]:
-    """(HF name, tensor) pairs from (GGUF name, tensor) pairs."""
-    names = hf_name_map(metadata, hf_config)
-    unpermute = Unpermuter(metadata, hf_config)
-    unmapped = []
-    for gguf_name, t in weights:
-        split = experts.split(gguf_name, t.shape[0], hf_config)
-        if split is not None:  # an expert stack: one view per expert
-            yield from ((e.hf_name, t[e.index]) for e in split)
-            continue
-        hf = names.get(gguf_name)
-        if hf is None:
-            unmapped.append(gguf_name)
-            continue
-        yield hf, unpermute(gguf_name, t)
-    if unmapped:
-        raise _unmapped(unmapped, hf_config)

@@ -164,7 +164,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         loaded (None: the model's load_weights does not report them)."""
         if ck.format() == "gguf":
             metadata = ck.metadata(tokenizer=False)
-            names = gguf_names.pairs(ck.keys(), metadata, model_config.hf_config, lambda n: ck.shape(n)[0])
+            names = gguf_names.pairs(ck.keys(), metadata, model_config.hf_config, lambda n: ck.shape(n)[0], model)
             unpermute = gguf_names.Unpermuter(metadata, model_config.hf_config)
             rows_per_head = lambda n: unpermute.rows_per_head(n, ck.matrix(n)[0])  # noqa: E731
             fixup = lambda n, t: unpermute(n, t, ck.matrix(n)[0])  # noqa: E731
