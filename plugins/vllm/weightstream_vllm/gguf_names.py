@@ -1,8 +1,10 @@
 """GGUF tensors under the model's Hugging Face names.
 
 The names come from gguf-py's tensor name map applied to the Hugging Face
-model's own state dict (built on the meta device), as vLLM's former GGUF
-loader did. llama.cpp's converter permutes the rows of llama-family
+names of the vLLM model's parameters (a fused parameter standing for the
+modules in its `packed_modules_mapping`), or where those are ambiguous to
+the Hugging Face model's own state dict (built on the meta device), as
+vLLM's former GGUF loader did. llama.cpp's converter permutes the rows of llama-family
 attn_q/attn_k weights (LlamaModel.permute in convert_hf_to_gguf.py); they are
 put back here (the inverse, transformers' reverse_permute_weights), on the
 tensor's own device.
