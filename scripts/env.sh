@@ -5,11 +5,16 @@ export WS_VENV=${WEIGHTSTREAM_VENV:-$WS_ROOT/.venv}
 # (scripts/venv_cache.sh).
 WS_SITES=("$WS_VENV")
 [ -f "$WS_VENV/.ws-cache-base" ] && WS_SITES+=("$(cat "$WS_VENV/.ws-cache-base")")
-# nvcc from the pinned PyPI wheel, unless the caller chose one.
-if [ -z "${WEIGHTSTREAM_NVCC:-}" ]; then
+# nvcc from the pinned PyPI wheel, unless the caller chose one. Looked up
+# again on every source when it was this file's choice: setup.sh may have
+# just replaced the venv it came from (a clone whose .venv predates the
+# shared cache kept pointing at the old venv's nvcc, and the kernel build
+# failed).
+if [ -z "${WEIGHTSTREAM_NVCC:-}" ] || [ "${WS_NVCC_CHOSEN:-}" = 1 ]; then
+  unset WEIGHTSTREAM_NVCC
   for site in "${WS_SITES[@]}"; do
     for n in "$site"/lib/python3*/site-packages/nvidia/cu13/bin/nvcc; do
-      [ -x "$n" ] && export WEIGHTSTREAM_NVCC="$n"
+      [ -x "$n" ] && export WEIGHTSTREAM_NVCC="$n" WS_NVCC_CHOSEN=1
     done
   done
 fi

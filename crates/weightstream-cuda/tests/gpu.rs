@@ -175,17 +175,32 @@ fn pipeline_matches_cpu_and_frees_everything() {
 #[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
 fn out_of_memory_is_an_error() {
     let g = gpu();
-    let (free, total) = g.mem_info().unwrap();
-    let e = g.alloc(total * 2, "an impossible tensor").err().expect("allocation beyond the device must fail");
-    assert!(e.is_out_of_memory(), "{e}");
-    assert!(e.to_string().contains("an impossible tensor"));
-    assert_eq!(g.mem_info().unwrap().0, free);
+    let total = g.mem_info().unwrap().1;
+    let impossible_tensor = || {
+        let e = g.alloc(total * 2, "an impossible tensor").err().expect("allocation beyond the device must fail");
+        assert!(e.is_out_of_memory(), "{e}");
+        assert!(e.to_string().contains("an impossible tensor"));
+    };
     // A staging ring that cannot fit: an out-of-memory error from the device
     // scratch, which is allocated before any host memory is pinned (else
-    // this would pin 2x the GPU's memory of host RAM first), nothing left
-    // allocated.
-    let cfg = StagingConfig { slots: 4, slot_bytes: total / 2, readers: 1 };
-    let e = StagingRing::new(&g, cfg).err().expect("a ring of twice the device memory must fail");
-    assert!(e.is_out_of_memory(), "{e}");
-    assert_eq!(g.mem_info().unwrap().0, free);
+    // this would pin 2x the GPU's memory of host RAM first).
+    let impossible_ring = || {
+        let cfg = StagingConfig { slots: 4, slot_bytes: total / 2, readers: 1 };
+        let e = StagingRing::new(&g, cfg).err().expect("a ring of twice the device memory must fail");
+        assert!(e.is_out_of_memory(), "{e}");
+    };
+    // The driver's free-memory figure moves by one 2 MiB granule of its own
+    // around a failed ring (down after the first, back up after a later
+    // one: an H200 with driver 580.159, 2026-11-27), so free memory is
+    // compared after four more failures of each kind with one granule of
+    // slack: a ring or tensor leaking device memory on each failure shows.
+    impossible_tensor();
+    impossible_ring();
+    let free = g.mem_info().unwrap().0;
+    for _ in 0..4 {
+        impossible_tensor();
+        impossible_ring();
+    }
+    let after = g.mem_info().unwrap().0;
+    assert!(after + (2 << 20) >= free, "failed allocations leaked device memory: {free} bytes free before, {after} after");
 }

@@ -101,7 +101,7 @@ pub fn run(args: &Args) -> CmdResult {
             } else {
                 cpu.stream(cat, &plan, control, |t| {
                     if keep {
-                        kept.push(t.data);
+                        kept.push((t.name, t.data));
                     }
                     Ok(())
                 })
@@ -122,8 +122,11 @@ pub fn run(args: &Args) -> CmdResult {
             bar.finish();
             let stats = stats.or_fail(args.json)?;
             // Copied back only to verify (after the timed load).
-            let host =
-                if args.verify { kept.iter().map(|t| t.to_host()).collect::<Result<Vec<_>, _>>().or_fail(args.json)? } else { vec![] };
+            let host = if args.verify {
+                kept.iter().map(|t| Ok((t.name.clone(), t.to_host()?))).collect::<weightstream::Result<Vec<_>>>().or_fail(args.json)?
+            } else {
+                vec![]
+            };
             let w = Where::Cuda {
                 ordinal: n,
                 name: gpu.info().name.clone(),
@@ -158,13 +161,18 @@ struct Verification {
 }
 
 /// Recompute with the scalar kernels on one thread: an independent path.
-fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[Vec<u16>]) -> weightstream::Result<Verification> {
+/// `got` holds the tensors in the order they completed (an empty tensor
+/// completes before any other on the GPU), so they are matched by name; a
+/// tensor never produced counts as differing at element 0.
+fn verify(cat: &weightstream::Catalog, plan: &Plan, got: &[(String, Vec<u16>)]) -> weightstream::Result<Verification> {
     let reference = weightstream::CpuExecutor::new(&Staging { threads: Some(1), isa: Some(Isa::Scalar), ..Default::default() })?;
+    let by_name: std::collections::HashMap<&str, &[u16]> = got.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
     let mut mismatches = vec![];
-    for (job, data) in plan.jobs.iter().zip(got) {
+    for job in &plan.jobs {
         let want = reference.run_job(cat, job, None)?;
-        if let Some(i) = (0..want.data.len()).find(|&i| data.get(i) != Some(&want.data[i])) {
-            mismatches.push((job.name.clone(), i, data.get(i).copied().unwrap_or(0), want.data[i]));
+        let data = by_name.get(job.name.as_str()).copied().unwrap_or(&[]);
+        if let Some(i) = (0..want.data.len().max(data.len())).find(|&i| data.get(i) != want.data.get(i)) {
+            mismatches.push((job.name.clone(), i, data.get(i).copied().unwrap_or(0), want.data.get(i).copied().unwrap_or(0)));
         }
     }
     Ok(Verification { tensors: plan.jobs.len(), mismatches })
