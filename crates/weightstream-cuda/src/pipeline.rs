@@ -49,8 +49,14 @@ pub struct StagingConfig {
 }
 
 impl Default for StagingConfig {
+    /// 8 slots of 4 MiB, 4 readers: the fastest of 24 configurations (4-16
+    /// slots of 4-64 MiB, 2-8 readers) loading Llama-7B-shaped Q4_0 on an
+    /// H200 (docs/PERFORMANCE.md, GPU round of 2026-11-27): 0.044 s against
+    /// 0.103 s for the 8 x 16 MiB default before. A load pins its ring
+    /// afresh, and pinning costs about 0.5 s per GiB there, more than
+    /// larger reads save.
     fn default() -> Self {
-        StagingConfig { slots: 8, slot_bytes: 16 << 20, readers: 4 }
+        StagingConfig { slots: 8, slot_bytes: 4 << 20, readers: 4 }
     }
 }
 

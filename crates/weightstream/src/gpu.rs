@@ -68,7 +68,7 @@ pub struct GpuExecutor {
 
 impl GpuExecutor {
     /// The executor of CUDA device `device`, staging as `staging` says (its
-    /// `None`s take the GPU defaults: 8 pinned slots of 16 MiB, 4 readers).
+    /// `None`s take the GPU defaults: 8 pinned slots of 4 MiB, 4 readers).
     pub fn new(device: usize, staging: &Staging) -> Result<Self> {
         staging.check()?;
         let gpu = Gpu::open(device).map_err(device_error)?;

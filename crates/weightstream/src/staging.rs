@@ -25,7 +25,7 @@ pub const MAX_SLOTS: usize = 4096;
 /// `None` takes the device's default. On the CPU the read-ahead ring uses
 /// `readers`, `slots` and `slot_bytes` (bytes per read and per dequantization
 /// group; default 4 MiB, slots twice the readers); on a GPU the pinned ring
-/// does (default 8 slots of 16 MiB, 4 readers).
+/// does (default 8 slots of 4 MiB, 4 readers).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Staging {
     /// CPU dequantization threads (default: every core).
