@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "weightstream.h"
 
@@ -88,6 +90,42 @@ static void check_layout(void) {
     }
 }
 
+/* Issue 40 item 13: an FP8 weight whose config declares 128x128 block
+ * scales (quant_method fp8, weight_block_size) but that has no
+ * weight_scale_inv once loaded as if every scale were 1. Refused at open,
+ * naming the missing scale. */
+static void check_missing_declared_scale(void) {
+    char *dir = path_of(expected_dir, "fp8_no_scale", "");
+    char *config = path_of(dir, "config.json", "");
+    char *model = path_of(dir, "model.safetensors", "");
+    mkdir(dir, 0755);
+    FILE *f = fopen(config, "wb");
+    fputs("{\"architectures\": [\"LlamaForCausalLM\"], \"quantization_config\": "
+          "{\"quant_method\": \"fp8\", \"weight_block_size\": [128, 128]}}", f);
+    fclose(f);
+    const char *header = "{\"x.weight\": {\"dtype\": \"F8_E4M3\", \"shape\": [8, 8], \"data_offsets\": [0, 64]}}";
+    unsigned char len[8] = {0};
+    size_t n = strlen(header);
+    for (int k = 0; k < 8; k++) len[k] = (unsigned char)(n >> (8 * k));
+    unsigned char data[64];
+    memset(data, 0x38, sizeof data); /* E4M3 1.0 */
+    f = fopen(model, "wb");
+    fwrite(len, 1, 8, f);
+    fwrite(header, 1, n, f);
+    fwrite(data, 1, sizeof data, f);
+    fclose(f);
+    ws_checkpoint *c = (ws_checkpoint *)0x1;
+    CHECK(ws_open(dir, &c) == WS_ERR_FORMAT && c == NULL, "a declared FP8 scale that is missing is refused");
+    CHECK(strstr(ws_last_error(), "x.weight_scale_inv") != NULL && strstr(ws_last_error(), "config.json") != NULL,
+          "the message names the missing scale and the config: %s", ws_last_error());
+    remove(model);
+    remove(config);
+    rmdir(dir);
+    free(model);
+    free(config);
+    free(dir);
+}
+
 static void check_open_errors(void) {
     ws_checkpoint *c = (ws_checkpoint *)0x1;
     CHECK(ws_open(NULL, &c) == WS_ERR_INVALID_ARGUMENT && c == NULL, "NULL path");
@@ -147,6 +185,7 @@ static void check_open_errors(void) {
     CHECK(ws_open_with(rotated, &o, &c) == WS_OK && c != NULL && ws_tensor_count(c) == 1, "ignore_transforms opens it");
     ws_close(c);
     free(rotated);
+    check_missing_declared_scale();
 }
 
 /* Load every tensor of the checkpoint one by one, checking each against the
