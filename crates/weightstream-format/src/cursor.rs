@@ -60,6 +60,28 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
+    /// Read `n` bytes onto the end of `out` and advance: [`Self::read_into`]
+    /// without zero-filling the room first (packed string arrays grow one
+    /// buffer by hundreds of thousands of short strings).
+    pub fn append_to(&mut self, out: &mut Vec<u8>, n: u64) -> Result<()> {
+        if n > self.remaining() {
+            return Err(self.truncated(n));
+        }
+        let end = out.len() + n as usize;
+        while out.len() < end {
+            let buf_end = self.buf_start + self.buf.len() as u64;
+            if self.pos < self.buf_start || self.pos >= buf_end {
+                self.refill()?;
+                continue;
+            }
+            let off = (self.pos - self.buf_start) as usize;
+            let take = (self.buf.len() - off).min(end - out.len());
+            out.extend_from_slice(&self.buf[off..off + take]);
+            self.pos += take as u64;
+        }
+        Ok(())
+    }
+
     fn refill(&mut self) -> Result<()> {
         let len = (self.remaining()).min(BUF_SIZE as u64) as usize;
         self.buf.resize(len, 0);

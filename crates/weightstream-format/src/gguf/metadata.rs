@@ -1,13 +1,15 @@
 //! GGUF metadata values: parsing with caps, and JSON rendering.
 //!
-//! Arrays are stored as typed vectors (`Vec<u8>`, `Vec<String>`, ...) rather
-//! than vectors of enums, so that parsed metadata costs about as much memory
+//! Arrays are stored as typed vectors (`Vec<u8>`, packed strings, ...)
+//! rather than vectors of enums, so that parsed metadata costs about as much memory
 //! as its bytes in the file: a hostile header cannot multiply its size.
 
 use serde_json::{json, Value as Json};
 
 use crate::cursor::Cursor;
 use crate::error::{ErrorKind, Result};
+
+pub use super::strings::StringArray;
 
 /// Longest metadata string accepted (chat templates run to tens of KiB,
 /// tokenizer merges are arrays of short strings).
@@ -64,7 +66,7 @@ pub enum MetadataArray {
     I32(Vec<i32>),
     F32(Vec<f32>),
     Bool(Vec<bool>),
-    String(Vec<String>),
+    String(StringArray),
     Array(Vec<MetadataArray>),
     U64(Vec<u64>),
     I64(Vec<i64>),
@@ -205,7 +207,7 @@ impl MetadataArray {
             MetadataArray::I32(v) => json!(v),
             MetadataArray::F32(v) => Json::Array(v.iter().map(|&x| float_json(x as f64, json!(x))).collect()),
             MetadataArray::Bool(v) => json!(v),
-            MetadataArray::String(v) => json!(v),
+            MetadataArray::String(v) => Json::Array(v.iter().map(|s| json!(s)).collect()),
             MetadataArray::Array(v) => Json::Array(v.iter().map(|a| a.to_json()).collect()),
             MetadataArray::U64(v) => json!(v),
             MetadataArray::I64(v) => json!(v),
@@ -318,7 +320,7 @@ fn read_array(c: &mut Cursor, depth: u32) -> Result<MetadataArray> {
         I32 => MetadataArray::I32(read_n(c, n, |c| Ok(c.u32()? as i32))?),
         F32 => MetadataArray::F32(read_n(c, n, |c| Ok(f32::from_bits(c.u32()?)))?),
         BOOL => MetadataArray::Bool(read_n(c, n, read_bool)?),
-        STRING => MetadataArray::String(read_n(c, n, |c| read_string(c, MAX_STRING_LEN, "metadata string length"))?),
+        STRING => MetadataArray::String(super::strings::read_string_array(c, n, MAX_STRING_LEN)?),
         ARRAY => MetadataArray::Array(read_n(c, n, |c| read_array(c, depth + 1))?),
         U64 => MetadataArray::U64(read_n(c, n, |c| c.u64())?),
         I64 => MetadataArray::I64(read_n(c, n, |c| Ok(c.u64()? as i64))?),

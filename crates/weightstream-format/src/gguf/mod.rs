@@ -4,10 +4,12 @@ pub mod lookalike;
 pub mod metadata;
 pub mod reader;
 pub mod split;
+pub mod strings;
 pub mod types;
 
 pub use metadata::{MetadataArray, MetadataValue};
 pub use reader::{read_header, GgufHeader, GgufTensorInfo};
+pub use strings::StringArray;
 pub use types::GgmlType;
 
 /// ggml's GGML_MAX_DIMS.
