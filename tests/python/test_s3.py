@@ -368,6 +368,24 @@ def test_an_index_naming_config_or_itself_names_the_object(s3, models, tmp_path,
     assert "listing" not in err["message"] and "/tmp" not in err["message"], err
 
 
+@pytest.mark.parametrize("name", ["sharded/", "split-gguf/", "fp8/", "kquant.gguf", "plain.safetensors"])
+def test_opening_writes_nothing_to_the_temporary_directory(s3, tmp_path, name):
+    """Issue 40 item 10: the format layer reads the object listing itself.
+    A load used to mirror it as a directory of placeholder files under
+    TMPDIR (a name another local user could pre-create to block loads, and
+    error messages that showed it): with TMPDIR unusable (under a plain
+    file) the load still works, and an empty TMPDIR stays empty."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    r = ws(s3, "load", url(name), "--device", "cpu", "--skip-unsupported", env={"TMPDIR": str(blocked / "tmp")})
+    assert r.returncode == 0, r.stderr
+    empty = tmp_path / "tmp"
+    empty.mkdir()
+    r = ws(s3, "inspect", "--json", url(name), env={"TMPDIR": str(empty)})
+    assert r.returncode == 0, r.stderr
+    assert list(empty.iterdir()) == []
+
+
 # Keys S3 allows that a URL would escape: s3:// URLs spell them literally,
 # as the AWS CLI does (issue 40 item 9).
 ODD_KEYS = ["odd/modèle-é.gguf", "odd/m%20x.gguf", "odd/~m.gguf", "odd/m#1.gguf", "odd/m?x=1.gguf", "odd/a+b @!.gguf"]

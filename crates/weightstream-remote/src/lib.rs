@@ -20,6 +20,7 @@
 //! instance metadata), plus the shared `~/.aws` files ([`profile`]).
 
 pub mod error;
+pub mod listing;
 pub mod open;
 pub mod options;
 pub mod profile;

@@ -108,6 +108,13 @@ impl RemoteUrl {
         self.object_for(&self.key)
     }
 
+    /// How messages name `name` in the same directory (`""`: the directory
+    /// itself). Only a name; what may be read is [`RemoteUrl::sibling`]'s
+    /// to check.
+    pub fn object_in_dir(&self, name: &str) -> String {
+        self.object_for(&format!("{}{name}", self.dir()))
+    }
+
     fn object_for(&self, key: &str) -> String {
         match self.scheme {
             Scheme::S3 => format!("s3://{}/{key}", self.bucket),
