@@ -101,7 +101,7 @@ impl Listing for Prefix<'_> {
 
     fn read(&self, name: &OsStr) -> io::Result<Vec<u8>> {
         let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
-        let object = self.url.sibling(name).map_err(|e| self.refuse(e))?.object();
+        let object = self.url.object_in_dir(name);
         let bytes = get_small(&*self.store, &(self.location_of)(name), &object, meta).map_err(|e| self.refuse(e))?;
         if name.ends_with(INDEX_SUFFIX) {
             check_index_names(self.url, name, &bytes).map_err(|e| self.refuse(e))?;
@@ -111,7 +111,7 @@ impl Listing for Prefix<'_> {
 
     fn open(&self, name: &OsStr) -> io::Result<SharedSource> {
         let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
-        let object = self.url.sibling(name).map_err(|e| self.refuse(e))?.object();
+        let object = self.url.object_in_dir(name);
         // An index naming config.json or itself as a shard.
         if name == weightstream_format::open::CONFIG_FILE || name.ends_with(INDEX_SUFFIX) {
             return Err(self.refuse(RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint")));
@@ -147,7 +147,7 @@ fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta:
 
 /// Every shard an index names is a plain file name in the same prefix.
 fn check_index_names(url: &RemoteUrl, name: &str, bytes: &[u8]) -> Result<(), RemoteError> {
-    let index = url.sibling(name)?.object();
+    let index = url.object_in_dir(name);
     // A malformed index is the format crate's to report, with its reason.
     let Ok(json) = serde_json::from_slice::<serde_json::Value>(bytes) else { return Ok(()) };
     let Some(map) = json.get("weight_map").and_then(|m| m.as_object()) else { return Ok(()) };

@@ -17,7 +17,7 @@ use crate::listing::{Prefix, INDEX_SUFFIX};
 use crate::options::RemoteOptions;
 use crate::source::RemoteSource;
 use crate::store::{build, classify, runtime};
-use crate::url::{is_plain_name, location, RemoteUrl, Scheme};
+use crate::url::{is_listed_name, location, RemoteUrl, Scheme};
 
 /// Why a remote open failed: the store, or the checkpoint it holds.
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +101,7 @@ fn list<'u>(
             let key = meta.location.as_ref().to_string();
             let Some(name) = key.strip_prefix(dir.trim_end_matches('/')).map(|n| n.trim_start_matches('/')) else { continue };
             let wanted = name.ends_with(".gguf") || name.ends_with(".safetensors") || name == "config.json" || name.ends_with(INDEX_SUFFIX);
-            if !is_plain_name(name) || name.starts_with('.') || !wanted || named.as_deref() == Some(name) {
+            if !is_listed_name(name) || name.starts_with('.') || !wanted || named.as_deref() == Some(name) {
                 continue;
             }
             objects.push((name.to_string(), meta));

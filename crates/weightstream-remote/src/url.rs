@@ -40,7 +40,13 @@ impl RemoteUrl {
             return Err(bad("credentials in the URL are not taken: use the AWS environment or a presigned URL"));
         }
         if key.split('/').any(|c| c == ".." || c == ".") {
-            return Err(bad("'.' and '..' are not key components"));
+            // S3 stores such keys, but no request can name them: URL
+            // parsers (RFC 3986, WHATWG, so reqwest's) resolve `.` and `..`
+            // path segments, percent-encoded ones included, so the GET
+            // would name another key (or leave a prefix). SeaweedFS refuses
+            // to store them at all (PutObject: InvalidRequest).
+            return Err(bad("a '.' or '..' key component cannot be requested: URL parsers resolve it as a dot segment, so the request \
+                 would name another key"));
         }
         match scheme_lc.as_str() {
             "s3" | "s3a" => {
@@ -49,8 +55,21 @@ impl RemoteUrl {
                 }
                 // Keys are literal, as the AWS CLI takes them: `?`, `#`, `%`
                 // are key characters, never a query or an escape.
-                if object_store::path::Path::parse(key.trim_end_matches('/')).is_err() || key.ends_with("//") {
-                    return Err(bad("the key has an empty component ('//') or a control character"));
+                // S3 stores both, but object_store's object paths cannot hold
+                // them (its `Path` refuses empty segments and control
+                // characters, and would encode them into another key), and
+                // its listings cannot return them. SeaweedFS stores `a//b`
+                // as `a/b` (listed so, readable by either name).
+                if key.starts_with('/') || key.contains("//") {
+                    return Err(bad("the key has an empty component ('//' or a leading '/'), which the S3 client weightstream uses \
+                         (object_store) cannot request as written"));
+                }
+                if let Some(c) = key.chars().find(|c| c.is_control()) {
+                    return Err(bad(&format!(
+                        "the key holds the control character {:?}, which the S3 client weightstream uses (object_store) \
+                         cannot request",
+                        c
+                    )));
                 }
                 if !head.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') {
                     return Err(bad("not a bucket name"));
@@ -123,10 +142,17 @@ impl RemoteUrl {
     }
 }
 
-/// One file name: not empty, not `.`/`..`, no `/`, `\\`, `:` or control
-/// character.
+/// One file name an index may name as a shard: not empty, not `.`/`..`,
+/// no `/`, `\\`, `:` or control character (nothing that could read as a
+/// path, scheme or host).
 pub fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', ':']) && !name.chars().any(char::is_control)
+}
+
+/// One object name directly under a listed prefix: any key component S3
+/// and the client can hold (`:`, `\\`, `#`, `%`, ... are key characters).
+pub fn is_listed_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.chars().any(char::is_control)
 }
 
 /// `s` as every output names it (messages, CLI text and JSON, Python
@@ -203,8 +229,23 @@ mod tests {
             assert_eq!((u.key.as_str(), u.object()), (key, format!("s3://b/{key}")));
         }
         assert_eq!(location("é/m%20~#.gguf").as_ref(), "é/m%20~#.gguf");
-        for bad in ["s3://b/a//k", "s3://b/a\nk", "s3://b/a//"] {
+        for bad in ["s3://b/a//k", "s3://b/a\nk", "s3://b/a//", "s3://b//k", "s3://b/a\u{1}/", "s3://b/a/../k", "s3://b/./k"] {
             assert_eq!(RemoteUrl::parse(bad).unwrap_err().kind, RemoteErrorKind::BadUrl, "{bad}");
+        }
+        // Each refusal says which kind of component, and why.
+        let why = |u: &str| RemoteUrl::parse(u).unwrap_err().reason;
+        assert!(why("s3://b/a//k").contains("empty component"));
+        assert!(why("s3://b/a\u{1}k").contains("control character '\\u{1}'"), "{}", why("s3://b/a\u{1}k"));
+        assert!(why("s3://b/a/../k").contains("dot segment"));
+    }
+
+    #[test]
+    fn listed_names_take_every_key_character_but_a_separator() {
+        for ok in ["m:1.gguf", "m\\1.gguf", "é%20~#?.gguf", "a b.gguf"] {
+            assert!(is_listed_name(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "a\u{1}"] {
+            assert!(!is_listed_name(bad), "{bad:?}");
         }
     }
 }
