@@ -24,6 +24,7 @@ pub mod listing;
 pub mod open;
 pub mod options;
 pub mod profile;
+pub mod rawkey;
 pub mod source;
 pub mod store;
 pub mod url;

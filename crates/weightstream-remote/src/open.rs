@@ -86,7 +86,12 @@ fn list<'u>(
         let meta = runtime().block_on(head(store, &location_of(name), &url.scheme)).map_err(|e| classify(&url.object(), &e))?;
         objects.push((name.clone(), meta));
     }
-    if url.scheme == Scheme::S3 {
+    // A key under a directory object_store cannot list as written (an
+    // empty component, a control character): that key alone, never the
+    // listing of another directory (`a/` for `a//`). A prefix is always
+    // listable (RemoteUrl::parse refuses one that is not).
+    let dir_listable = url.dir().is_empty() || url.dir().strip_suffix('/').is_some_and(crate::rawkey::listable);
+    if url.scheme == Scheme::S3 && dir_listable {
         let prefix = location(url.dir().trim_end_matches('/'));
         let prefix = (!url.dir().is_empty()).then_some(&prefix);
         let listed = runtime().block_on(store.list_with_delimiter(prefix)).map(|l| l.objects);

@@ -55,21 +55,12 @@ impl RemoteUrl {
                 }
                 // Keys are literal, as the AWS CLI takes them: `?`, `#`, `%`
                 // are key characters, never a query or an escape.
-                // S3 stores both, but object_store's object paths cannot hold
-                // them (its `Path` refuses empty segments and control
-                // characters, and would encode them into another key), and
-                // its listings cannot return them. SeaweedFS stores `a//b`
-                // as `a/b` (listed so, readable by either name).
-                if key.starts_with('/') || key.contains("//") {
-                    return Err(bad("the key has an empty component ('//' or a leading '/'), which the S3 client weightstream uses \
-                         (object_store) cannot request as written"));
-                }
-                if let Some(c) = key.chars().find(|c| c.is_control()) {
-                    return Err(bad(&format!(
-                        "the key holds the control character {:?}, which the S3 client weightstream uses (object_store) \
-                         cannot request",
-                        c
-                    )));
+                // An empty component (`a//b`, a leading `/`) or a control
+                // character: an object is read through a stand-in location
+                // (rawkey.rs), but object_store cannot list such a prefix.
+                if key.strip_suffix('/').is_some_and(|dir| !crate::rawkey::listable(dir)) {
+                    return Err(bad("a prefix with an empty component ('//') or a control character cannot be listed: the S3 client \
+                         weightstream uses (object_store) cannot list it as written; name the objects under it instead"));
                 }
                 if !head.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') {
                     return Err(bad("not a bucket name"));
@@ -175,11 +166,10 @@ pub fn shown(s: &str) -> String {
 
 /// The store location of an S3 key, taken literally (object_store's
 /// `Path::from` would percent-encode `%`, `~`, `#` and non-ASCII, which the
-/// S3 client then encodes again). [`RemoteUrl::parse`] and the listing
-/// admit only keys `Path::parse` takes; any other falls back to the encoded
-/// form, which the store reports as not found rather than a panic.
+/// S3 client then encodes again); a key `Path` cannot hold (an empty
+/// component, a control character) goes through a stand-in (rawkey.rs).
 pub fn location(key: &str) -> object_store::path::Path {
-    object_store::path::Path::parse(key).unwrap_or_else(|_| object_store::path::Path::from(key))
+    crate::rawkey::location(key)
 }
 
 #[cfg(test)]
@@ -229,13 +219,17 @@ mod tests {
             assert_eq!((u.key.as_str(), u.object()), (key, format!("s3://b/{key}")));
         }
         assert_eq!(location("é/m%20~#.gguf").as_ref(), "é/m%20~#.gguf");
-        for bad in ["s3://b/a//k", "s3://b/a\nk", "s3://b/a//", "s3://b//k", "s3://b/a\u{1}/", "s3://b/a/../k", "s3://b/./k"] {
+        // Objects S3 holds that `Path` cannot: read through a stand-in.
+        for key in ["a//k", "a\nk", "/k", "a/\u{1}/k"] {
+            assert_eq!(RemoteUrl::parse(&format!("s3://b/{key}")).unwrap().key, key);
+        }
+        for bad in ["s3://b//", "s3://b/a//", "s3://b//k/", "s3://b/a\u{1}/", "s3://b/a/../k", "s3://b/./k"] {
             assert_eq!(RemoteUrl::parse(bad).unwrap_err().kind, RemoteErrorKind::BadUrl, "{bad}");
         }
-        // Each refusal says which kind of component, and why.
+        // Each refusal says why.
         let why = |u: &str| RemoteUrl::parse(u).unwrap_err().reason;
-        assert!(why("s3://b/a//k").contains("empty component"));
-        assert!(why("s3://b/a\u{1}k").contains("control character '\\u{1}'"), "{}", why("s3://b/a\u{1}k"));
+        assert!(why("s3://b/a//").contains("cannot be listed"));
+        assert!(why("s3://b/a\u{1}/").contains("cannot be listed"));
         assert!(why("s3://b/a/../k").contains("dot segment"));
     }
 
