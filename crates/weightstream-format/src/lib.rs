@@ -12,6 +12,7 @@ pub mod error;
 pub mod features;
 pub mod fp8;
 pub mod gguf;
+pub mod listing;
 pub mod open;
 pub mod packed;
 pub mod quant_config;
@@ -21,7 +22,8 @@ pub use catalog::{
     supported_encodings, Catalog, CatalogFile, Dtype, Format, GlobalScale, Metadata, Packed, PackedScheme, Role, ScaleRef, TensorInfo,
 };
 pub use error::{ErrorKind, FormatError, Result};
-pub use open::{mmap_opener, open, open_kind, open_with, open_with_options, safetensors_catalog, OpenOptions, SourceOpener};
+pub use listing::{Entry as ListingEntry, Listing, LocalDir};
+pub use open::{mmap_opener, open, open_kind, open_listing, open_with, open_with_options, safetensors_catalog, OpenOptions, SourceOpener};
 // The vocabulary (block formats, encodings, scale layouts) lives in
 // weightstream-blocks; re-exported so format users need one import.
 pub use weightstream_blocks::{

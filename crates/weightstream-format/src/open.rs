@@ -2,6 +2,7 @@
 //! shards. Touches only headers (and small JSON files).
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,14 +13,13 @@ use crate::catalog::{Catalog, CatalogFile, Dtype, Format, Metadata, Role, Tensor
 use crate::error::{ErrorKind, FormatError, Result};
 use crate::fp8::pair_scales;
 use crate::gguf::reader::first_duplicate;
+use crate::listing::{Entry, Listing, LocalDir};
 use crate::packed::pair_packed;
-use crate::safetensors::index::{read_index, read_json_file, INDEX_FILE};
+use crate::safetensors::index::{read_index, read_json, INDEX_FILE};
 use crate::{gguf, safetensors};
 use weightstream_io::{MmapSource, SharedSource, SourceKind};
 
-/// Opens one file as a byte source (mmap by default; the load path may pass
-/// another).
-pub type SourceOpener<'a> = &'a dyn Fn(&Path) -> io::Result<SharedSource>;
+pub use crate::listing::SourceOpener;
 
 pub const CONFIG_FILE: &str = "config.json";
 const MAX_CONFIG_LEN: u64 = 16 << 20;
@@ -60,15 +60,31 @@ pub fn open_with_options(path: &Path, opener: SourceOpener, opts: OpenOptions) -
         return Err(not_regular(path, "the path"));
     }
     if meta.is_dir() {
-        open_dir(path, opener, opts)
+        return open_listing(&LocalDir::new(path, opener), None, opts);
+    }
+    // A file is opened in its directory: config.json and a split set's
+    // other shards are beside it.
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => (dir, name),
+        _ => (Path::new(""), path.as_os_str()),
+    };
+    open_listing(&LocalDir::new(dir, opener), Some(name), opts)
+}
+
+/// Open the checkpoint in `dir`: the whole directory (`file` None: an
+/// index and its shards, unindexed shards, or one GGUF / one split set), or
+/// the file `file` in it (with the `config.json` beside it, or the rest of
+/// its split set). Every file is reached through `dir`, so a remote prefix
+/// opens without a local copy of its listing; errors name `dir.path`s.
+pub fn open_listing(dir: &dyn Listing, file: Option<&OsStr>, opts: OpenOptions) -> Result<Catalog> {
+    let Some(name) = file else { return open_dir(dir, opts) };
+    let path = dir.path(name);
+    let src = open_source(dir, name)?;
+    if is_gguf(&path, &*src) {
+        open_gguf(dir, name, src, opts)
     } else {
-        let src = open_source(path, opener)?;
-        if is_gguf(path, &*src) {
-            open_gguf(path, src, opener, opts)
-        } else {
-            let config = read_config(path.parent().unwrap_or(Path::new(".")))?;
-            open_safetensors(path, vec![src], None, config)
-        }
+        let config = read_config(dir)?;
+        open_safetensors(&path, vec![src], None, config, &dir.path(OsStr::new(CONFIG_FILE)))
     }
 }
 
@@ -77,8 +93,13 @@ fn not_regular(path: &Path, what: &str) -> FormatError {
     FormatError::new(path, None, ErrorKind::NotRegularFile(what.to_string()))
 }
 
-fn open_source(path: &Path, opener: SourceOpener) -> Result<SharedSource> {
-    opener(path).map_err(|e| FormatError::io(path, None, &e))
+fn open_source(dir: &dyn Listing, name: &OsStr) -> Result<SharedSource> {
+    dir.open(name).map_err(|e| FormatError::io(&dir.path(name), None, &e))
+}
+
+/// Whether `name` is a regular file of `dir` (an unreadable one is not).
+fn is_file(dir: &dyn Listing, name: &str) -> bool {
+    matches!(dir.entry(OsStr::new(name)), Ok(Some(Entry::File { .. })))
 }
 
 /// GGUF by extension, or by magic for files without one.
@@ -93,76 +114,75 @@ fn is_gguf(path: &Path, src: &dyn weightstream_io::ByteSource) -> bool {
     }
 }
 
-/// A GGUF file, or the whole split set it belongs to (gguf/split.rs).
-fn open_gguf(path: &Path, src: SharedSource, opener: SourceOpener, opts: OpenOptions) -> Result<Catalog> {
+/// GGUF file `name` of `dir`, or the whole split set it belongs to
+/// (gguf/split.rs).
+fn open_gguf(dir: &dyn Listing, name: &OsStr, src: SharedSource, opts: OpenOptions) -> Result<Catalog> {
+    let path = dir.path(name);
     let h = gguf::read_header(&*src)?;
     if !opts.ignore_transforms {
-        gguf::lookalike::check_transforms(path, &h.metadata)?;
+        gguf::lookalike::check_transforms(&path, &h.metadata)?;
     }
-    let Some(info) = gguf::split::info(path, &h)? else {
-        gguf::split::check_plain_name(path)?;
-        return gguf_catalog(path, vec![(src, h)]);
+    let Some(info) = gguf::split::info(&path, &h)? else {
+        gguf::split::check_plain_name(&path)?;
+        return gguf_catalog(&path, vec![(src, h)]);
     };
-    let paths = gguf::split::set_paths(path, info)?;
+    let names = gguf::split::set_names(&path, info)?;
     let mut given = Some((src, h));
-    let mut parts: Vec<(SharedSource, gguf::GgufHeader)> = Vec::with_capacity(paths.len());
-    let mut identities = Vec::with_capacity(paths.len());
+    let mut parts: Vec<(SharedSource, gguf::GgufHeader)> = Vec::with_capacity(names.len());
+    let mut identities: Vec<Option<(u64, u64)>> = Vec::with_capacity(names.len());
     let mut tensors_total = None;
-    for (no, p) in paths.iter().enumerate() {
-        let meta = std::fs::metadata(p).map_err(|e| {
-            let why = if e.kind() == io::ErrorKind::NotFound { "is missing".to_string() } else { format!("cannot be read: {e}") };
-            FormatError::new(p, None, ErrorKind::BadSplit(format!("shard {} of {} {why}", no + 1, info.count)))
-        })?;
-        if !meta.is_file() {
+    for (no, n) in names.iter().enumerate() {
+        let n = OsStr::new(n);
+        let p = dir.path(n);
+        let bad = |why: String| FormatError::new(&p, None, ErrorKind::BadSplit(format!("shard {} of {} {why}", no + 1, info.count)));
+        let identity = match dir.entry(n) {
+            Ok(Some(Entry::File { identity, .. })) => identity,
+            Ok(Some(Entry::Other)) => return Err(bad("is not a regular file".into())),
+            Ok(None) => return Err(bad("is missing".into())),
+            Err(e) => return Err(bad(format!("cannot be read: {e}"))),
+        };
+        if let Some(first) = identities.iter().position(|i| i.is_some() && *i == identity) {
             return Err(FormatError::new(
-                p,
+                &p,
                 None,
-                ErrorKind::BadSplit(format!("shard {} of {} is not a regular file", no + 1, info.count)),
-            ));
-        }
-        let identity = file_identity(&meta);
-        if let Some(first) = identities.iter().position(|i| *i == identity) {
-            return Err(FormatError::new(
-                p,
-                None,
-                ErrorKind::BadSplit(format!("shard {} is the same file as shard {} ({})", no + 1, first + 1, paths[first].display())),
+                ErrorKind::BadSplit(format!(
+                    "shard {} is the same file as shard {} ({})",
+                    no + 1,
+                    first + 1,
+                    dir.path(OsStr::new(&names[first])).display()
+                )),
             ));
         }
         identities.push(identity);
         let (s, h) = match given.take_if(|_| no as u64 == info.no) {
             Some(sh) => sh,
             None => {
-                let s = open_source(p, opener)?;
+                let s = open_source(dir, n)?;
                 let h = gguf::read_header(&*s)?;
                 if !opts.ignore_transforms {
-                    gguf::lookalike::check_transforms(p, &h.metadata)?;
+                    gguf::lookalike::check_transforms(&p, &h.metadata)?;
                 }
                 (s, h)
             }
         };
         if no == 0 {
-            tensors_total = gguf::split::info(p, &h)?.and_then(|i| i.tensors);
+            tensors_total = gguf::split::info(&p, &h)?.and_then(|i| i.tensors);
         }
-        gguf::split::check_shard(p, &h, no as u64, info.count, tensors_total)?;
+        gguf::split::check_shard(&p, &h, no as u64, info.count, tensors_total)?;
         parts.push((s, h));
     }
     let found: u64 = parts.iter().map(|(_, h)| h.tensors.len() as u64).sum();
+    let first = dir.path(OsStr::new(&names[0]));
     if let Some(total) = tensors_total.filter(|&t| t != found) {
         return Err(FormatError::new(
-            &paths[0],
+            &first,
             None,
-            ErrorKind::BadSplit(format!("'{}' is {total}, the {} shards hold {found} tensors", gguf::split::KEY_TENSORS, paths.len())),
+            ErrorKind::BadSplit(format!("'{}' is {total}, the {} shards hold {found} tensors", gguf::split::KEY_TENSORS, names.len())),
         ));
     }
-    let mut cat = gguf_catalog(&paths[0], parts)?;
-    cat.root = path.to_path_buf();
+    let mut cat = gguf_catalog(&first, parts)?;
+    cat.root = path;
     Ok(cat)
-}
-
-/// (device, inode): the same file under two names is one file.
-fn file_identity(meta: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
 }
 
 /// One catalog over GGUF files (one, or a split set's shards in order):
@@ -207,23 +227,24 @@ fn gguf_catalog(root: &Path, parts: Vec<(SharedSource, gguf::GgufHeader)>) -> Re
     })
 }
 
-fn read_config(dir: &Path) -> Result<Option<Json>> {
-    let p = dir.join(CONFIG_FILE);
-    if !p.is_file() {
+fn read_config(dir: &dyn Listing) -> Result<Option<Json>> {
+    if !is_file(dir, CONFIG_FILE) {
         return Ok(None);
     }
-    let json = read_json_file(&p, MAX_CONFIG_LEN, ErrorKind::BadConfig)?;
+    let json = read_json(dir, CONFIG_FILE, MAX_CONFIG_LEN, ErrorKind::BadConfig)?;
     if !json.is_object() {
-        return Err(FormatError::new(&p, None, ErrorKind::BadConfig("not a JSON object".into())));
+        return Err(FormatError::new(&dir.path(OsStr::new(CONFIG_FILE)), None, ErrorKind::BadConfig("not a JSON object".into())));
     }
     Ok(Some(json))
 }
 
-fn open_dir(dir: &Path, opener: SourceOpener, opts: OpenOptions) -> Result<Catalog> {
-    let index_path = dir.join(INDEX_FILE);
+fn open_dir(dir: &dyn Listing, opts: OpenOptions) -> Result<Catalog> {
+    let root = dir.path(OsStr::new(""));
+    let config_path = dir.path(OsStr::new(CONFIG_FILE));
     let config = read_config(dir)?;
-    if index_path.is_file() {
-        let weight_map = read_index(&index_path)?;
+    if is_file(dir, INDEX_FILE) {
+        let index_path = dir.path(OsStr::new(INDEX_FILE));
+        let weight_map = read_index(dir, INDEX_FILE)?;
         if weight_map.is_empty() {
             // Loading zero tensors from a directory of shards is never what
             // was meant (issue 14).
@@ -232,53 +253,52 @@ fn open_dir(dir: &Path, opener: SourceOpener, opts: OpenOptions) -> Result<Catal
         let shard_names: Vec<String> = weight_map.values().cloned().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         let mut sources = Vec::with_capacity(shard_names.len());
         for name in &shard_names {
-            let p = dir.join(name);
-            match std::fs::metadata(&p) {
-                Ok(m) if m.is_file() => {}
-                Ok(_) => return Err(not_regular(&p, &format!("shard '{name}' named by the index"))),
-                Err(_) => return Err(FormatError::new(&index_path, None, ErrorKind::BadIndex(format!("shard '{name}' is missing")))),
+            let n = OsStr::new(name);
+            match dir.entry(n) {
+                Ok(Some(Entry::File { .. })) => {}
+                Ok(Some(Entry::Other)) => return Err(not_regular(&dir.path(n), &format!("shard '{name}' named by the index"))),
+                _ => return Err(FormatError::new(&index_path, None, ErrorKind::BadIndex(format!("shard '{name}' is missing")))),
             }
-            sources.push(open_source(&p, opener)?);
+            sources.push(open_source(dir, n)?);
         }
-        return open_safetensors(dir, sources, Some((&index_path, &weight_map)), config);
+        return open_safetensors(&root, sources, Some((&index_path, &weight_map)), config, &config_path);
     }
     let mut st = Vec::new();
     let mut gg = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| FormatError::io(dir, None, &e))? {
-        let p = entry.map_err(|e| FormatError::io(dir, None, &e))?.path();
+    for name in dir.files().map_err(|e| FormatError::io(&root, None, &e))? {
         // Hidden files are not shards: editors' and our own `.x.partial-PID`
         // leftovers would otherwise be loaded as part of the model.
-        let hidden = p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
-        if hidden || !p.is_file() {
+        if name.as_encoded_bytes().starts_with(b".") {
             continue;
         }
-        match p.extension().and_then(|e| e.to_str()) {
-            Some("safetensors") => st.push(p),
-            Some("gguf") => gg.push(p),
+        match Path::new(&name).extension().and_then(|e| e.to_str()) {
+            Some("safetensors") => st.push(name),
+            Some("gguf") => gg.push(name),
             _ => {}
         }
     }
     st.sort();
     gg.sort();
     if !st.is_empty() {
-        let sources = st.iter().map(|p| open_source(p, opener)).collect::<Result<Vec<_>>>()?;
-        return open_safetensors(dir, sources, None, config);
+        let sources = st.iter().map(|n| open_source(dir, n)).collect::<Result<Vec<_>>>()?;
+        return open_safetensors(&root, sources, None, config, &config_path);
     }
     match gg.as_slice() {
-        [one] => open_gguf(one, open_source(one, opener)?, opener, opts),
-        [] => Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint("no *.safetensors or *.gguf files".into()))),
+        [one] => open_gguf(dir, one, open_source(dir, one)?, opts),
+        [] => Err(FormatError::new(&root, None, ErrorKind::NoCheckpoint("no *.safetensors or *.gguf files".into()))),
         many => {
             // One split set and nothing else opens as that set (from its
             // first shard: a missing one is reported by name).
-            let names: Vec<Option<gguf::split::SplitName>> = many.iter().map(|p| gguf::split::SplitName::parse(p)).collect();
+            let names: Vec<Option<gguf::split::SplitName>> = many.iter().map(|n| gguf::split::SplitName::parse(Path::new(n))).collect();
             let sets: std::collections::BTreeSet<(String, u64)> = names.iter().flatten().map(|n| (n.prefix.clone(), n.count)).collect();
             if names.iter().all(Option::is_some) && sets.len() == 1 {
                 let n = names[0].as_ref().expect("all parsed");
-                let first = n.path(dir, 0);
-                let start = if first.exists() { first } else { many[0].clone() };
-                return open_gguf(&start, open_source(&start, opener)?, opener, opts);
+                let first = OsString::from(n.file_name(0));
+                let start = if matches!(dir.entry(&first), Ok(Some(_))) { first.as_os_str() } else { many[0].as_os_str() };
+                return open_gguf(dir, start, open_source(dir, start)?, opts);
             }
-            Err(FormatError::new(dir, None, ErrorKind::NoCheckpoint(gguf::split::which_to_pass(many, &names))))
+            let paths: Vec<PathBuf> = many.iter().map(|n| dir.path(n)).collect();
+            Err(FormatError::new(&root, None, ErrorKind::NoCheckpoint(gguf::split::which_to_pass(&paths, &names))))
         }
     }
 }
@@ -287,7 +307,9 @@ fn open_dir(dir: &Path, opener: SourceOpener, opts: OpenOptions) -> Result<Catal
 /// the checkpoint's config.json if any: what `open` does after finding the
 /// files. Used by the fuzzers and by callers with their own sources.
 pub fn safetensors_catalog(root: &Path, sources: Vec<SharedSource>, config: Option<Json>) -> Result<Catalog> {
-    open_safetensors(root, sources, None, config)
+    // Beside the shards: in the directory, or beside the single file.
+    let config_dir = if root.is_dir() { root } else { root.parent().unwrap_or(Path::new(".")) };
+    open_safetensors(root, sources, None, config, &config_dir.join(CONFIG_FILE))
 }
 
 fn open_safetensors(
@@ -295,6 +317,7 @@ fn open_safetensors(
     sources: Vec<SharedSource>,
     index: Option<(&Path, &BTreeMap<String, String>)>,
     config: Option<Json>,
+    config_path: &Path,
 ) -> Result<Catalog> {
     let mut tensors = Vec::new();
     let mut metadata = BTreeMap::new();
@@ -323,11 +346,8 @@ fn open_safetensors(
     if let Some((index_path, map)) = index {
         check_index(index_path, map, &sources, &tensors)?;
     }
-    // Beside the shards: in the directory, or beside the single file opened.
-    let config_dir = if root.is_dir() { root } else { root.parent().unwrap_or(Path::new(".")) };
-    let config_path = config_dir.join(CONFIG_FILE);
-    crate::features::refuse_config(config.as_ref(), &config_path)?;
-    let quant = crate::quant_config::QuantConfig::parse(config.as_ref(), &config_path)?;
+    crate::features::refuse_config(config.as_ref(), config_path)?;
+    let quant = crate::quant_config::QuantConfig::parse(config.as_ref(), config_path)?;
     let blocks = quant.as_ref().map(|q| q.fp8_blocks(&tensors)).unwrap_or_default();
     let paths: Vec<PathBuf> = sources.iter().map(|s| s.path().to_path_buf()).collect();
     crate::features::refuse_tensors(&tensors, |i| paths[i].as_path())?;
@@ -339,7 +359,7 @@ fn open_safetensors(
     };
     pair_packed(&mut tensors, &read_small, |i| paths[i].as_path())?;
     if let Some(q) = &quant {
-        crate::quant_config::check(q, &config_path, &tensors, |i| paths[i].as_path())?;
+        crate::quant_config::check(q, config_path, &tensors, |i| paths[i].as_path())?;
     }
     Ok(Catalog {
         format: Format::Safetensors,

@@ -20,9 +20,11 @@
 //! instance metadata), plus the shared `~/.aws` files ([`profile`]).
 
 pub mod error;
+pub mod listing;
 pub mod open;
 pub mod options;
 pub mod profile;
+pub mod rawkey;
 pub mod source;
 pub mod store;
 pub mod url;

@@ -6,13 +6,14 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::client::{HttpClient, HttpConnector};
 use object_store::http::HttpBuilder;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
+use crate::rawkey::{RawKeys, Signer};
 use crate::url::{RemoteUrl, Scheme};
 
 /// The runtime every remote read blocks on (reads come from the loaders'
@@ -33,10 +34,13 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// request's signed headers (an STS session token is not among the headers
 /// reqwest strips), and a presigned URL's redirect could leave the host. A
 /// 3xx becomes [`RemoteErrorKind::Redirect`].
+/// For an S3 store, `raw_keys` puts keys `Path` cannot hold back into
+/// requests (rawkey.rs).
 #[derive(Debug)]
 struct NoRedirects {
     allow_http: bool,
     opts: RemoteOptions,
+    raw_keys: Option<Arc<OnceLock<Option<Signer>>>>,
 }
 
 impl HttpConnector for NoRedirects {
@@ -54,7 +58,10 @@ impl HttpConnector for NoRedirects {
             .user_agent(concat!("weightstream/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| object_store::Error::Generic { store: "HTTP client", source: Box::new(e) })?;
-        Ok(HttpClient::new(client))
+        Ok(match &self.raw_keys {
+            Some(signer) => HttpClient::new(RawKeys { client, signer: signer.clone() }),
+            None => HttpClient::new(client),
+        })
     }
 }
 
@@ -88,8 +95,19 @@ pub fn build(url: &RemoteUrl, opts: &RemoteOptions) -> Result<Arc<dyn ObjectStor
                     b = p.apply(b);
                 }
             }
-            let b = b.with_retry(retry(opts)).with_http_connector(NoRedirects { allow_http, opts: opts.clone() });
-            Ok(Arc::new(b.build().map_err(bad)?))
+            let signer = Arc::new(OnceLock::new());
+            let config = |k: AmazonS3ConfigKey| b.get_config_value(&k);
+            let (region, skip) = (config(AmazonS3ConfigKey::Region), config(AmazonS3ConfigKey::SkipSignature));
+            let (unsigned, payer) = (config(AmazonS3ConfigKey::UnsignedPayload), config(AmazonS3ConfigKey::RequestPayer));
+            let connector = NoRedirects { allow_http, opts: opts.clone(), raw_keys: Some(signer.clone()) };
+            let s3 = b.with_retry(retry(opts)).with_http_connector(connector).build().map_err(bad)?;
+            let _ = signer.set((skip.as_deref() != Some("true")).then(|| Signer {
+                credentials: s3.credentials().clone(),
+                region: region.unwrap_or_else(|| "us-east-1".to_string()),
+                sign_payload: unsigned.as_deref() != Some("true"),
+                request_payer: payer.as_deref() == Some("true"),
+            }));
+            Ok(Arc::new(s3))
         }
         Scheme::Http => {
             let allow_http = url.bucket.starts_with("http://");
@@ -99,10 +117,11 @@ pub fn build(url: &RemoteUrl, opts: &RemoteOptions) -> Result<Arc<dyn ObjectStor
                 Some(q) => format!("{}?{q}", url.object()),
                 None => url.object(),
             };
-            let b = HttpBuilder::new()
-                .with_url(full)
-                .with_retry(retry(opts))
-                .with_http_connector(NoRedirects { allow_http, opts: opts.clone() });
+            let b = HttpBuilder::new().with_url(full).with_retry(retry(opts)).with_http_connector(NoRedirects {
+                allow_http,
+                opts: opts.clone(),
+                raw_keys: None,
+            });
             Ok(Arc::new(b.build().map_err(bad)?))
         }
     }

@@ -40,7 +40,13 @@ impl RemoteUrl {
             return Err(bad("credentials in the URL are not taken: use the AWS environment or a presigned URL"));
         }
         if key.split('/').any(|c| c == ".." || c == ".") {
-            return Err(bad("'.' and '..' are not key components"));
+            // S3 stores such keys, but no request can name them: URL
+            // parsers (RFC 3986, WHATWG, so reqwest's) resolve `.` and `..`
+            // path segments, percent-encoded ones included, so the GET
+            // would name another key (or leave a prefix). SeaweedFS refuses
+            // to store them at all (PutObject: InvalidRequest).
+            return Err(bad("a '.' or '..' key component cannot be requested: URL parsers resolve it as a dot segment, so the request \
+                 would name another key"));
         }
         match scheme_lc.as_str() {
             "s3" | "s3a" => {
@@ -49,8 +55,12 @@ impl RemoteUrl {
                 }
                 // Keys are literal, as the AWS CLI takes them: `?`, `#`, `%`
                 // are key characters, never a query or an escape.
-                if object_store::path::Path::parse(key.trim_end_matches('/')).is_err() || key.ends_with("//") {
-                    return Err(bad("the key has an empty component ('//') or a control character"));
+                // An empty component (`a//b`, a leading `/`) or a control
+                // character: an object is read through a stand-in location
+                // (rawkey.rs), but object_store cannot list such a prefix.
+                if key.strip_suffix('/').is_some_and(|dir| !crate::rawkey::listable(dir)) {
+                    return Err(bad("a prefix with an empty component ('//') or a control character cannot be listed: the S3 client \
+                         weightstream uses (object_store) cannot list it as written; name the objects under it instead"));
                 }
                 if !head.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') {
                     return Err(bad("not a bucket name"));
@@ -108,6 +118,13 @@ impl RemoteUrl {
         self.object_for(&self.key)
     }
 
+    /// How messages name `name` in the same directory (`""`: the directory
+    /// itself). Only a name; what may be read is [`RemoteUrl::sibling`]'s
+    /// to check.
+    pub fn object_in_dir(&self, name: &str) -> String {
+        self.object_for(&format!("{}{name}", self.dir()))
+    }
+
     fn object_for(&self, key: &str) -> String {
         match self.scheme {
             Scheme::S3 => format!("s3://{}/{key}", self.bucket),
@@ -116,10 +133,17 @@ impl RemoteUrl {
     }
 }
 
-/// One file name: not empty, not `.`/`..`, no `/`, `\\`, `:` or control
-/// character.
+/// One file name an index may name as a shard: not empty, not `.`/`..`,
+/// no `/`, `\\`, `:` or control character (nothing that could read as a
+/// path, scheme or host).
 pub fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', ':']) && !name.chars().any(char::is_control)
+}
+
+/// One object name directly under a listed prefix: any key component S3
+/// and the client can hold (`:`, `\\`, `#`, `%`, ... are key characters).
+pub fn is_listed_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.chars().any(char::is_control)
 }
 
 /// `s` as every output names it (messages, CLI text and JSON, Python
@@ -142,11 +166,10 @@ pub fn shown(s: &str) -> String {
 
 /// The store location of an S3 key, taken literally (object_store's
 /// `Path::from` would percent-encode `%`, `~`, `#` and non-ASCII, which the
-/// S3 client then encodes again). [`RemoteUrl::parse`] and the listing
-/// admit only keys `Path::parse` takes; any other falls back to the encoded
-/// form, which the store reports as not found rather than a panic.
+/// S3 client then encodes again); a key `Path` cannot hold (an empty
+/// component, a control character) goes through a stand-in (rawkey.rs).
 pub fn location(key: &str) -> object_store::path::Path {
-    object_store::path::Path::parse(key).unwrap_or_else(|_| object_store::path::Path::from(key))
+    crate::rawkey::location(key)
 }
 
 #[cfg(test)]
@@ -196,8 +219,27 @@ mod tests {
             assert_eq!((u.key.as_str(), u.object()), (key, format!("s3://b/{key}")));
         }
         assert_eq!(location("é/m%20~#.gguf").as_ref(), "é/m%20~#.gguf");
-        for bad in ["s3://b/a//k", "s3://b/a\nk", "s3://b/a//"] {
+        // Objects S3 holds that `Path` cannot: read through a stand-in.
+        for key in ["a//k", "a\nk", "/k", "a/\u{1}/k"] {
+            assert_eq!(RemoteUrl::parse(&format!("s3://b/{key}")).unwrap().key, key);
+        }
+        for bad in ["s3://b//", "s3://b/a//", "s3://b//k/", "s3://b/a\u{1}/", "s3://b/a/../k", "s3://b/./k"] {
             assert_eq!(RemoteUrl::parse(bad).unwrap_err().kind, RemoteErrorKind::BadUrl, "{bad}");
+        }
+        // Each refusal says why.
+        let why = |u: &str| RemoteUrl::parse(u).unwrap_err().reason;
+        assert!(why("s3://b/a//").contains("cannot be listed"));
+        assert!(why("s3://b/a\u{1}/").contains("cannot be listed"));
+        assert!(why("s3://b/a/../k").contains("dot segment"));
+    }
+
+    #[test]
+    fn listed_names_take_every_key_character_but_a_separator() {
+        for ok in ["m:1.gguf", "m\\1.gguf", "é%20~#?.gguf", "a b.gguf"] {
+            assert!(is_listed_name(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "a\u{1}"] {
+            assert!(!is_listed_name(bad), "{bad:?}");
         }
     }
 }

@@ -44,9 +44,14 @@ impl SplitName {
         (no >= 1 && no <= count).then(|| SplitName { prefix: prefix.to_string(), no: no - 1, count })
     }
 
+    /// The file name of shard `no` (0-based) of this set.
+    pub fn file_name(&self, no: u64) -> String {
+        format!("{}-{:05}-of-{:05}.gguf", self.prefix, no + 1, self.count)
+    }
+
     /// The path of shard `no` (0-based) of this set, beside `dir`.
     pub fn path(&self, dir: &Path, no: u64) -> PathBuf {
-        dir.join(format!("{}-{:05}-of-{:05}.gguf", self.prefix, no + 1, self.count))
+        dir.join(self.file_name(no))
     }
 }
 
@@ -107,10 +112,10 @@ pub fn info(path: &Path, h: &GgufHeader) -> Result<Option<SplitInfo>> {
     Ok(Some(SplitInfo { no, count, tensors }))
 }
 
-/// The files of the set `path` belongs to (described by `info`), in order:
-/// found by llama.cpp's naming rule beside `path`. Errors: a name that does
-/// not follow the rule or disagrees with the header.
-pub fn set_paths(path: &Path, info: SplitInfo) -> Result<Vec<PathBuf>> {
+/// The file names of the set `path` belongs to (described by `info`), in
+/// order: found by llama.cpp's naming rule, beside `path`. Errors: a name
+/// that does not follow the rule or disagrees with the header.
+pub fn set_names(path: &Path, info: SplitInfo) -> Result<Vec<String>> {
     let name = SplitName::parse(path).ok_or_else(|| {
         FormatError::new(
             path,
@@ -136,8 +141,7 @@ pub fn set_paths(path: &Path, info: SplitInfo) -> Result<Vec<PathBuf>> {
             )),
         ));
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    Ok((0..info.count).map(|no| name.path(dir, no)).collect())
+    Ok((0..info.count).map(|no| name.file_name(no)).collect())
 }
 
 /// A file whose header is not part of a set (no `split.count`, or 1) but

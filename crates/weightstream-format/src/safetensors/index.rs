@@ -1,11 +1,14 @@
 //! `model.safetensors.index.json`: which shard holds which tensor.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io;
 use std::path::{Component, Path};
 
 use serde_json::Value as Json;
 
 use crate::error::{ErrorKind, FormatError, Result};
+use crate::listing::{Entry, Listing};
 
 pub const INDEX_FILE: &str = "model.safetensors.index.json";
 /// Same cap as a safetensors header: an index is a name-to-file map.
@@ -14,9 +17,11 @@ pub const MAX_INDEX_LEN: u64 = 100_000_000;
 /// Tensor name to shard file name.
 pub type WeightMap = BTreeMap<String, String>;
 
-pub fn read_index(path: &Path) -> Result<WeightMap> {
-    let json = read_json_file(path, MAX_INDEX_LEN, ErrorKind::BadIndex)?;
-    let bad = |m: String| FormatError::new(path, None, ErrorKind::BadIndex(m));
+/// The weight map of index file `name` in `dir`.
+pub fn read_index(dir: &dyn Listing, name: &str) -> Result<WeightMap> {
+    let json = read_json(dir, name, MAX_INDEX_LEN, ErrorKind::BadIndex)?;
+    let path = dir.path(OsStr::new(name));
+    let bad = |m: String| FormatError::new(&path, None, ErrorKind::BadIndex(m));
     let map = json.get("weight_map").and_then(Json::as_object).ok_or_else(|| bad("no 'weight_map' object".into()))?;
     let mut out = WeightMap::new();
     for (name, file) in map {
@@ -36,14 +41,21 @@ fn is_plain_file_name(name: &str) -> bool {
     !name.is_empty() && !name.contains('\\') && p.components().count() == 1 && matches!(p.components().next(), Some(Component::Normal(_)))
 }
 
-/// Read a JSON file of at most `cap` bytes.
-pub fn read_json_file(path: &Path, cap: u64, kind: impl Fn(String) -> ErrorKind) -> Result<Json> {
-    let meta = std::fs::metadata(path).map_err(|e| FormatError::io(path, None, &e))?;
-    if meta.len() > cap {
-        return Err(FormatError::at(path, 0, ErrorKind::LimitExceeded { what: "JSON file size", value: meta.len(), limit: cap }));
+/// Read JSON file `name` of `dir`, of at most `cap` bytes.
+pub fn read_json(dir: &dyn Listing, name: &str, cap: u64, kind: impl Fn(String) -> ErrorKind) -> Result<Json> {
+    let name = OsStr::new(name);
+    let path = dir.path(name);
+    let len = match dir.entry(name) {
+        Ok(Some(Entry::File { len, .. })) => len,
+        Ok(Some(Entry::Other)) => return Err(FormatError::new(&path, None, ErrorKind::NotRegularFile("the JSON file".into()))),
+        Ok(None) => return Err(FormatError::io(&path, None, &io::Error::from(io::ErrorKind::NotFound))),
+        Err(e) => return Err(FormatError::io(&path, None, &e)),
+    };
+    if len > cap {
+        return Err(FormatError::at(&path, 0, ErrorKind::LimitExceeded { what: "JSON file size", value: len, limit: cap }));
     }
-    let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, None, &e))?;
-    serde_json::from_slice(&bytes).map_err(|e| FormatError::new(path, None, kind(e.to_string())))
+    let bytes = dir.read(name).map_err(|e| FormatError::io(&path, None, &e))?;
+    serde_json::from_slice(&bytes).map_err(|e| FormatError::new(&path, None, kind(e.to_string())))
 }
 
 #[cfg(test)]

@@ -1,0 +1,164 @@
+//! A remote checkpoint's listing as the format crate's [`Listing`]: the
+//! objects listed at open (a prefix's, or a key and its siblings), each
+//! named by its object (`s3://bucket/key`, an HTTP URL without its query).
+//! The opener reads `config.json` and the index through it and opens each
+//! weight file as a [`RemoteSource`]; nothing touches the local filesystem.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectMeta, ObjectStore};
+use weightstream_format::listing::{Entry, Listing};
+use weightstream_io::SharedSource;
+
+use crate::error::{RemoteError, RemoteErrorKind};
+use crate::options::RemoteOptions;
+use crate::source::{proves_pin, Pin, RemoteSource};
+use crate::store::{classify, runtime};
+use crate::url::{is_plain_name, RemoteUrl, Scheme};
+
+/// Largest JSON file fetched beside the weights.
+const MAX_JSON: u64 = 16 << 20;
+pub(crate) const INDEX_SUFFIX: &str = ".safetensors.index.json";
+
+pub struct Prefix<'a> {
+    url: &'a RemoteUrl,
+    store: Arc<dyn ObjectStore>,
+    location_of: &'a dyn Fn(&str) -> ObjectPath,
+    objects: BTreeMap<String, ObjectMeta>,
+    opts: &'a RemoteOptions,
+    opened: Mutex<Vec<Arc<RemoteSource>>>,
+    /// The first read or open this listing refused, typed (the format crate
+    /// keeps only the text of an I/O error).
+    refused: Mutex<Option<RemoteError>>,
+}
+
+impl<'a> Prefix<'a> {
+    pub fn new(
+        url: &'a RemoteUrl,
+        store: Arc<dyn ObjectStore>,
+        location_of: &'a dyn Fn(&str) -> ObjectPath,
+        objects: Vec<(String, ObjectMeta)>,
+        opts: &'a RemoteOptions,
+    ) -> Self {
+        Prefix {
+            url,
+            store,
+            location_of,
+            objects: objects.into_iter().collect(),
+            opts,
+            opened: Mutex::new(Vec::new()),
+            refused: Mutex::new(None),
+        }
+    }
+
+    /// Why the open failed, typed: a refusal of this listing's, else the
+    /// failure of a read of an opened object.
+    pub fn failure(&self) -> Option<RemoteError> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        refused.or_else(|| self.opened.lock().unwrap_or_else(|p| p.into_inner()).iter().find_map(|s| s.failure()))
+    }
+
+    /// The headers are parsed: every opened object's head stops growing.
+    pub fn seal(&self) {
+        for s in self.opened.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            s.seal();
+        }
+    }
+
+    /// `e` kept as the open's typed failure, and as an `io::Error` for the
+    /// format crate.
+    fn refuse(&self, e: RemoteError) -> io::Error {
+        self.refused.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e.clone());
+        e.into_io()
+    }
+
+    /// The listed object `name`, or `NotFound` naming it.
+    fn object(&self, name: &OsStr) -> Result<(&str, &ObjectMeta), RemoteError> {
+        name.to_str()
+            .and_then(|n| self.objects.get_key_value(n))
+            .map(|(n, m)| (n.as_str(), m))
+            .ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, self.url.object_in_dir(&name.to_string_lossy()), ""))
+    }
+}
+
+impl Listing for Prefix<'_> {
+    fn path(&self, name: &OsStr) -> PathBuf {
+        PathBuf::from(self.url.object_in_dir(&name.to_string_lossy()))
+    }
+
+    fn entry(&self, name: &OsStr) -> io::Result<Option<Entry>> {
+        Ok(self.object(name).ok().map(|(_, m)| Entry::File { len: m.size, identity: None }))
+    }
+
+    fn files(&self) -> io::Result<Vec<OsString>> {
+        Ok(self.objects.keys().map(OsString::from).collect())
+    }
+
+    fn read(&self, name: &OsStr) -> io::Result<Vec<u8>> {
+        let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
+        let object = self.url.object_in_dir(name);
+        let bytes = get_small(&*self.store, &(self.location_of)(name), &object, meta).map_err(|e| self.refuse(e))?;
+        if name.ends_with(INDEX_SUFFIX) {
+            check_index_names(self.url, name, &bytes).map_err(|e| self.refuse(e))?;
+        }
+        Ok(bytes)
+    }
+
+    fn open(&self, name: &OsStr) -> io::Result<SharedSource> {
+        let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
+        let object = self.url.object_in_dir(name);
+        // An index naming config.json or itself as a shard.
+        if name == weightstream_format::open::CONFIG_FILE || name.ends_with(INDEX_SUFFIX) {
+            return Err(self.refuse(RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint")));
+        }
+        let kind = if self.url.scheme == Scheme::S3 { "s3" } else { "http" };
+        let src = Arc::new(RemoteSource::new(self.store.clone(), (self.location_of)(name), object, meta, self.opts, kind));
+        self.opened.lock().unwrap_or_else(|p| p.into_inner()).push(src.clone());
+        Ok(src)
+    }
+}
+
+/// A whole small object, pinned like every read.
+fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta: &ObjectMeta) -> Result<Vec<u8>, RemoteError> {
+    if meta.size > MAX_JSON {
+        return Err(RemoteError::new(
+            RemoteErrorKind::Server,
+            object,
+            format!("{} bytes: larger than the {MAX_JSON}-byte limit for JSON", meta.size),
+        ));
+    }
+    let opts = object_store::GetOptions { if_match: meta.e_tag.clone(), ..Default::default() };
+    let got = runtime().block_on(async {
+        let got = store.get_opts(location, opts).await.map_err(|e| classify(object, &e))?;
+        // The precondition may be ignored: the answer itself must show the version.
+        proves_pin(&Pin::of(meta), meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
+        got.bytes().await.map_err(|e| classify(object, &e))
+    })?;
+    if got.len() as u64 != meta.size {
+        return Err(RemoteError::new(RemoteErrorKind::Truncated, object, format!("the server sent {} of {} bytes", got.len(), meta.size)));
+    }
+    Ok(got.to_vec())
+}
+
+/// Every shard an index names is a plain file name in the same prefix.
+fn check_index_names(url: &RemoteUrl, name: &str, bytes: &[u8]) -> Result<(), RemoteError> {
+    let index = url.object_in_dir(name);
+    // A malformed index is the format crate's to report, with its reason.
+    let Ok(json) = serde_json::from_slice::<serde_json::Value>(bytes) else { return Ok(()) };
+    let Some(map) = json.get("weight_map").and_then(|m| m.as_object()) else { return Ok(()) };
+    for shard in map.values().filter_map(|v| v.as_str()) {
+        if !is_plain_name(shard) {
+            return Err(RemoteError::new(
+                RemoteErrorKind::Outside,
+                index,
+                format!("shard '{}' is not in this prefix (no '/', '..', scheme or host)", shard.escape_debug()),
+            ));
+        }
+    }
+    Ok(())
+}
