@@ -23,7 +23,7 @@ WEIGHTSTREAM_FUZZ_RUNS=$RUNS scripts/fuzz.sh "$MAX_SECONDS" "$@" | tee "$out" ||
 took=$(( $(date +%s) - start ))
 {
   echo "== fuzz campaign $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), $(nproc) cores, ${took}s in all, goal $RUNS runs per target"
-  sed -n '/^fuzz: .*s per target$/,$p' "$out" | tail -n +2
+  sed -n '/^fuzz: [0-9]*s per target/,$p' "$out" | tail -n +2
 } | tee -a fuzz/campaign.log
 # Each target's line: name, executions, "execs", corpus files, ...
 while read -r name execs _ corpus _ _ result; do
@@ -31,5 +31,5 @@ while read -r name execs _ corpus _ _ result; do
     echo "fuzz_campaign: $name ran $execs of $RUNS executions" >&2
     status=1
   fi
-done < <(sed -n '/^fuzz: .*s per target$/,$p' "$out" | tail -n +2)
+done < <(sed -n '/^fuzz: [0-9]*s per target/,$p' "$out" | tail -n +2)
 exit $status
