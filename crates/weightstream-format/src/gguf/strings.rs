@@ -53,10 +53,9 @@ impl<S: AsRef<str>> FromIterator<S> for StringArray {
 /// offset, as a one-by-one read would (a string boundary inside a
 /// multi-byte character makes two invalid strings of a valid text).
 pub(crate) fn read_string_array(c: &mut Cursor<'_>, n: usize, cap: u64) -> Result<StringArray> {
+    let first = c.pos();
     let mut bytes = Vec::new();
     let mut ends = Vec::with_capacity(n);
-    // The file offset of each string's bytes, kept only to name a bad one.
-    let mut starts = Vec::with_capacity(n);
     for _ in 0..n {
         let at = c.pos();
         let len = c.u64()?;
@@ -65,22 +64,24 @@ pub(crate) fn read_string_array(c: &mut Cursor<'_>, n: usize, cap: u64) -> Resul
         }
         // Past the end: truncation, found before anything is allocated.
         c.append_to(&mut bytes, len)?;
-        starts.push(at + 8);
         ends.push(bytes.len());
     }
     let valid_pieces = |text: &str| ends.iter().all(|&e| text.is_char_boundary(e));
     match String::from_utf8(bytes) {
         Ok(text) if valid_pieces(&text) => Ok(StringArray { text, ends }),
-        Ok(text) => Err(first_invalid(c, text.as_bytes(), &ends, &starts)),
-        Err(e) => Err(first_invalid(c, e.as_bytes(), &ends, &starts)),
+        Ok(text) => Err(first_invalid(c, first, text.as_bytes(), &ends)),
+        Err(e) => Err(first_invalid(c, first, e.as_bytes(), &ends)),
     }
 }
 
-fn first_invalid(c: &Cursor<'_>, bytes: &[u8], ends: &[usize], starts: &[u64]) -> crate::error::FormatError {
+/// The error for the first string of `bytes` (cut at `ends`) that is not
+/// UTF-8 on its own, at the offset of its bytes: the array's strings start
+/// at `first` in the file, each after its 8-byte length.
+fn first_invalid(c: &Cursor<'_>, first: u64, bytes: &[u8], ends: &[usize]) -> crate::error::FormatError {
     let mut from = 0;
     for (i, &end) in ends.iter().enumerate() {
         if std::str::from_utf8(&bytes[from..end]).is_err() {
-            return c.err(starts[i], ErrorKind::InvalidUtf8);
+            return c.err(first + 8 * (i as u64 + 1) + from as u64, ErrorKind::InvalidUtf8);
         }
         from = end;
     }
