@@ -3,7 +3,8 @@
 //! the retry, timeout and redirect policy of every load, and the mapping
 //! of `object_store` failures to [`RemoteError`]s.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
@@ -45,24 +46,41 @@ struct NoRedirects {
 
 impl HttpConnector for NoRedirects {
     fn connect(&self, _: &ClientOptions) -> object_store::Result<HttpClient> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(self.opts.connect_timeout)
-            .read_timeout(self.opts.read_timeout)
-            .timeout(self.opts.request_timeout)
-            .https_only(!self.allow_http)
-            .no_gzip()
-            .no_brotli()
-            .no_zstd()
-            .no_deflate()
-            .user_agent(concat!("weightstream/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| object_store::Error::Generic { store: "HTTP client", source: Box::new(e) })?;
+        let client =
+            client(self.allow_http, &self.opts).map_err(|e| object_store::Error::Generic { store: "HTTP client", source: Box::new(e) })?;
         Ok(match &self.raw_keys {
             Some(signer) => HttpClient::new(RawKeys { client, signer: signer.clone() }),
             None => HttpClient::new(client),
         })
     }
+}
+
+/// One reqwest client per distinct policy in the process: building one
+/// reads and parses every system root certificate (about 5 ms here,
+/// 80% of an HTTP fuzz input's time), and a shared client also keeps
+/// its connections for the next store of the same host. A client holds
+/// no per-store state (the S3 signer wraps it, above).
+fn client(allow_http: bool, opts: &RemoteOptions) -> reqwest::Result<reqwest::Client> {
+    type Key = (bool, Duration, Duration, Duration);
+    static CLIENTS: OnceLock<Mutex<HashMap<Key, reqwest::Client>>> = OnceLock::new();
+    let key = (allow_http, opts.connect_timeout, opts.read_timeout, opts.request_timeout);
+    let clients = CLIENTS.get_or_init(Default::default);
+    if let Some(c) = clients.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(c.clone());
+    }
+    let built = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(opts.connect_timeout)
+        .read_timeout(opts.read_timeout)
+        .timeout(opts.request_timeout)
+        .https_only(!allow_http)
+        .no_gzip()
+        .no_brotli()
+        .no_zstd()
+        .no_deflate()
+        .user_agent(concat!("weightstream/", env!("CARGO_PKG_VERSION")))
+        .build()?;
+    Ok(clients.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(built).clone())
 }
 
 fn retry(opts: &RemoteOptions) -> RetryConfig {
