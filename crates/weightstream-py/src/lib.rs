@@ -134,17 +134,23 @@ impl Checkpoint {
         self.loader.catalog()
     }
 
-    /// The jobs of `indices`, each cut to its slice where `slices` gives one.
-    fn sub_plan(&self, py: Python<'_>, indices: &[usize], slices: Option<&[Option<Slice>]>) -> PyResult<Plan> {
-        if slices.is_some_and(|s| s.len() != indices.len()) {
-            return Err(py_error("invalid_argument", "one slice (or None) per tensor"));
+    /// The jobs of `indices`, each cut to its slice where `slices` gives one
+    /// and its rows un-permuted in heads of `unpermute[k]` rows where that
+    /// is not 0 (`Job::unpermuted`: GGUF q/k of llama-family models).
+    fn sub_plan(&self, py: Python<'_>, indices: &[usize], slices: Option<&[Option<Slice>]>, unpermute: Option<&[u64]>) -> PyResult<Plan> {
+        if slices.is_some_and(|s| s.len() != indices.len()) || unpermute.is_some_and(|u| u.len() != indices.len()) {
+            return Err(py_error("invalid_argument", "one slice (or None) and one un-permutation (or 0) per tensor"));
         }
         let mut jobs = Vec::with_capacity(indices.len());
         for (k, &i) in indices.iter().enumerate() {
             let job = self.plan.jobs.get(i).ok_or_else(|| py_error("invalid_argument", format!("no tensor {i}")))?;
-            jobs.push(match slices.and_then(|s| s[k]) {
+            let job = match slices.and_then(|s| s[k]) {
                 None => job.clone(),
                 Some((r0, r1, c0, c1)) => job.slice(r0..r1, c0..c1).map_err(|e| to_py(py, e))?,
+            };
+            jobs.push(match unpermute.map_or(0, |u| u[k]) {
+                0 => job,
+                per_head => job.unpermuted(per_head).map_err(|e| to_py(py, e))?,
             });
         }
         Ok(Plan { jobs, skipped: vec![] })
@@ -229,7 +235,7 @@ impl Checkpoint {
     /// The shape tensor `index` has when cut to `slice` (an error if the
     /// slice is outside it).
     fn slice_shape(&self, py: Python<'_>, index: usize, slice: Slice) -> PyResult<Vec<u64>> {
-        Ok(self.sub_plan(py, &[index], Some(&[Some(slice)]))?.jobs[0].shape.clone())
+        Ok(self.sub_plan(py, &[index], Some(&[Some(slice)]), None)?.jobs[0].shape.clone())
     }
 
     /// `[rows, cols]` of tensor `index` seen as a matrix (the innermost
@@ -241,7 +247,7 @@ impl Checkpoint {
     /// File bytes tensor `index` (cut to `slice`, if given) reads.
     #[pyo3(signature = (index, slice = None))]
     fn src_bytes(&self, py: Python<'_>, index: usize, slice: Option<Slice>) -> PyResult<u64> {
-        Ok(self.sub_plan(py, &[index], Some(&[slice]))?.jobs[0].src_bytes())
+        Ok(self.sub_plan(py, &[index], Some(&[slice]), None)?.jobs[0].src_bytes())
     }
 
     /// Per file: (path, source reading it, why it was chosen or None,
@@ -258,9 +264,12 @@ impl Checkpoint {
     /// is the address of a contiguous buffer of `nbytes[k]` bytes that must be
     /// exactly the tensor's BF16 size (of its slice, where `slices` gives
     /// one: (row start, row end, column start, column end) of its matrix
-    /// view, only those bytes read). Returns (seconds, file bytes, notes:
-    /// (text, fallback) pairs, none on the CPU).
-    #[pyo3(signature = (indices, ptrs, nbytes, callback = None, slices = None))]
+    /// view, only those bytes read; `unpermute[k]`, where not 0, the rows
+    /// per head of a llama-family GGUF q/k weight to put back in Hugging
+    /// Face order). Returns (seconds, file bytes, notes: (text, fallback)
+    /// pairs, none on the CPU).
+    #[pyo3(signature = (indices, ptrs, nbytes, callback = None, slices = None, unpermute = None))]
+    #[allow(clippy::too_many_arguments)]
     fn load_cpu(
         &self,
         py: Python<'_>,
@@ -269,8 +278,9 @@ impl Checkpoint {
         nbytes: Vec<usize>,
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
+        unpermute: Option<Vec<u64>>,
     ) -> PyResult<(f64, u64, Vec<(String, bool)>)> {
-        let plan = self.sub_plan(py, &indices, slices.as_deref())?;
+        let plan = self.sub_plan(py, &indices, slices.as_deref(), unpermute.as_deref())?;
         check_buffers(&plan, &ptrs, &nbytes)?;
         let loader = self.loader.clone();
         interruptible(py, move |control| {
@@ -291,10 +301,11 @@ impl Checkpoint {
     /// Dequantize tensors `indices` on CUDA device `device` into device
     /// buffers `ptrs` (torch tensors' data pointers), ordered after work
     /// queued on `stream` (torch's current stream). Complete on return.
-    /// `slices` as for `load_cpu`.
+    /// `slices` and `unpermute` as for `load_cpu` (an un-permuted tensor
+    /// goes row by row: one launch per row).
     /// Returns (seconds, file bytes, notes on how storage was read as
     /// (text, fallback) pairs: fallback when it reads another way than asked).
-    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, callback = None, slices = None))]
+    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, callback = None, slices = None, unpermute = None))]
     #[allow(clippy::too_many_arguments)]
     fn load_cuda(
         &self,
@@ -306,8 +317,9 @@ impl Checkpoint {
         stream: u64,
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
+        unpermute: Option<Vec<u64>>,
     ) -> PyResult<(f64, u64, Vec<(String, bool)>)> {
-        let plan = self.sub_plan(py, &indices, slices.as_deref())?;
+        let plan = self.sub_plan(py, &indices, slices.as_deref(), unpermute.as_deref())?;
         let addrs: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
         check_buffers(&plan, &addrs, &nbytes)?;
         let loader = self.loader.clone();

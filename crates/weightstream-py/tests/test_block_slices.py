@@ -133,3 +133,43 @@ def test_metadata_without_the_tokenizer(tmp_path):
     assert list(small) == [k for k in full if not k.startswith("tokenizer.")]
     assert small == {k: v for k, v in full.items() if not k.startswith("tokenizer.")}
     assert small["llama.attention.layer_norm_rms_epsilon"] == full["llama.attention.layer_norm_rms_epsilon"]
+
+
+def test_load_into_unpermutes_rows_within_heads(tmp_path):
+    """load_into(unpermute=): rows stored permuted within each head (GGUF
+    q/k of llama-family models, LlamaModel.permute) come out in Hugging
+    Face order, whole tensors and row ranges of whole heads, block and
+    float types: stored row h*p + 2j + s at h*p + s*p/2 + j (transformers'
+    reverse_permute_weights). Heads that do not fit are refused, nothing
+    written."""
+    import gguf
+    from test_contradictions import _gguf, _rng
+
+    x = _rng().standard_normal((12, 256)).astype(np.float32)
+    T = gguf.GGMLQuantizationType
+    tensors = {f"w.{t.name}": (gguf.quants.quantize(x, t), t) for t in (T.Q4_0, T.Q8_0)}
+    tensors["w.Q4_K"] = _rng().integers(0, 256, (12, 144), dtype=np.uint8), T.Q4_K
+    tensors["w.F16"] = x.astype(np.float16)
+    _gguf(tmp_path / "m.gguf", tensors)
+    checked = 0
+    with weightstream.open(str(tmp_path / "m.gguf")) as ck:
+        for name in tensors:
+            rows = ck.matrix(name)[0]
+            for p, r in ((2, (0, 12)), (4, (0, 12)), (4, (4, 8)), (6, (6, 12)), (12, (0, 12))):
+                stored = _bits(ck.get_slice(name, rows=r)).reshape(r[1] - r[0], -1)
+                n = stored.shape[0]
+                want = stored.reshape(n // p, p // 2, 2, -1).transpose(0, 2, 1, 3).reshape(n, -1)
+                out = np.full(ck.slice_shape(name, rows=r), 0x7FC1, dtype=np.uint16)
+                ck.load_into([name], [out], slices=[(r, None)], unpermute=[p])
+                assert np.array_equal(out.reshape(n, -1), want), (name, p, r)
+                checked += 1
+            for p, r in ((2, (1, 3)), (3, (0, rows)), (4, (0, 6))):
+                out = np.full(ck.slice_shape(name, rows=r), 0x7FC1, dtype=np.uint16)
+                try:
+                    ck.load_into([name], [out], slices=[(r, None)], unpermute=[p])
+                except weightstream.WeightstreamError as e:
+                    assert f"cannot be un-permuted in heads of {p} rows" in str(e)
+                else:
+                    raise AssertionError(f"{name}: rows {r} un-permuted in heads of {p}")
+                assert (out == 0x7FC1).all()
+    assert checked == 20, checked

@@ -75,6 +75,11 @@ pub struct Job {
     /// end of the last element's block (for a column slice, the rows'
     /// segments and the gaps between).
     pub src: Range<u64>,
+    /// Rows per head where the stored rows are permuted within each head,
+    /// as llama.cpp's converter does to llama-family q/k weights
+    /// (`LlamaModel.permute`); the output puts them back in Hugging Face
+    /// order (see [`Job::unpermuted`]). `None`: rows as stored.
+    pub unpermute: Option<u64>,
     pub scale: Option<ScaleSource>,
     /// Bytes of the zero-point tensor this job reads whole beside its data
     /// (counted in what a load reports as read, issue 27; its scales:
@@ -161,32 +166,53 @@ impl Job {
     }
 
     /// The contiguous element ranges `(first, n)` of the tensor this job
-    /// produces, in output order: one, or one per row of a column slice.
+    /// produces, in file order: one, or one per row of a column slice or
+    /// of un-permuted rows ([`Job::out_index`] says where each goes).
     pub fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let cols = self.matrix.1;
+        let by_row = self.window.is_some() || self.unpermute.is_some();
         let (rows, width) = match &self.window {
-            None => (0..u64::from(self.n_elems > 0), self.n_elems),
-            Some(w) => {
-                let width = w.end - w.start;
+            None if !by_row => (0..u64::from(self.n_elems > 0), self.n_elems),
+            w => {
+                let width = w.as_ref().map_or(cols, |w| w.end - w.start);
                 let r0 = self.first.checked_div(cols).unwrap_or(0);
                 (r0..r0 + self.n_elems.checked_div(width).unwrap_or(0), width)
             }
         };
-        rows.map(move |r| match &self.window {
-            None => (self.first, width),
-            Some(w) => (r * cols + w.start, width),
-        })
+        let start = self.window.as_ref().map_or(0, |w| w.start);
+        rows.map(move |r| if by_row { (r * cols + start, width) } else { (self.first, width) })
     }
 
     /// Where tensor element `elem` (one this job produces) goes in its output.
     pub fn out_index(&self, elem: u64) -> u64 {
-        match &self.window {
-            None => elem - self.first,
-            Some(w) => {
-                let cols = self.matrix.1;
-                (elem / cols - self.first / cols) * (w.end - w.start) + (elem % cols - w.start)
-            }
+        if self.window.is_none() && self.unpermute.is_none() {
+            return elem - self.first;
         }
+        let cols = self.matrix.1;
+        let (start, width) = self.window.as_ref().map_or((0, cols), |w| (w.start, w.end - w.start));
+        let row = elem / cols - self.first / cols;
+        let row = self.unpermute.map_or(row, |per_head| unpermuted_row(row, per_head));
+        row * width + (elem % cols - start)
+    }
+
+    /// This job with its rows put back where llama.cpp's converter took
+    /// them from: within each head of `rows_per_head` rows, stored row
+    /// `2j + s` is Hugging Face row `s * rows_per_head / 2 + j` (the
+    /// inverse of `LlamaModel.permute`, transformers'
+    /// `reverse_permute_weights`). The job's rows (a whole tensor or a row
+    /// slice) must be whole heads, of an even number of rows each.
+    pub fn unpermuted(&self, rows_per_head: u64) -> Result<Job> {
+        let cols = self.matrix.1;
+        let width = self.window.as_ref().map_or(cols, |w| w.end - w.start);
+        let (r0, n) = (self.first.checked_div(cols).unwrap_or(0), self.n_elems.checked_div(width).unwrap_or(0));
+        if rows_per_head == 0 || rows_per_head % 2 != 0 || r0 % rows_per_head != 0 || n % rows_per_head != 0 || self.unpermute.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "tensor '{}': rows {r0}..{} cannot be un-permuted in heads of {rows_per_head} rows (whole heads of an even number of rows, once)",
+                self.name,
+                r0 + n
+            )));
+        }
+        Ok(Job { unpermute: Some(rows_per_head), ..self.clone() })
     }
 
     /// Split into chunks of about `chunk_elems` elements, on block
@@ -229,7 +255,7 @@ impl Job {
         let (nrows, ncols) = self.matrix;
         let bad =
             |why: String| Error::BadSlice { tensor: self.name.clone(), rows: rows.clone(), cols: cols.clone(), shape: (nrows, ncols), why };
-        if self.first != 0 || self.n_elems != nrows * ncols || self.window.is_some() {
+        if self.first != 0 || self.n_elems != nrows * ncols || self.window.is_some() || self.unpermute.is_some() {
             return Err(bad("only a whole tensor can be sliced".into()));
         }
         if rows.start > rows.end || rows.end > nrows || cols.start > cols.end || cols.end > ncols {
@@ -323,6 +349,7 @@ impl Plan {
                 n_elems: t.out_elems(),
                 window: None,
                 src: t.offset..t.offset + t.nbytes,
+                unpermute: None,
                 zeros_bytes: t.packed.as_ref().and_then(|p| p.zeros).map_or(0, |z| cat.tensors[z].nbytes),
                 scale,
             });
@@ -348,6 +375,13 @@ impl Plan {
     pub fn job(&self, name: &str) -> Option<&Job> {
         self.jobs.iter().find(|j| j.name == name)
     }
+}
+
+/// Output row of stored row `row` of heads of `per_head` rows (even):
+/// stored `2j + s` within a head is output `s * per_head / 2 + j`.
+fn unpermuted_row(row: u64, per_head: u64) -> u64 {
+    let (head, k) = (row / per_head, row % per_head);
+    head * per_head + (k % 2) * (per_head / 2) + k / 2
 }
 
 pub(crate) fn file_path(cat: &Catalog, file: usize) -> PathBuf {

@@ -3,7 +3,9 @@
 //! block format, floats and FP8 (block and per-channel scales), through
 //! every source and with chunks small enough that rows split; only the
 //! slice's bytes are read (the blocks covering it, where a column edge
-//! falls inside a block: issue 28); a slice outside is an error.
+//! falls inside a block: issue 28); a slice outside is an error. Any of
+//! them with its rows un-permuted in whole heads (GGUF q/k, issue 45)
+//! gives the same values in Hugging Face row order.
 
 mod common;
 
@@ -90,7 +92,39 @@ fn check(cat: &Catalog, opts: Staging, what: &str) {
             let expect = cut(want, cols, &r, &c);
             assert!(got[0].data == expect, "{what}: {} rows {r:?} cols {c:?} differs from the sliced whole", job.name);
             assert!(buf == expect, "{what}: {} rows {r:?} cols {c:?}: load_into differs", job.name);
+            check_unpermuted(cat, &cpu, &plan.jobs[0], &expect, r.end - r.start, &format!("{what}: {} rows {r:?} cols {c:?}", job.name));
         }
+    }
+}
+
+/// The slice with its rows un-permuted in heads of 2 rows and of all its
+/// rows (where whole heads of an even size): `expect` (the slice in stored
+/// order) with stored row `h*p + 2j + s` at output row `h*p + s*p/2 + j`
+/// (transformers' reverse_permute_weights), through stream and load_into.
+fn check_unpermuted(cat: &Catalog, cpu: &CpuExecutor, sliced: &Job, expect: &[u16], rows: u64, what: &str) {
+    let r0 = sliced.first / sliced.matrix.1.max(1);
+    for p in [2, rows] {
+        if rows == 0 || p % 2 != 0 || rows % p != 0 || r0 % p != 0 {
+            continue;
+        }
+        let width = (expect.len() as u64 / rows) as usize;
+        let mut want = vec![0u16; expect.len()];
+        for (k, row) in expect.chunks(width.max(1)).enumerate().take(rows as usize) {
+            let (h, i) = (k as u64 / p, k as u64 % p);
+            let dest = (h * p + (i % 2) * (p / 2) + i / 2) as usize;
+            want[dest * width..(dest + 1) * width].copy_from_slice(row);
+        }
+        let plan = Plan { jobs: vec![sliced.unpermuted(p).unwrap()], skipped: vec![] };
+        let mut got = vec![];
+        cpu.stream(cat, &plan, Control::default(), |t| {
+            got.push(t);
+            Ok(())
+        })
+        .unwrap();
+        let mut buf = vec![0xFFFFu16; expect.len()];
+        cpu.load_into(cat, &plan, &mut [buf.as_mut_slice()], Control::default(), |_| Ok(())).unwrap();
+        assert!(got[0].data == want, "{what}: un-permuted in heads of {p} rows differs");
+        assert!(buf == want, "{what}: un-permuted in heads of {p} rows: load_into differs");
     }
 }
 
@@ -137,5 +171,14 @@ fn slices_outside_are_errors() {
     assert!(bad(backwards, 0..256).contains("outside"));
     let sliced = job.slice(0..2, 0..256).unwrap();
     assert!(sliced.slice(0..1, 0..256).unwrap_err().to_string().contains("only a whole tensor"));
+    // Un-permuting takes whole heads of an even number of rows, once, and
+    // is not sliced further.
+    let q = plan.job("q4_k.m").unwrap();
+    assert!(q.unpermuted(3).unwrap_err().to_string().contains("heads of 3 rows"));
+    assert!(q.slice(1..3, 0..256).unwrap().unpermuted(2).is_err());
+    assert!(q.unpermuted(2).is_err(), "7 rows are not whole heads of 2");
+    let two = q.slice(2..4, 0..256).unwrap().unpermuted(2).unwrap();
+    assert!(two.unpermuted(2).is_err());
+    assert!(two.slice(0..2, 0..256).unwrap_err().to_string().contains("only a whole tensor"));
     assert_eq!(Error::BadSlice { tensor: "t".into(), rows: 0..1, cols: 0..1, shape: (1, 1), why: "x".into() }.code(), "bad_slice");
 }

@@ -182,7 +182,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         if where.splits():
             self._log_shares(ck, planned, where)
         t0 = time.perf_counter()
-        direct = sharding.bulk_load(ck, model, planned, target, transforms, fixup_into)
+        direct = sharding.bulk_load(ck, model, planned, target, rows_per_head, fixup_into)
         direct_s = time.perf_counter() - t0
         done = {id(p) for p in direct}
         rest = [p for p in planned if id(p) not in done]

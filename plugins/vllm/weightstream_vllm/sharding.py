@@ -152,25 +152,29 @@ def _in_place(ck, p: Planned, device: str, storages: set) -> Optional[tuple]:
 TEMP_BYTES = 256 << 20
 
 
-def bulk_load(ck, model, planned: list[Planned], device: str, transforms: Callable[[str], bool],
+def bulk_load(ck, model, planned: list[Planned], device: str, rows_per_head: Callable[[str], int],
               fixup_into: Callable[[str, Any, Any], None]) -> list[Planned]:
     """Dequantize, in one call of the library (its threads and read-ahead
-    over every tensor), each planned region whose values go into one
-    parameter unchanged, into that parameter's memory; returns those done
-    (and those below). A region transformed on the way (`transforms`: GGUF
-    q/k rows) is dequantized into a temporary, in calls of at most
-    TEMP_BYTES of them, and written into its parameter by
-    `fixup_into(ck_name, t, dest)`: one copy. The model's loaders already
-    ran on the probe (their bookkeeping is done); only the values were left
-    to write."""
+    over every tensor), each planned region that goes into one parameter,
+    into that parameter's memory; returns those done. Rows permuted within
+    each head (`rows_per_head(ck_name)` > 0: GGUF q/k of llama-family
+    models) are put back by the library on the way in on the CPU
+    (`load_into(unpermute=)`: no temporary, no second pass); on a GPU,
+    where that would be a launch per row, such a region is dequantized
+    into a temporary, in calls of at most TEMP_BYTES of them, and written
+    into its parameter by `fixup_into(ck_name, t, dest)`: one strided
+    copy. The model's loaders already ran on the probe (their bookkeeping
+    is done); only the values were left to write."""
     storages = {t.untyped_storage().data_ptr() for t in model.parameters()}
     direct, fixed = [], []
     for p in planned:
         piece = _in_place(ck, p, device, storages)
         if piece is not None:
-            (fixed if transforms(p.ck_name) else direct).append((p, piece))
+            (direct if device == "cpu" or not rows_per_head(p.ck_name) else fixed).append((p, piece))
     if direct:
-        ck.load_into([p.ck_name for p, _ in direct], [p.dest for p, _ in direct], slices=[s for _, s in direct], device=device)
+        heads = [rows_per_head(p.ck_name) for p, _ in direct]
+        ck.load_into([p.ck_name for p, _ in direct], [p.dest for p, _ in direct], slices=[s for _, s in direct],
+                     device=device, unpermute=heads if any(heads) else None)
     for batch in _by_bytes(fixed, TEMP_BYTES):
         temps = [torch.empty_like(p.dest) for p, _ in batch]
         ck.load_into([p.ck_name for p, _ in batch], temps, slices=[s for _, s in batch], device=device)

@@ -199,14 +199,15 @@ class Checkpoint:
         on the caller's thread)."""
         return _torch().cuda.current_stream(index).cuda_stream if kind == "cuda" else 0
 
-    def _run(self, indices: list[int], tensors: list, kind: str, index: int, stream: int, callback=None, slices=None) -> int:
-        """Fill `tensors` (allocated for `indices`, cut to `slices`) in place;
-        returns the file bytes read."""
+    def _run(self, indices: list[int], tensors: list, kind: str, index: int, stream: int, callback=None, slices=None,
+             unpermute=None) -> int:
+        """Fill `tensors` (allocated for `indices`, cut to `slices`, rows
+        un-permuted per `unpermute`) in place; returns the file bytes read."""
         ptrs, nbytes = (list(x) for x in zip(*(_address(t) for t in tensors))) if tensors else ([], [])
         if kind == "cpu":
-            _, read, notes = self._native.load_cpu(indices, ptrs, nbytes, callback, slices)
+            _, read, notes = self._native.load_cpu(indices, ptrs, nbytes, callback, slices, unpermute)
         else:
-            _, read, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, callback, slices)
+            _, read, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, callback, slices, unpermute)
         _log_notes(notes)
         self.bytes_read += read
         return read
@@ -251,18 +252,24 @@ class Checkpoint:
         self._run([i], [t], kind, index, self._stream(kind, index), slices=[sl])
         return t
 
-    def load_into(self, names, outs, slices=None, device=None) -> int:
+    def load_into(self, names, outs, slices=None, device=None, unpermute=None) -> int:
         """Fill `outs[k]` with tensor `names[k]` (or, with `slices[k]` =
         `(rows, cols)`, that slice of it, as `get_slice`), all in one call:
         the library reads ahead and dequantizes across every tensor with its
         threads, straight into the given memory (a model's own parameters).
         Each out is a contiguous BF16 tensor of the slice's shape (size
-        checked) on the target device. Returns the file bytes read."""
+        checked) on the target device. `unpermute[k]`, where not 0: the
+        rows per head of a llama-family GGUF q/k weight, whose rows
+        llama.cpp's converter permuted within each head; they are written
+        back in Hugging Face order (transformers' reverse_permute_weights;
+        the slice's rows must be whole heads). Returns the file bytes read."""
         kind, index = (self._kind, self._index) if device is None else _parse_device(device)
         names, outs = list(names), list(outs)
         slices = [None] * len(names) if slices is None else list(slices)
-        if not len(names) == len(outs) == len(slices):
-            raise ValueError(f"load_into: {len(names)} names, {len(outs)} outs, {len(slices)} slices")
+        unpermute = None if unpermute is None else [int(u or 0) for u in unpermute]
+        if not len(names) == len(outs) == len(slices) or (unpermute is not None and len(unpermute) != len(names)):
+            raise ValueError(f"load_into: {len(names)} names, {len(outs)} outs, {len(slices)} slices"
+                             + ("" if unpermute is None else f", {len(unpermute)} un-permutations"))
         for n, t in zip(names, outs):
             if hasattr(t, "is_contiguous") and not t.is_contiguous():
                 raise ValueError(f"load_into: the out for {n!r} is not contiguous")
@@ -270,7 +277,7 @@ class Checkpoint:
                 raise ValueError(f"load_into: the out for {n!r} is {t.dtype}, not torch.bfloat16")
         idx = [self._index_of(n) for n in names]
         sl = [None if s is None else self._slice_of(n, *s) for n, s in zip(names, slices)]
-        return self._run(idx, outs, kind, index, self._stream(kind, index), slices=sl)
+        return self._run(idx, outs, kind, index, self._stream(kind, index), slices=sl, unpermute=unpermute)
 
     def get_tensor(self, name: str, device=None):
         """One tensor as BF16 (on this checkpoint's device unless `device`)."""

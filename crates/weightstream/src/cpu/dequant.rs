@@ -81,16 +81,20 @@ impl CpuExecutor {
         if let ([g], [b]) = (gs, bytes) {
             return self.dequantize_kept(cat, jk, g, *b, &mut out[span(g)]);
         }
-        // The groups' outputs are disjoint and in order: cut `out` into them.
-        let mut parts = Vec::with_capacity(gs.len());
+        // The groups' outputs are disjoint, in order but for un-permuted
+        // rows (`Job::unpermute`): cut `out` into them in output order.
+        let mut order: Vec<usize> = (0..gs.len()).collect();
+        order.sort_by_key(|&i| span(&gs[i]).start);
+        let mut cut: Vec<Option<&mut [u16]>> = (0..gs.len()).map(|_| None).collect();
         let (mut rest, mut at) = (out, 0);
-        for g in gs {
-            let s = span(g);
+        for i in order {
+            let s = span(&gs[i]);
             let (_, tail) = std::mem::take(&mut rest).split_at_mut(s.start - at);
             let (part, tail) = tail.split_at_mut(s.len());
-            parts.push(part);
+            cut[i] = Some(part);
             (rest, at) = (tail, s.end);
         }
+        let parts: Vec<&mut [u16]> = cut.into_iter().map(|p| p.expect("every group's span was cut")).collect();
         self.pool().install(|| {
             parts
                 .into_par_iter()

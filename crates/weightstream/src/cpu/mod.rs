@@ -99,7 +99,7 @@ impl CpuExecutor {
     pub(crate) fn fill_elems(&self, cat: &Catalog, jk: &JobKernel, first: u64, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         let job = jk.job();
         let n = dst.len() as u64;
-        if job.window.is_some() || first < job.first || first + n > job.first + job.n_elems {
+        if job.window.is_some() || job.unpermute.is_some() || first < job.first || first + n > job.first + job.n_elems {
             return Err(Error::InvalidArgument(format!(
                 "elements {first}..{} are not a part of tensor '{}''s output",
                 first + n,
