@@ -9,8 +9,8 @@
 //! (then only the length can be compared, as docs/storage.md says).
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use weightstream_format::ByteSource;
@@ -61,33 +61,56 @@ fn version(v: usize) -> Vec<u8> {
     (0..LEN).map(|i| (i as u8).wrapping_mul(31).wrapping_add(v as u8 * 101)).collect()
 }
 
-/// What the server did, for the oracle.
+/// What the server is told and did: the current input's generation (its
+/// URL path; a request for another is a straggler of an earlier input and
+/// is closed unanswered), its script and, for the oracle, what was served.
 #[derive(Default)]
-struct Log {
+struct State {
+    generation: u64,
+    script: Vec<Answer>,
     served: Vec<Answer>,
 }
 
-/// Answers each connection with the next scripted answer (the last one
-/// repeats), then closes it; stops when `stop` is set and it is woken.
-fn serve(listener: TcpListener, script: Vec<Answer>, log: Arc<Mutex<Log>>, stop: Arc<std::sync::atomic::AtomicBool>) {
+/// One loopback server for the whole process (a listener and a thread per
+/// input cost more than the input's reads): the address and its state.
+fn server() -> Option<&'static (SocketAddr, Mutex<State>)> {
+    static SERVER: OnceLock<Option<(SocketAddr, Mutex<State>)>> = OnceLock::new();
+    let s = SERVER.get_or_init(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").ok()?;
+        let addr = listener.local_addr().ok()?;
+        std::thread::spawn(move || serve(listener));
+        Some((addr, Mutex::new(State::default())))
+    });
+    s.as_ref()
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Answers each connection with the current script's next answer (the
+/// last one repeats), then closes it.
+fn serve(listener: TcpListener) {
     let versions = [version(0), version(1)];
     for conn in listener.incoming() {
-        if stop.load(std::sync::atomic::Ordering::Acquire) {
-            return;
-        }
         let Ok(mut conn) = conn else { continue };
-        let Some(range) = read_request(&mut conn) else { continue };
-        let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
-        let a = script[l.served.len().min(script.len() - 1)];
-        l.served.push(a);
-        drop(l);
+        let Some((generation, range)) = read_request(&mut conn) else { continue };
+        let Some((_, state)) = server() else { return };
+        let mut s = lock(state);
+        if s.generation != generation || s.script.is_empty() {
+            continue;
+        }
+        let a = s.script[s.served.len().min(s.script.len() - 1)];
+        s.served.push(a);
+        drop(s);
         let _ = conn.write_all(&response(&a, range, &versions[a.version]));
         let _ = conn.shutdown(std::net::Shutdown::Both);
     }
 }
 
-/// The request's `Range: bytes=a-b`, if any (`Some(None)` without one).
-fn read_request(conn: &mut TcpStream) -> Option<Option<(usize, usize)>> {
+/// The request's generation (its path, `/GENERATION/m.bin`) and its
+/// `Range: bytes=a-b`, if any.
+fn read_request(conn: &mut TcpStream) -> Option<(u64, Option<(usize, usize)>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -95,11 +118,13 @@ fn read_request(conn: &mut TcpStream) -> Option<Option<(usize, usize)>> {
         buf.extend_from_slice(&chunk[..n]);
     }
     let text = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let path = text.split(' ').nth(1)?;
+    let generation = path.strip_prefix('/')?.split('/').next()?.parse().ok()?;
     let range = text.lines().find_map(|l| l.strip_prefix("range: bytes=")).and_then(|r| {
         let (a, b) = r.trim().split_once('-')?;
         Some((a.parse().ok()?, b.parse().ok()?))
     });
-    Some(range)
+    Some((generation, range))
 }
 
 fn response(a: &Answer, range: Option<(usize, usize)>, data: &[u8]) -> Vec<u8> {
@@ -134,13 +159,16 @@ pub fn http_responses(data: &[u8]) {
     }
     let (spans, script) = rest.split_at(reads * 4);
     let script: Vec<Answer> = script.chunks_exact(2).take(16).map(|c| Answer::decode(c[0], c[1])).collect();
-    let Ok(listener) = TcpListener::bind("127.0.0.1:0") else { return };
-    let Ok(addr) = listener.local_addr() else { return };
-    let log = Arc::new(Mutex::new(Log::default()));
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let server = {
-        let (log, stop) = (log.clone(), stop.clone());
-        std::thread::spawn(move || serve(listener, script, log, stop))
+    let Some((addr, state)) = server() else { return };
+    // One input at a time owns the server's script.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let generation = {
+        let mut s = lock(state);
+        s.generation += 1;
+        s.script = script;
+        s.served.clear();
+        s.generation
     };
     // No retries, small parts: every answer the script holds is seen.
     let opts = RemoteOptions {
@@ -152,8 +180,8 @@ pub fn http_responses(data: &[u8]) {
         read_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(10),
     };
-    if let Ok(src) = open_object(&format!("http://{addr}/m.bin?sig=s"), &opts) {
-        let pinned = log.lock().unwrap_or_else(|p| p.into_inner()).served[0];
+    if let Ok(src) = open_object(&format!("http://{addr}/{generation}/m.bin?sig=s"), &opts) {
+        let pinned = lock(state).served[0];
         assert_eq!(src.len(), LEN as u64, "the pinned length is the served version's");
         for s in spans.chunks_exact(4) {
             let offset = u16::from_le_bytes([s[0], s[1]]) as usize % LEN;
@@ -164,12 +192,9 @@ pub fn http_responses(data: &[u8]) {
                     buf == version(pinned.version)[offset..offset + len],
                     "bytes {offset}..{} are not the pinned version's: {:?}",
                     offset + len,
-                    log.lock().unwrap_or_else(|p| p.into_inner()).served
+                    lock(state).served
                 );
             }
         }
     }
-    stop.store(true, std::sync::atomic::Ordering::Release);
-    let _ = TcpStream::connect(addr);
-    let _ = server.join();
 }
