@@ -172,12 +172,8 @@ impl Job {
         let cols = self.matrix.1;
         let by_row = self.window.is_some() || self.unpermute.is_some();
         let (rows, width) = match &self.window {
-            None if !by_row => (0..u64::from(self.n_elems > 0), self.n_elems),
-            w => {
-                let width = w.as_ref().map_or(cols, |w| w.end - w.start);
-                let r0 = self.first.checked_div(cols).unwrap_or(0);
-                (r0..r0 + self.n_elems.checked_div(width).unwrap_or(0), width)
-            }
+            _ if !by_row => (0..u64::from(self.n_elems > 0), self.n_elems),
+            w => (self.out_rows(), w.as_ref().map_or(cols, |w| w.end - w.start)),
         };
         let start = self.window.as_ref().map_or(0, |w| w.start);
         rows.map(move |r| if by_row { (r * cols + start, width) } else { (self.first, width) })
@@ -202,9 +198,8 @@ impl Job {
     /// `reverse_permute_weights`). The job's rows (a whole tensor or a row
     /// slice) must be whole heads, of an even number of rows each.
     pub fn unpermuted(&self, rows_per_head: u64) -> Result<Job> {
-        let cols = self.matrix.1;
-        let width = self.window.as_ref().map_or(cols, |w| w.end - w.start);
-        let (r0, n) = (self.first.checked_div(cols).unwrap_or(0), self.n_elems.checked_div(width).unwrap_or(0));
+        let rows = self.out_rows();
+        let (r0, n) = (rows.start, rows.end - rows.start);
         if rows_per_head == 0 || rows_per_head % 2 != 0 || r0 % rows_per_head != 0 || n % rows_per_head != 0 || self.unpermute.is_some() {
             return Err(Error::InvalidArgument(format!(
                 "tensor '{}': rows {r0}..{} cannot be un-permuted in heads of {rows_per_head} rows (whole heads of an even number of rows, once)",
