@@ -6,6 +6,11 @@
 #   scripts/fuzz.sh 3600 gguf_header     a long run of one target
 #   WEIGHTSTREAM_FUZZ_RUNS=N             stop each target after N executions
 #                                        (scripts/fuzz_campaign.sh: 10 million)
+#   WEIGHTSTREAM_FUZZ_SANITIZER=none     build without AddressSanitizer (about
+#                                        2x the executions a second; for
+#                                        targets whose code has no `unsafe`);
+#                                        its own build directory, so both
+#                                        kinds can run side by side
 #
 # Seeds come from tests/fixtures/fuzz_corpus.py (the fixtures and the
 # malformed corpus); the corpus grows in fuzz/corpus/. A crash leaves its
@@ -40,8 +45,14 @@ fi
 export PATH=$TOOLS/bin:$PATH
 "$WS_VENV/bin/python" tests/fixtures/fuzz_corpus.py fuzz/corpus
 
-echo "fuzz: building the targets (nightly, AddressSanitizer)"
-cargo +nightly fuzz build --fuzz-dir fuzz -O 2>&1 | grep -vE "^\s+(Compiling|Finished|Building)" || true
+SANITIZER=${WEIGHTSTREAM_FUZZ_SANITIZER:-address}
+case $SANITIZER in
+  address) BUILD=(-O) ;;
+  none) BUILD=(-O -s none --target-dir fuzz/target-nosan) ;;
+  *) echo "fuzz: WEIGHTSTREAM_FUZZ_SANITIZER is address or none, not $SANITIZER" >&2; exit 2 ;;
+esac
+echo "fuzz: building the targets (nightly, sanitizer: $SANITIZER)"
+cargo +nightly fuzz build --fuzz-dir fuzz "${BUILD[@]}" 2>&1 | grep -vE "^\s+(Compiling|Finished|Building)" || true
 
 # libFuzzer runs one target on one core: run as many targets at once as
 # there are cores (WEIGHTSTREAM_FUZZ_JOBS), each for the full time.
@@ -51,10 +62,16 @@ run_target() {
   local t=$1 log=$out/$1.log result execs corpus
   # Targets without seeds from fuzz_corpus.py start from an empty corpus.
   mkdir -p "fuzz/corpus/$t"
-  if cargo +nightly fuzz run --fuzz-dir fuzz -O "$t" "fuzz/corpus/$t" -- \
+  local rc=0
+  cargo +nightly fuzz run --fuzz-dir fuzz "${BUILD[@]}" "$t" "fuzz/corpus/$t" -- \
       -max_total_time="$SECONDS_PER_TARGET" ${WEIGHTSTREAM_FUZZ_RUNS:+-runs=$WEIGHTSTREAM_FUZZ_RUNS} \
-      -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+      -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1 || rc=$?
+  if [ $rc -eq 0 ]; then
     result="no crash"
+  elif grep -q "libFuzzer: run interrupted" "$log"; then
+    # Ctrl-C or a kill by hand: no finding, but not a finished run either.
+    result="interrupted"
+    touch "$out/$t.failed"
   else
     result="CRASH: $(ls -t "fuzz/artifacts/$t" 2>/dev/null | head -1)"
     touch "$out/$t.failed"
@@ -74,7 +91,11 @@ status=0
 for t in "${TARGETS[@]}"; do
   if [ -f "$out/$t.failed" ]; then
     status=1
+    # The temporary directory goes below: keep the whole log for reading.
+    mkdir -p fuzz/logs
+    cp "$out/$t.log" "fuzz/logs/$t.log"
     tail -40 "$out/$t.log"
+    echo "fuzz: $t's whole log: fuzz/logs/$t.log"
   fi
   summary+=("$(cat "$out/$t.summary")")
 done

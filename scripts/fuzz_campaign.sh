@@ -10,6 +10,7 @@
 #
 #   scripts/fuzz_campaign.sh                    every target, 10M runs each
 #   RUNS=1000000 scripts/fuzz_campaign.sh slices
+#   WEIGHTSTREAM_FUZZ_SANITIZER=none scripts/fuzz_campaign.sh http_responses
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -22,7 +23,7 @@ status=0
 WEIGHTSTREAM_FUZZ_RUNS=$RUNS scripts/fuzz.sh "$MAX_SECONDS" "$@" | tee "$out" || status=1
 took=$(( $(date +%s) - start ))
 {
-  echo "== fuzz campaign $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), $(nproc) cores, ${took}s in all, goal $RUNS runs per target"
+  echo "== fuzz campaign $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), $(nproc) cores, ${took}s in all, goal $RUNS runs per target, sanitizer ${WEIGHTSTREAM_FUZZ_SANITIZER:-address}"
   sed -n '/^fuzz: [0-9]*s per target/,$p' "$out" | tail -n +2
 } | tee -a fuzz/campaign.log
 # Each target's line: name, executions, "execs", corpus files, ...
