@@ -331,6 +331,48 @@ impl Checkpoint {
             Ok((stats.seconds, stats.src_bytes, notes.into_iter().map(|n| (n.text, n.fallback)).collect()))
         })
     }
+
+    /// (bits, group) of the GPTQ layout tensor `index`'s blocks map onto
+    /// exactly (Q4_0: 4-bit, group 32; Q8_0: 8-bit, group 32), or None.
+    fn gptq_target(&self, index: usize) -> PyResult<Option<(u32, usize)>> {
+        let job = self.plan.jobs.get(index).ok_or_else(|| py_error("invalid_argument", format!("no tensor {index}")))?;
+        Ok(weightstream::repack::gptq_target(job).map(|t| (t.bits, t.group)))
+    }
+
+    /// Repack rows `slice.0..slice.1` (output features) and columns
+    /// `slice.2..slice.3` (input features, whole groups) of tensor `index`
+    /// into GPTQ's layout on the CPU: `qptr` a contiguous int32 buffer of
+    /// `qbytes` bytes (`[cols / pack, rows]`), `sptr` a contiguous fp16
+    /// buffer of `sbytes` bytes (`[cols / group, rows]`). Bit movement only.
+    /// Returns the file bytes read.
+    #[allow(clippy::too_many_arguments)]
+    fn repack_gptq(
+        &self,
+        py: Python<'_>,
+        index: usize,
+        slice: Slice,
+        qptr: usize,
+        qbytes: usize,
+        sptr: usize,
+        sbytes: usize,
+    ) -> PyResult<u64> {
+        let job = self.plan.jobs.get(index).ok_or_else(|| py_error("invalid_argument", format!("no tensor {index}")))?.clone();
+        if (qptr == 0 && qbytes != 0) || qptr % 4 != 0 || qbytes % 4 != 0 || (sptr == 0 && sbytes != 0) || sptr % 2 != 0 || sbytes % 2 != 0
+        {
+            return Err(py_error("invalid_argument", "qweight needs an aligned int32 buffer, scales an aligned fp16 one"));
+        }
+        let loader = self.loader.clone();
+        interruptible(py, move |_| {
+            // SAFETY: the Python layer passes the data pointers of
+            // contiguous, writable int32 and fp16 tensors of `qbytes` and
+            // `sbytes` bytes (alignment checked above) that it keeps alive
+            // until this call returns; the kernel checks their lengths.
+            let (q, s) = unsafe {
+                (std::slice::from_raw_parts_mut(qptr as *mut u32, qbytes / 4), std::slice::from_raw_parts_mut(sptr as *mut u16, sbytes / 2))
+            };
+            weightstream::repack::gptq_into(loader.catalog(), &job, slice.0..slice.1, slice.2..slice.3, q, s)
+        })
+    }
 }
 
 fn check_buffers(plan: &Plan, ptrs: &[usize], nbytes: &[usize]) -> PyResult<()> {

@@ -29,6 +29,7 @@ pub mod loader;
 mod output_lock;
 mod overlapped_write;
 pub mod plan;
+pub mod repack;
 pub mod staging;
 pub mod tensor;
 

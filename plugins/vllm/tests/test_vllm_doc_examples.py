@@ -265,7 +265,7 @@ def serve_and_complete(argv: list[str], cwd: Path, env: dict, log: Path) -> dict
 def engine_of(argv: list[str], cwd: Path):
     """The engine a server command line makes, as a session run: parsed by
     the server's own parser, then the arguments that choose what is loaded
-    and how (paths made absolute: the lanes run elsewhere)."""
+    and how (paths made absolute: the lanes run elsewhere), and the dtype."""
     from engines import Run
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
@@ -277,7 +277,8 @@ def engine_of(argv: list[str], cwd: Path):
     path = lambda p: str((cwd / p).resolve()) if p else None  # noqa: E731
     return Run.of(path(e.model), e.load_format, hf_config_path=path(e.hf_config_path),
                   tokenizer=path(e.tokenizer) if e.tokenizer != e.model else None,
-                  model_loader_extra_config=e.model_loader_extra_config or None)
+                  model_loader_extra_config=e.model_loader_extra_config or None,
+                  dtype=e.dtype if e.dtype != "auto" else None)
 
 
 def run_python(where: str, source: str, cwd: Path, env: dict, tmp_path: Path) -> None:

@@ -14,6 +14,8 @@
   are handed over as [E, in, out], the layout of the BF16 gpt-oss checkpoints.
 - Tensors are produced on the model's device: by the GPU kernels when vLLM
   runs on CUDA, by the CPU kernels otherwise.
+- `keep: quantized` (keep_quantized.py): GGUF Q4_0 (and on a GPU Q8_0)
+  linear weights stay quantized as GPTQ, served by vLLM's own kernels.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
 
-from . import LOAD_FORMAT, gguf_names, parallel, sharding
+from . import LOAD_FORMAT, gguf_names, keep_quantized, parallel, sharding
 from .options import Options, find_checkpoint
 
 # Under "vllm." so that messages go through vLLM's own handler and level
@@ -95,6 +97,8 @@ class WeightstreamModelLoader(BaseModelLoader):
     def __init__(self, load_config: LoadConfig):
         super().__init__(load_config)
         self.options = Options.parse(load_config.model_loader_extra_config)
+        # Checkpoint name -> keep_quantized.Kept: the weights served as GPTQ.
+        self._kept: dict = {}
 
     def download_model(self, model_config: ModelConfig) -> None:
         find_checkpoint(model_config.model, self.options)
@@ -126,7 +130,42 @@ class WeightstreamModelLoader(BaseModelLoader):
                 drop_hf_quantization_config(model_config)
         else:
             drop_hf_quantization_config(model_config, only_none=True)
+        if self.options.keep == "quantized":
+            self._keep_quantized(vllm_config, model_config)
         return super().load_model(vllm_config, model_config, prefix)
+
+    def _keep_quantized(self, vllm_config: VllmConfig, model_config: ModelConfig) -> None:
+        """Choose the weights that stay quantized and give vLLM the GPTQ
+        config that serves them (keep_quantized.py), before the model is
+        built with it."""
+        from vllm.model_executor.model_loader.utils import get_model_architecture
+
+        with self._open(model_config, "cpu") as ck:
+            if ck.format() != "gguf":
+                raise ValueError(f"weightstream: keep=quantized serves GGUF checkpoints; {ck.path} is {ck.format()} "
+                                 "(vLLM serves quantized safetensors with its own kernels: drop --load-format weightstream)")
+            if vllm_config.quant_config is not None:
+                raise ValueError(f"weightstream: keep=quantized with --quantization {model_config.quantization}: "
+                                 "the plugin chooses the quantization itself; drop --quantization")
+            metadata = ck.metadata(tokenizer=False)
+            names = gguf_names.pairs(ck.keys(), metadata, model_config.hf_config, lambda n: ck.shape(n)[0])
+            packed = getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", None) or {}
+            device = str(vllm_config.device_config.device)
+            kept = keep_quantized.choose(ck, names, packed, vllm_config.parallel_config.tensor_parallel_size, device)
+        if not kept:
+            logger.warning("weightstream: keep=quantized: no weight of %s has an exact quantized layout on %s "
+                           "(Q4_0 everywhere, Q8_0 on a GPU): every weight is served as BF16", ck.path, device)
+            return
+        self._kept = kept
+        vllm_config.quant_config = keep_quantized.quant_config(kept, packed)
+        model_config.quantization = "auto_gptq"
+        bits = sorted({k.bits for k in kept.values()})
+        logger.info("weightstream: keep=quantized: %d weights stay quantized (GPTQ %s-bit, group 32), the rest "
+                    "is served as %s", len(kept), "/".join(map(str, bits)), model_config.dtype)
+        if model_config.dtype != torch.float16:
+            logger.warning("weightstream: keep=quantized under %s: GGUF block scales are fp16 and vLLM holds GPTQ "
+                           "scales in the model's dtype, so each is rounded to it; --dtype float16 keeps them exact",
+                           model_config.dtype)
 
     def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
         param = next(model.parameters(), None)
@@ -175,6 +214,11 @@ class WeightstreamModelLoader(BaseModelLoader):
             fixup = lambda n, t: expert_layout(ck, n, t)  # noqa: E731
             fixup_into = None  # nothing is transformed but swapped stacks, which are never written in place
         transforms = lambda n: rows_per_head(n) > 0  # noqa: E731
+        kept_reports = []
+        if self._kept:
+            names = [n for n in names if n[0] not in self._kept]
+            regions = keep_quantized.regions(model, ck, self._kept) if where.splits() else {}
+            kept_reports.append(model.load_weights(keep_quantized.tensors(ck, self._kept, regions, rows_per_head, unpermute)))
         t0 = time.perf_counter()
         planned = sharding.plan(ck, model, names, rows_per_head,
                                 transposed=lambda n: ck.format() != "gguf" and is_packed_expert_stack(ck, n))
@@ -187,7 +231,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         done = {id(p) for p in direct}
         rest = [p for p in planned if id(p) not in done]
         t0 = time.perf_counter()
-        reports = [p.loaded for p in direct] + [model.load_weights(sharding.load(ck, rest, target, fixup, transforms))]
+        reports = kept_reports + [p.loaded for p in direct] + [model.load_weights(sharding.load(ck, rest, target, fixup, transforms))]
         # A model whose load_weights reports nothing: nothing to check against.
         loaded = None if any(r is None for r in reports) else set().union(*reports)
         logger.info("weightstream: %d tensors probed in %.3f s; %d dequantized into their parameters in %.3f s, "

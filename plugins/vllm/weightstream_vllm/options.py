@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers", "ignore_transforms"}
+KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers", "ignore_transforms", "keep"}
+KEEP = ("bf16", "quantized")
 
 
 @dataclass
@@ -29,6 +30,10 @@ class Options:
     #: that weightstream does not apply (prism.hadamard.*, ...), ignoring it:
     #: the weights load as stored, untransformed.
     ignore_transforms: bool = False
+    #: "bf16" (default): every weight dequantized to the model's dtype.
+    #: "quantized": GGUF Q4_0 (and, on a GPU, Q8_0) linear weights stay
+    #: quantized, served by vLLM's GPTQ kernels (keep_quantized.py).
+    keep: str = "bf16"
 
     @classmethod
     def parse(cls, extra: Any) -> "Options":
@@ -39,6 +44,8 @@ class Options:
                 f"--model-loader-extra-config: unknown option(s) {sorted(unknown)} for --load-format weightstream; "
                 f"known: {sorted(KNOWN)}"
             )
+        if extra.get("keep", "bf16") not in KEEP:
+            raise ValueError(f"--model-loader-extra-config: keep is one of {list(KEEP)}, not {extra['keep']!r}")
         return cls(**extra)
 
 

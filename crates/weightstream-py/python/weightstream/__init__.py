@@ -279,6 +279,36 @@ class Checkpoint:
         sl = [None if s is None else self._slice_of(n, *s) for n, s in zip(names, slices)]
         return self._run(idx, outs, kind, index, self._stream(kind, index), slices=sl, unpermute=unpermute)
 
+    def gptq_target(self, name: str) -> Optional[tuple[int, int]]:
+        """`(bits, group)` of the GPTQ layout the tensor's blocks map onto
+        exactly (Q4_0: `(4, 32)`, uint4b8; Q8_0: `(8, 32)`, uint8b128), or
+        None: the keep-quantized mode of the vLLM plugin serves the others
+        as BF16."""
+        t = self._native.gptq_target(self._index_of(name))
+        return None if t is None else tuple(t)
+
+    def get_gptq(self, name: str, rows=None, cols=None):
+        """Rows (output features) and columns (input features, whole groups)
+        of a GGUF Q4_0 or Q8_0 weight in GPTQ's layout, on the CPU, by bit
+        movement only: `(qweight, scales)`, qweight int32 `[cols / (32 /
+        bits), rows]` (input features packed low bits first), scales fp16
+        `[cols / 32, rows]` (each block's d). The value of element (r, k) is
+        `scales[k // 32, r] * (code - 2^(bits-1))`, exactly the block's.
+        torch tensors, or numpy arrays where torch is not installed."""
+        import numpy as np
+
+        target = self.gptq_target(name)
+        if target is None:
+            raise _error("unsupported", f"{name!r} is {self.dtype(name)}: only Q4_0 and Q8_0 map onto GPTQ exactly")
+        bits, group = target
+        r0, r1, c0, c1 = self._slice_of(name, rows, cols)
+        qweight = np.empty(((c1 - c0) * bits // 32, r1 - r0), dtype=np.int32)
+        scales = np.empty(((c1 - c0) // group, r1 - r0), dtype=np.float16)
+        self.bytes_read += self._native.repack_gptq(self._index_of(name), (r0, r1, c0, c1), *_address(qweight),
+                                                    *_address(scales))
+        torch = _torch()
+        return (qweight, scales) if torch is None else (torch.from_numpy(qweight), torch.from_numpy(scales))
+
     def get_tensor(self, name: str, device=None):
         """One tensor as BF16 (on this checkpoint's device unless `device`)."""
         kind, index = (self._kind, self._index) if device is None else _parse_device(device)

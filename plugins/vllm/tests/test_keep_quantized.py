@@ -1,0 +1,79 @@
+"""keep=quantized (issue 43): a Q4_0 GGUF served by vLLM's own GPTQ kernels,
+its parameters and greedy tokens equal to vLLM serving an independently
+written GPTQ checkpoint of the same codes and scales (gptq_reference.py),
+at the same dtype and layout (vLLM's results differ between dtypes and
+between TP=1 and TP=2, so like is compared with like)."""
+import re
+
+import pytest
+
+from engines import Run
+from gptq_reference import write
+import shares
+
+KEEP = {"keep": "quantized"}
+READ = re.compile(r"Worker_TP(\d+).*weightstream: loaded .* (\d+) file bytes read")
+LAYOUTS = [("float16", 1), ("bfloat16", 1), ("float16", 2), ("bfloat16", 2)]
+
+
+def keep_run(checkpoint, dtype: str, tp: int, extra=KEEP) -> Run:
+    return Run.of(checkpoint, "weightstream", dtype=dtype, tensor_parallel_size=tp if tp > 1 else None,
+                  model_loader_extra_config=extra)
+
+
+def gptq_run(gptq, dtype: str, tp: int) -> Run:
+    return Run.of(gptq, "auto", dtype=dtype, tensor_parallel_size=tp if tp > 1 else None)
+
+
+@pytest.fixture(scope="module")
+def gptq(variants, tmp_path_factory):
+    checkpoint, reference = variants["q4_0"]
+    return write(checkpoint, reference, tmp_path_factory.mktemp("gptq") / "q4_0-gptq")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def queued(engines, variants, gptq):
+    engines.prefetch([r for dtype, tp in LAYOUTS for r in (keep_run(variants["q4_0"][0], dtype, tp), gptq_run(gptq, dtype, tp))])
+
+
+@pytest.mark.parametrize("dtype,tp", LAYOUTS)
+def test_parameters_and_tokens_are_vllms_own_gptq(engines, variants, gptq, dtype, tp):
+    want = engines.result(gptq_run(gptq, dtype, tp)).ok("the GPTQ reference")
+    got = engines.result(keep_run(variants["q4_0"][0], dtype, tp)).ok("keep=quantized")
+    for rank, (g, w) in enumerate(zip(got.digests, want.digests)):
+        assert any(n.endswith(".qweight") for n in g), f"rank {rank} holds no GPTQ weight: {sorted(g)[:8]}"
+        assert sorted(g) == sorted(w), f"rank {rank}: parameters differ: {sorted(set(g) ^ set(w))[:8]}"
+        differ = sorted(n for n in g if g[n] != w[n])
+        assert not differ, f"rank {rank}: {len(differ)} parameter(s) differ from the GPTQ checkpoint's: {differ[:8]}"
+    assert got.tokens == want.tokens
+    log = got.log
+    assert re.search(r"keep=quantized: 14 weights stay quantized \(GPTQ 4-bit, group 32\)", log), log[-3000:]
+    assert ("rounded to it" in log) == (dtype == "bfloat16"), log[-3000:]
+    if tp > 1:
+        reads = {int(m.group(1)): int(m.group(2)) for m in READ.finditer(log)}
+        bound = shares.tensor_parallel(variants["q4_0"][0] / "model.gguf", tp)
+        assert sorted(reads) == list(range(tp)) and all(0 < n <= bound for n in reads.values()), (reads, bound)
+
+
+def test_the_gptq_reference_differs_from_the_bf16_mode(engines, variants, gptq):
+    """The comparison can fail: served as BF16 (the default) the same GGUF
+    has other parameters than the GPTQ checkpoint."""
+    bf16 = engines.result(keep_run(variants["q4_0"][0], "float16", 1, extra=None)).ok("default mode")
+    want = engines.result(gptq_run(gptq, "float16", 1)).ok("the GPTQ reference")
+    assert not any(n.endswith(".qweight") for n in bf16.digests[0])
+    assert sorted(bf16.digests[0]) != sorted(want.digests[0])
+
+
+def test_a_checkpoint_without_an_exact_layout_is_served_as_bf16_with_a_warning(engines, variants):
+    """Q8_0 has no GPTQ kernel on the CPU: everything stays BF16, and the log
+    says why."""
+    r = engines.result(keep_run(variants["q8_0"][0], "float16", 1)).ok("keep=quantized on Q8_0")
+    assert not any(n.endswith(".qweight") for n in r.digests[0])
+    assert "every weight is served as BF16" in r.log
+
+
+def test_keep_takes_only_known_values():
+    from weightstream_vllm.options import Options
+
+    with pytest.raises(ValueError, match="keep is one of"):
+        Options.parse({"keep": "int4"})
