@@ -1,8 +1,9 @@
 """Put on PYTHONPATH by bench/fronts/vllm_load.py: every process of a vLLM
 engine (the engine itself, each tensor-parallel worker) times its model
 loader's `load_weights` and appends {"pid", "loader", "seconds", "user",
-"sys", "faults"} (wall seconds; the process's CPU seconds in user space and
-in the kernel, and its minor page faults, over the call) as a JSON line to
+"sys", "faults", "param_bytes"} (wall seconds; the process's CPU seconds in user space and
+in the kernel, and its minor page faults, over the call; the model's parameter bytes
+after it, and those of its linear layers) as a JSON line to
 $WS_BENCH_TIMES; with $WS_BENCH_PROFILE set, the call runs under
 cProfile and its stats go to $WS_BENCH_PROFILE.<pid>."""
 import importlib.abc
@@ -36,6 +37,15 @@ def _patch(module) -> None:
             try:
                 return inner(model, model_config)
             finally:
+                # The weights' bytes as loaded (before vLLM's post-load
+                # processing repacks them for its kernels).
+                param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+                # Of which the linear layers' (LinearBase: what a quantization
+                # config can keep quantized; not embeddings, head or norms).
+                from vllm.model_executor.layers.linear import LinearBase
+
+                linear_bytes = sum(p.numel() * p.element_size() for m in model.modules() if isinstance(m, LinearBase)
+                                   for p in m.parameters(recurse=False))
                 seconds = time.perf_counter() - t0
                 ru1 = resource.getrusage(resource.RUSAGE_SELF)
                 if prof is not None:
@@ -46,7 +56,8 @@ def _patch(module) -> None:
                                         # CPU seconds of the whole process, in the kernel apart (page
                                         # faults of fresh parameter memory), and its minor faults.
                                         "user": ru1.ru_utime - ru0.ru_utime, "sys": ru1.ru_stime - ru0.ru_stime,
-                                        "faults": ru1.ru_minflt - ru0.ru_minflt}) + "\n")
+                                        "faults": ru1.ru_minflt - ru0.ru_minflt, "param_bytes": param_bytes,
+                                        "linear_bytes": linear_bytes}) + "\n")
 
         self.load_weights = timed
         try:
