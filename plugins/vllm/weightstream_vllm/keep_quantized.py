@@ -5,11 +5,14 @@ quantized in vLLM, served by its own GPTQ kernels, instead of becoming BF16.
 | GGUF | value | GPTQ in vLLM |
 |---|---|---|
 | Q4_0 | d·(q - 8) | uint4b8, group 32 (CPU: CPUWNA16; GPU: Marlin) |
-| Q8_0 | d·q | uint8b128, group 32 (GPU Marlin only: vLLM's CPU kernel takes 4 bits) |
+| Q1_0, Q2_0 | ±d; d·(q - 1) | uint4b8, group 128 / 64 |
+| TQ1_0, TQ2_0 | d·(t - 1), 256 per d | uint4b8, group 128 (each d twice) |
+| Q8_0, Q5_0, IQ4_NL | d·q; d·(q - 16); d·table[q] | uint8b128, group 32 (GPU Marlin only: vLLM's CPU kernel takes 4 bits) |
 
 The plugin gives vLLM an `auto_gptq` quantization config naming exactly
-the modules that stay quantized (`modules_in_block_to_quantize`; 8-bit
-ones through GPTQ's per-module `dynamic` overrides), and fills their
+the modules that stay quantized (`modules_in_block_to_quantize`; those
+whose bits or group differ from the most common through GPTQ's
+per-module `dynamic` overrides), and fills their
 `qweight`, `scales` and `qzeros` from the blocks by bit movement only
 (`Checkpoint.get_gptq`): each code carried over, each block's fp16 `d` the
 group's scale. Everything else (embeddings, the output head, norms, other
@@ -39,17 +42,20 @@ BITS = {"cpu": (4,), "cuda": (4, 8)}
 
 @dataclass(frozen=True)
 class Kept:
-    """A checkpoint tensor served as GPTQ: its Hugging Face module and bits."""
+    """A checkpoint tensor served as GPTQ: its Hugging Face module, bits and
+    group size."""
     ck_name: str
     module: str
     bits: int
+    group: int
 
 
 def choose(ck, names: list[tuple], packed: dict, tp: int, device: str) -> dict[str, Kept]:
     """{checkpoint name: Kept} for the tensors that stay quantized: 2-D
     linear weights of a type with an exact target the device's kernels run
     (BITS), of shapes whose per-rank parts are whole multiples of the
-    kernels' tile (MULTIPLE), every part of a fused module alike. `names`:
+    kernels' tile (MULTIPLE) and of the group, every part of a fused
+    module alike (bits and group). `names`:
     (checkpoint name, HF name, expert) as gguf_names.pairs gives them;
     `packed`: the model's packed_modules_mapping (fused name -> parts)."""
     kind = "cuda" if device.startswith("cuda") else "cpu"
@@ -63,8 +69,8 @@ def choose(ck, names: list[tuple], packed: dict, tp: int, device: str) -> dict[s
             continue
         rows, cols = ck.matrix(ck_name)
         step = MULTIPLE[kind] * tp
-        if rows % step == 0 and cols % step == 0:
-            found[module] = Kept(ck_name, module, target[0])
+        if rows % step == 0 and cols % step == 0 and cols % (target[1] * tp) == 0:
+            found[module] = Kept(ck_name, module, *target)
     by_module = dict(found)
     for parts in packed.values():
         for module, kept in list(by_module.items()):
@@ -73,7 +79,7 @@ def choose(ck, names: list[tuple], packed: dict, tp: int, device: str) -> dict[s
                 continue
             base = module[: -len(last)]
             group = [found.get(base + p) for p in parts]
-            if any(g is None or g.bits != kept.bits for g in group):
+            if any(g is None or (g.bits, g.group) != (kept.bits, kept.group) for g in group):
                 for p in parts:
                     by_module.pop(base + p, None)
     return {k.ck_name: k for k in by_module.values()}
@@ -90,15 +96,18 @@ def vllm_prefix(module: str, packed: dict) -> str:
 
 
 def quant_config(kept: dict[str, Kept], packed: dict):
-    """vLLM's `auto_gptq` config serving exactly `kept` (group 32,
-    symmetric, no act-order), 4-bit unless a module is overridden to 8."""
+    """vLLM's `auto_gptq` config serving exactly `kept` (symmetric, no
+    act-order): the most common (bits, group) as the base, a `dynamic`
+    override for each module with another."""
+    from collections import Counter
+
     from vllm.model_executor.layers.quantization.auto_gptq import AutoGPTQConfig
 
-    base_bits = 4 if any(k.bits == 4 for k in kept.values()) else 8
-    dynamic = {f"+:^{re.escape(vllm_prefix(k.module, packed))}$": {"bits": k.bits}
-               for k in kept.values() if k.bits != base_bits}
+    bits, group = Counter((k.bits, k.group) for k in kept.values()).most_common(1)[0][0]
+    dynamic = {f"+:^{re.escape(vllm_prefix(k.module, packed))}$": {"bits": k.bits, "group_size": k.group}
+               for k in kept.values() if (k.bits, k.group) != (bits, group)}
     return AutoGPTQConfig.from_config({
-        "quant_method": "gptq", "bits": base_bits, "group_size": 32, "desc_act": False, "sym": True,
+        "quant_method": "gptq", "bits": bits, "group_size": group, "desc_act": False, "sym": True,
         "lm_head": False, "dynamic": dynamic, "modules_in_block_to_quantize": sorted(k.module for k in kept.values()),
     })
 
@@ -119,7 +128,7 @@ def regions(model, ck, kept: dict[str, Kept]) -> dict:
     for k, (_, shape, _), probed in zip(kept.values(), items, probe_all(model, items)):
         r = probed.region
         pack = 32 // k.bits
-        words_per_group = 32 // pack  # int32 rows of qweight per group of 32
+        words_per_group = k.group // pack  # int32 rows of qweight per group
         if r is None or r.repeat[0] != 1 or r.rows[0] % words_per_group or r.rows[1] % words_per_group:
             out[k.ck_name] = None
         elif r.rows == (0, shape[0]) and r.cols == (0, shape[1]):
@@ -153,11 +162,11 @@ def tensors(ck, kept: dict[str, Kept], regions: dict, rows_per_head, unpermute):
         pack = 32 // k.bits
         if region is not None:
             q_full = torch.empty((cols // pack, rows), dtype=torch.int32)
-            s_full = torch.empty((cols // 32, rows), dtype=torch.float16)
+            s_full = torch.empty((cols // k.group, rows), dtype=torch.float16)
             q_full[c0 // pack:c1 // pack, r0:r1] = qweight
-            s_full[c0 // 32:c1 // 32, r0:r1] = scales
+            s_full[c0 // k.group:c1 // k.group, r0:r1] = scales
             qweight, scales = q_full, s_full
-        qzeros = torch.full((cols // 32, rows // pack), QZEROS[k.bits], dtype=torch.int32)
+        qzeros = torch.full((cols // k.group, rows // pack), QZEROS[k.bits], dtype=torch.int32)
         yield f"{k.module}.qweight", qweight.contiguous()
         yield f"{k.module}.scales", scales.contiguous()
         yield f"{k.module}.qzeros", qzeros

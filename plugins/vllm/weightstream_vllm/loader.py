@@ -14,8 +14,9 @@
   are handed over as [E, in, out], the layout of the BF16 gpt-oss checkpoints.
 - Tensors are produced on the model's device: by the GPU kernels when vLLM
   runs on CUDA, by the CPU kernels otherwise.
-- `keep: quantized` (keep_quantized.py): GGUF Q4_0 (and on a GPU Q8_0)
-  linear weights stay quantized as GPTQ, served by vLLM's own kernels.
+- `keep: quantized` (keep_quantized.py): GGUF linear weights whose
+  blocks map exactly onto GPTQ (Q4_0, Q1_0, Q2_0, TQ1_0, TQ2_0; on a GPU
+  also Q8_0, Q5_0, IQ4_NL) stay quantized, served by vLLM's own kernels.
 """
 from __future__ import annotations
 
@@ -154,14 +155,15 @@ class WeightstreamModelLoader(BaseModelLoader):
             kept = keep_quantized.choose(ck, names, packed, vllm_config.parallel_config.tensor_parallel_size, device)
         if not kept:
             logger.warning("weightstream: keep=quantized: no weight of %s has an exact quantized layout on %s "
-                           "(Q4_0 everywhere, Q8_0 on a GPU): every weight is served as BF16", ck.path, device)
+                           "(Q4_0, Q1_0, Q2_0, TQ1_0, TQ2_0 everywhere; Q8_0, Q5_0, IQ4_NL on a GPU): every weight "
+                           "is served as BF16", ck.path, device)
             return
         self._kept = kept
         vllm_config.quant_config = keep_quantized.quant_config(kept, packed)
         model_config.quantization = "auto_gptq"
-        bits = sorted({k.bits for k in kept.values()})
-        logger.info("weightstream: keep=quantized: %d weights stay quantized (GPTQ %s-bit, group 32), the rest "
-                    "is served as %s", len(kept), "/".join(map(str, bits)), model_config.dtype)
+        layouts = sorted({(k.bits, k.group) for k in kept.values()})
+        logger.info("weightstream: keep=quantized: %d weights stay quantized (GPTQ %s), the rest is served as %s",
+                    len(kept), ", ".join(f"{b}-bit group {g}" for b, g in layouts), model_config.dtype)
         if model_config.dtype != torch.float16:
             logger.warning("weightstream: keep=quantized under %s: GGUF block scales are fp16 and vLLM holds GPTQ "
                            "scales in the model's dtype, so each is rounded to it; --dtype float16 keeps them exact",

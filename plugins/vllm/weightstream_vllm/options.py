@@ -31,7 +31,8 @@ class Options:
     #: the weights load as stored, untransformed.
     ignore_transforms: bool = False
     #: "bf16" (default): every weight dequantized to the model's dtype.
-    #: "quantized": GGUF Q4_0 (and, on a GPU, Q8_0) linear weights stay
+    #: "quantized": GGUF linear weights with an exact GPTQ layout (Q4_0,
+    #: Q1_0, Q2_0, TQ1_0, TQ2_0; on a GPU also Q8_0, Q5_0, IQ4_NL) stay
     #: quantized, served by vLLM's GPTQ kernels (keep_quantized.py).
     keep: str = "bf16"
 
