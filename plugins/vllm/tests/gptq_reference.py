@@ -81,10 +81,11 @@ def pack_gptq(codes: np.ndarray, d: np.ndarray, group: int) -> dict[str, np.ndar
             "qzeros": np.full((cols // group, rows // 8), 0x77777777, dtype=np.int32)}
 
 
-def write(gguf_dir: Path, reference: Path, out: Path, config: dict = hf_models.CONFIG) -> Path:
+def write(gguf_dir: Path, reference: Path, out: Path, config: dict = hf_models.CONFIG, bf16=lambda module: False) -> Path:
     """The GPTQ checkpoint of `gguf_dir`/model.gguf (its Q4_0, Q1_0, TQ1_0
-    and TQ2_0 linear weights) with the BF16 `reference` for everything
-    else, in `out`."""
+    and TQ2_0 linear weights and output head, but the modules
+    `bf16(module)` names) with the BF16 `reference` for everything else,
+    in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     tensors = load_file(str(reference / "model.safetensors"))
     name_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config["num_hidden_layers"])
@@ -95,7 +96,7 @@ def write(gguf_dir: Path, reference: Path, out: Path, config: dict = hf_models.C
     for t in gguf.GGUFReader(str(gguf_dir / "model.gguf")).tensors:
         suffix = t.name.rpartition(".")[2]
         hf = to_hf[t.name]
-        if t.tensor_type not in LAYOUT or "embed" in hf or hf == "lm_head":
+        if t.tensor_type not in LAYOUT or "embed" in hf or bf16(hf):
             continue
         rows = int(t.shape[-1])
         codes, d = block_codes(t.data, rows, t.tensor_type)
@@ -111,7 +112,8 @@ def write(gguf_dir: Path, reference: Path, out: Path, config: dict = hf_models.C
     save_file(tensors, str(out / "model.safetensors"))
     cfg = json.loads((reference / "config.json").read_text())
     cfg["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 32, "desc_act": False, "sym": True,
-                                  "lm_head": False, "checkpoint_format": "gptq", "dynamic": dynamic}
+                                  "lm_head": "lm_head.qweight" in tensors, "checkpoint_format": "gptq",
+                                  "dynamic": dynamic}
     (out / "config.json").write_text(json.dumps(cfg))
     return out
 

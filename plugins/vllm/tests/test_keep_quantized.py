@@ -35,10 +35,13 @@ def gptq(variants, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
-    """(mixed GGUF dir, its GPTQ checkpoint)."""
+    """(mixed GGUF dir, its GPTQ checkpoint, the same with o_proj in BF16:
+    what TP=2 serves, each rank's 64 input features of o_proj being half
+    a Q1_0 group)."""
     root = tmp_path_factory.mktemp("mixed")
     checkpoint, reference = mixed_variant(root, 11)
-    return checkpoint, write(checkpoint, reference, root / "mixed-gptq")
+    return (checkpoint, write(checkpoint, reference, root / "mixed-gptq"),
+            write(checkpoint, reference, root / "mixed-gptq-tp2", bf16=lambda m: m.endswith("o_proj")))
 
 
 MIXED = ["float16", "bfloat16"]
@@ -47,12 +50,14 @@ MIXED = ["float16", "bfloat16"]
 @pytest.fixture(scope="module", autouse=True)
 def queued(engines, variants, gptq, mixed):
     engines.prefetch([r for dtype, tp in LAYOUTS for r in (keep_run(variants["q4_0"][0], dtype, tp), gptq_run(gptq, dtype, tp))]
-                     + [r for dtype in MIXED for r in (keep_run(mixed[0], dtype, 1), gptq_run(mixed[1], dtype, 1))])
+                     + [r for dtype in MIXED for r in (keep_run(mixed[0], dtype, 1), gptq_run(mixed[1], dtype, 1))]
+                     + [keep_run(mixed[0], "float16", 2), gptq_run(mixed[2], "float16", 2)])
 
 
 def same_parameters_and_tokens(got, want) -> None:
     for rank, (g, w) in enumerate(zip(got.digests, want.digests)):
         assert any(n.endswith(".qweight") for n in g), f"rank {rank} holds no GPTQ weight: {sorted(g)[:8]}"
+        assert "lm_head.qweight" in g, f"rank {rank}: the Q4_0 output head is not kept quantized"
         assert sorted(g) == sorted(w), f"rank {rank}: parameters differ: {sorted(set(g) ^ set(w))[:8]}"
         differ = sorted(n for n in g if g[n] != w[n])
         assert not differ, f"rank {rank}: {len(differ)} parameter(s) differ from the GPTQ checkpoint's: {differ[:8]}"
@@ -65,7 +70,7 @@ def test_parameters_and_tokens_are_vllms_own_gptq(engines, variants, gptq, dtype
     got = engines.result(keep_run(variants["q4_0"][0], dtype, tp)).ok("keep=quantized")
     same_parameters_and_tokens(got, want)
     log = got.log
-    assert re.search(r"keep=quantized: 14 weights stay quantized \(GPTQ 4-bit group 32\)", log), log[-3000:]
+    assert re.search(r"keep=quantized: 15 weights stay quantized \(GPTQ 4-bit group 32\)", log), log[-3000:]
     assert ("rounded to it" in log) == (dtype == "bfloat16"), log[-3000:]
     if tp > 1:
         reads = {int(m.group(1)): int(m.group(2)) for m in READ.finditer(log)}
@@ -81,7 +86,19 @@ def test_a_model_mixing_types_and_groups_is_vllms_own_gptq(engines, mixed, dtype
     want = engines.result(gptq_run(mixed[1], dtype, 1)).ok("the mixed GPTQ reference")
     got = engines.result(keep_run(mixed[0], dtype, 1)).ok("keep=quantized, mixed")
     same_parameters_and_tokens(got, want)
-    assert "14 weights stay quantized (GPTQ 4-bit group 32, 4-bit group 128)" in got.log, got.log[-3000:]
+    assert "15 weights stay quantized (GPTQ 4-bit group 32, 4-bit group 128)" in got.log, got.log[-3000:]
+
+
+def test_a_module_whose_rank_part_splits_a_group_is_served_as_bf16(engines, mixed):
+    """At TP=2 each rank holds 64 of o_proj's 128 input features, half a
+    Q1_0 group: o_proj is served as BF16 in the same model, everything
+    else stays quantized, and the parameters and tokens are vLLM's own
+    for that checkpoint."""
+    want = engines.result(gptq_run(mixed[2], "float16", 2)).ok("the mixed GPTQ reference, o_proj BF16")
+    got = engines.result(keep_run(mixed[0], "float16", 2)).ok("keep=quantized, mixed, TP=2")
+    same_parameters_and_tokens(got, want)
+    assert not any("o_proj.qweight" in n for n in got.digests[0])
+    assert "13 weights stay quantized (GPTQ 4-bit group 32, 4-bit group 128)" in got.log, got.log[-3000:]
 
 
 def test_the_gptq_reference_differs_from_the_bf16_mode(engines, variants, gptq):

@@ -15,9 +15,11 @@ whose bits or group differ from the most common through GPTQ's
 per-module `dynamic` overrides), and fills their
 `qweight`, `scales` and `qzeros` from the blocks by bit movement only
 (`Checkpoint.get_gptq`): each code carried over, each block's fp16 `d` the
-group's scale. Everything else (embeddings, the output head, norms, other
-GGUF types, a module whose shape the kernel cannot take, a fused module
-(q/k/v, gate/up) whose parts differ) loads as BF16 as in the default mode.
+group's scale; the output head too where its type has a target (a Q4_0
+`output.weight`; llama-quantize's default Q6_K has none). Everything else
+(embeddings, norms, other GGUF types, a module whose shape the kernel
+cannot take, a fused module (q/k/v, gate/up) whose parts differ) loads
+as BF16 as in the default mode.
 
 The values are exactly the GGUF's where the activations are fp16
 (`--dtype float16`): the scales are fp16. Under bf16 vLLM holds GPTQ
@@ -62,7 +64,7 @@ def choose(ck, names: list[tuple], packed: dict, tp: int, device: str) -> dict[s
     found = {}
     for ck_name, hf_name, *rest in names:
         module, _, leaf = hf_name.rpartition(".")
-        if (rest and rest[0] is not None) or leaf != "weight" or "embed" in module or module.endswith("lm_head"):
+        if (rest and rest[0] is not None) or leaf != "weight" or "embed" in module:
             continue
         target = ck.gptq_target(ck_name)
         if target is None or target[0] not in BITS[kind] or len(ck.shape(ck_name)) != 2:
@@ -106,9 +108,12 @@ def quant_config(kept: dict[str, Kept], packed: dict):
     bits, group = Counter((k.bits, k.group) for k in kept.values()).most_common(1)[0][0]
     dynamic = {f"+:^{re.escape(vllm_prefix(k.module, packed))}$": {"bits": k.bits, "group_size": k.group}
                for k in kept.values() if (k.bits, k.group) != (bits, group)}
+    modules = sorted(k.module for k in kept.values())
     return AutoGPTQConfig.from_config({
         "quant_method": "gptq", "bits": bits, "group_size": group, "desc_act": False, "sym": True,
-        "lm_head": False, "dynamic": dynamic, "modules_in_block_to_quantize": sorted(k.module for k in kept.values()),
+        # An output head with an exact target (a Q4_0 output.weight) stays
+        # quantized too: vLLM's GPTQ takes a quantized lm_head.
+        "lm_head": "lm_head" in modules, "dynamic": dynamic, "modules_in_block_to_quantize": modules,
     })
 
 
