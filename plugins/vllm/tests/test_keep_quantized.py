@@ -118,6 +118,14 @@ def test_a_checkpoint_without_an_exact_layout_is_served_as_bf16_with_a_warning(e
     assert "every weight is served as BF16" in r.log
 
 
+def test_keep_quantized_refuses_a_safetensors_checkpoint_with_what_to_do(engines, variants):
+    """vLLM serves quantized safetensors with its own kernels: keep=quantized
+    is for GGUF, and says so at start-up."""
+    r = engines.result(keep_run(variants["fp8"][0], "float16", 1))
+    assert r.error is not None and "keep=quantized serves GGUF checkpoints" in r.error, (r.error, r.log[-2000:])
+    assert "drop --load-format weightstream" in r.error
+
+
 def test_keep_takes_only_known_values():
     from weightstream_vllm.options import Options
 
