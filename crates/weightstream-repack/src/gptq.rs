@@ -126,7 +126,7 @@ pub fn repack(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weightstream_dequant::numerics::f32_to_bf16;
+    use weightstream_dequant::numerics::{f16_to_f32, f32_to_bf16};
     use weightstream_dequant::scalar::block_kernel;
     use weightstream_io::testing::random_bytes;
 
@@ -140,21 +140,6 @@ mod tests {
         BlockFormat::TQ1_0,
         BlockFormat::TQ2_0,
     ];
-
-    fn f16_to_f32(h: u16) -> f32 {
-        let (s, e, m) = ((h >> 15) as u32, ((h >> 10) & 31) as i32, (h & 1023) as f32);
-        let v = match e {
-            0 => m * 2f32.powi(-24),
-            31 if m == 0.0 => f32::INFINITY,
-            31 => f32::NAN,
-            _ => (1.0 + m / 1024.0) * 2f32.powi(e - 15),
-        };
-        if s == 1 {
-            -v
-        } else {
-            v
-        }
-    }
 
     /// Random blocks whose d is finite: the GPTQ side's value is d times
     /// an integer, which for an infinite d gives NaN where ggml's 0 * inf
