@@ -32,7 +32,7 @@ import numpy as np
 
 SIZES_MIB = [1, 4, 16, 64, 256, 1024]
 OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16",
-                 "f16", "f32"]
+                 "f16", "f32", "gptq_q4_0", "gptq_q8_0"]
 BLOCK = 256
 
 FUNCTIONS = {}
@@ -103,7 +103,24 @@ def inputs(kernel: str, n: int):
     if kernel == "f32":
         src = cp.random.standard_normal(n, dtype=cp.float32).view(cp.uint8)
         return "ws_f32", src, {}, src.nbytes
+    if kernel.startswith("gptq_"):
+        return gptq_inputs(kernel.removeprefix("gptq_"), n)
     return scaled_inputs(kernel, n)
+
+
+def gptq_inputs(fmt_name: str, n: int):
+    """`inputs` for the keep-quantized mode's repack (cuda/gptq.cu): n
+    elements of Q4_0 (to uint4b8) or Q8_0 (to uint8b128) blocks, rows of
+    4096 input features, into GPTQ's qweight (the `dst` it returns: int32
+    words, not BF16) and fp16 scales, both written."""
+    fmt = BLOCK_FORMATS[fmt_name]
+    bits, cols = (4 if fmt_name == "q4_0" else 8), 4096
+    src = quant_blocks(n, fmt)
+    qweight = cp.empty(n * bits // 32, dtype=cp.uint32)
+    scales = cp.empty(n // 32, dtype=cp.uint16)
+    values = {"dst": qweight, "scales": scales, "rows": n // cols, "width": cols, "col_start": 0, "format": fmt["ggml_id"],
+              "block_elems": fmt["elements"], "block_bytes": fmt["bytes"], "bits": bits, "group": 32}
+    return "ws_gptq", src, values, src.nbytes
 
 
 def scaled_inputs(kernel: str, n: int):
@@ -162,10 +179,12 @@ def register(args):
             return
         fn, src, values, read = inputs(kernel, n)
         state.add_global_memory_reads(read)
-        state.add_global_memory_writes(dst.nbytes)
+        # The repack writes qweight (its `dst`) and scales instead of BF16.
+        written = values["dst"].nbytes + values["scales"].nbytes if fn == "ws_gptq" else dst.nbytes
+        state.add_global_memory_writes(written)
         f = FUNCTIONS[fn]
         grid, block = geometry(-(-n // 8))
-        packed = launch_args.pack(ARGS[fn], {"src": src, "dst": dst, "n": n, **values})
+        packed = launch_args.pack(ARGS[fn], {"src": src, "dst": dst, "n": n, **values})  # values' dst wins (gptq)
         params = tuple(np.uint64(v) if isinstance(v, int) else v for v in packed)
 
         def launch(l):

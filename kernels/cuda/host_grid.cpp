@@ -54,6 +54,19 @@ void ws_host_scaled(int element, const uint8_t* src, uint16_t* dst, uint64_t n, 
         grid(g, b, [&](ws::Coords c) { ws::int_thread<8>(src, dst, n, ip, c); });
 }
 
+// The GPTQ repack (gptq.cu) over its whole grid. Returns 0, or -1 for a
+// format without a target (the kernel writes nothing then).
+int ws_host_gptq(const uint8_t* src, uint32_t* qweight, uint64_t n, uint16_t* scales, uint64_t rows, uint64_t width,
+                 uint64_t col_start, uint32_t format, uint32_t block_elems, uint32_t block_bytes, uint32_t bits,
+                 uint32_t group, uint32_t g, uint32_t b) {
+    uint8_t probe[8];
+    uint8_t zero_block[256] = {0};
+    if (!ws::gptq_codes8(format, zero_block, 0, probe)) return -1;
+    ws::GptqParams p{rows, width, col_start, format, block_elems, block_bytes, bits, group};
+    grid(g, b, [&](ws::Coords c) { ws::gptq_thread(src, qweight, n, scales, p, c); });
+    return 0;
+}
+
 // n / d by the kernels' multiply-high division (scale_grid.cuh), for the
 // divisor tests.
 uint64_t ws_host_quotient(uint64_t n, uint64_t d, uint64_t magic, uint64_t shifts) {

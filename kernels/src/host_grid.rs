@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::launch::{divisor, Element, Launch};
+use crate::launch::{divisor, Element, GptqArgs, Launch};
 
 extern "C" {
     fn ws_host_block(ggml_id: u32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
@@ -32,6 +32,23 @@ extern "C" {
         grid: u32,
         block: u32,
     );
+    #[allow(clippy::too_many_arguments)]
+    fn ws_host_gptq(
+        src: *const u8,
+        qweight: *mut u32,
+        n: u64,
+        scales: *mut u16,
+        rows: u64,
+        width: u64,
+        col_start: u64,
+        format: u32,
+        block_elems: u32,
+        block_bytes: u32,
+        bits: u32,
+        group: u32,
+        grid: u32,
+        block: u32,
+    ) -> i32;
     fn ws_host_quotient(n: u64, d: u64, magic: u64, shifts: u64) -> u64;
     fn ws_host_block_layout(
         i: u32,
@@ -72,6 +89,8 @@ fn src_bytes(launch: &Launch, n: usize) -> usize {
         Launch::F32 => n * 4,
         Launch::F16 => n * 2,
         Launch::Scaled(a) => a.element.bytes(n as u64) as usize,
+        // Not an elementwise kernel: `run_gptq` checks its own sizes.
+        Launch::Gptq(_) => 0,
     }
 }
 
@@ -92,6 +111,9 @@ pub fn run(
     block: u32,
 ) -> Result<(), HostGridError> {
     let n_us = n as usize;
+    if let Launch::Gptq(_) = launch {
+        return Err(HostGridError::NoKernel("ws_gptq writes qweight and scales: host_grid::run_gptq runs it"));
+    }
     if let Launch::Block(f) = launch {
         if n_us % f.layout().elems != 0 {
             return Err(HostGridError::Unaligned);
@@ -117,6 +139,7 @@ pub fn run(
             }
             Launch::F32 => ws_host_f32(s, d, n, grid, block),
             Launch::F16 => ws_host_f16(s, d, n, grid, block),
+            Launch::Gptq(_) => unreachable!("refused above"),
             Launch::Scaled(a) => {
                 let scale_ptr = match scales {
                     None => std::ptr::null(),
@@ -171,6 +194,72 @@ pub fn run(
                 )
             }
         }
+    }
+    Ok(())
+}
+
+/// Run the GPTQ repack over a `grid` x `block` launch: `src` holds
+/// `a.rows` rows of `a.width` elements (whole blocks), `n` is `rows *
+/// cols` outputs (`cols` whole groups), `qweight` and `scales` exactly
+/// their `[cols / pack, rows]` and `[cols / group, rows]`. Every size is
+/// checked first.
+pub fn run_gptq(
+    a: &GptqArgs,
+    src: &[u8],
+    qweight: &mut [u32],
+    scales: &mut [u16],
+    n: u64,
+    grid: u32,
+    block: u32,
+) -> Result<(), HostGridError> {
+    let l = a.format.layout();
+    let (elems, group) = (l.elems as u64, a.group as u64);
+    let cols = n.checked_div(a.rows).unwrap_or(0);
+    let pack = 32 / a.bits.max(1) as u64;
+    if !matches!(a.bits, 4 | 8)
+        || group == 0
+        || group % 8 != 0
+        || a.width % elems != 0
+        || cols * a.rows != n
+        || cols % group != 0
+        || a.col_start % group != 0
+        || a.col_start + cols > a.width
+    {
+        return Err(HostGridError::Unaligned);
+    }
+    let need = (a.rows * a.width / elems * l.bytes as u64) as usize;
+    if src.len() < need {
+        return Err(HostGridError::SourceTooShort { needed: need, got: src.len() });
+    }
+    let (words, groups) = ((cols / pack * a.rows) as usize, (cols / group * a.rows) as usize);
+    if qweight.len() < words {
+        return Err(HostGridError::DestinationTooShort { needed: words, got: qweight.len() });
+    }
+    if scales.len() < groups {
+        return Err(HostGridError::ScalesTooShort { needed: groups, got: scales.len() });
+    }
+    // SAFETY: src holds the rows' blocks, qweight and scales their outputs
+    // (checked above); the C++ code touches nothing else and keeps no pointers.
+    let rc = unsafe {
+        ws_host_gptq(
+            src.as_ptr(),
+            qweight.as_mut_ptr(),
+            n,
+            scales.as_mut_ptr(),
+            a.rows,
+            a.width,
+            a.col_start,
+            l.ggml_id,
+            l.elems as u32,
+            l.bytes as u32,
+            a.bits,
+            a.group,
+            grid,
+            block,
+        )
+    };
+    if rc != 0 {
+        return Err(HostGridError::NoKernel(a.format.name()));
     }
     Ok(())
 }

@@ -60,6 +60,25 @@ impl ScaledArgs {
     }
 }
 
+/// Arguments of the GPTQ repack (`cuda/gptq.cu`, the keep-quantized mode)
+/// beyond source, destination (`qweight`) and count (`rows * cols`
+/// outputs): the source is `rows` rows of `width` elements of `format`'s
+/// blocks back to back, of which columns `col_start..col_start + cols`
+/// move; `bits` and `group` are weightstream-repack's target for `format`
+/// (the caller looks it up: this crate knows no targets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GptqArgs {
+    pub format: BlockFormat,
+    /// Device (or host-grid: ignored, the slice is passed) address of the
+    /// fp16 scales `[cols / group, rows]`.
+    pub scales: u64,
+    pub rows: u64,
+    pub width: u64,
+    pub col_start: u64,
+    pub bits: u32,
+    pub group: u32,
+}
+
 /// (magic, shifts) of divisor `d` for cuda/scale_grid.cuh's `quotient`, with
 /// l = ceil(log2 d): magic = floor(2^64 (2^l - d) / d) + 1, below 2^64 for
 /// every `d >= 1`; shifts = min(l, 1) | max(l - 1, 0) << 32. (0, 0) for
@@ -95,6 +114,8 @@ pub enum Launch {
     /// FP8, E2M1 or integer elements times their scales: `cuda/fp8.cu`,
     /// `cuda/packed.cu`.
     Scaled(ScaledArgs),
+    /// GGUF blocks moved into GPTQ's `qweight` and `scales`: `cuda/gptq.cu`.
+    Gptq(GptqArgs),
 }
 
 impl Launch {
@@ -110,6 +131,7 @@ impl Launch {
             scaled(Element::E2m1),
             scaled(Element::Int4),
             scaled(Element::Int8),
+            Launch::Gptq(GptqArgs { format: BlockFormat::Q4_0, scales: 0, rows: 0, width: 0, col_start: 0, bits: 4, group: 32 }),
         ])
     }
 
@@ -164,6 +186,7 @@ impl Launch {
                 Element::Int4 => "ws_int4",
                 Element::Int8 => "ws_int8",
             },
+            Launch::Gptq(_) => "ws_gptq",
         };
         (module_of(name), name)
     }
@@ -194,10 +217,25 @@ impl Launch {
                 v.extend([("zeros", a.zeros), ("round_f16", a.round_f16 as u64)]);
             }
         }
+        if let Launch::Gptq(a) = self {
+            let l = a.format.layout();
+            v.extend([
+                ("scales", a.scales),
+                ("rows", a.rows),
+                ("width", a.width),
+                ("col_start", a.col_start),
+                ("format", l.ggml_id as u64),
+                ("block_elems", l.elems as u64),
+                ("block_bytes", l.bytes as u64),
+                ("bits", a.bits as u64),
+                ("group", a.group as u64),
+            ]);
+        }
         v
     }
 
-    /// Work items (groups of 8 outputs) for `n` elements.
+    /// Work items (groups of 8 outputs; for the GPTQ repack, 8 input
+    /// features of one row: one 4-bit word or two 8-bit ones) for `n` elements.
     pub fn groups(&self, n: u64) -> u64 {
         n.div_ceil(8)
     }
@@ -231,7 +269,7 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(names.len(), BlockFormat::ALL.len() + 7);
+        assert_eq!(names.len(), BlockFormat::ALL.len() + 8);
         for (module, function) in &names {
             assert_eq!(KERNEL_MODULES.iter().filter(|(f, _)| f == function).count(), 1, "{function}: defined once");
             assert!(!module.is_empty(), "{function}: no source defines it");

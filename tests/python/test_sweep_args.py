@@ -24,6 +24,7 @@ def sweep():
         float16=np.float16,
         float32=np.float32,
         uint16=np.uint16,
+        uint32=np.uint32,
         ones=np.ones,
         empty=np.empty,
         asarray=np.asarray,
@@ -67,6 +68,8 @@ def test_every_swept_kernel_gets_exactly_its_arguments(sweep):
             assert len(names) == 15, (fn, names)
         if fn.startswith("ws_int"):
             assert len(names) == 17, (fn, names)
+        if fn == "ws_gptq":
+            assert len(names) == 12 and packed[1] is values["dst"], (fn, names)
     # A value missing or left over is an error, not a short list.
     with pytest.raises(KeyError, match="cols_magic|cols"):
         launch_args.pack(sweep.ARGS["ws_fp8_e4m3"], {"src": 0, "dst": 0, "n": 0, "scales": 0, "first": 0})

@@ -341,10 +341,12 @@ impl Checkpoint {
 
     /// Repack rows `slice.0..slice.1` (output features) and columns
     /// `slice.2..slice.3` (input features, whole groups) of tensor `index`
-    /// into GPTQ's layout on the CPU: `qptr` a contiguous int32 buffer of
-    /// `qbytes` bytes (`[cols / pack, rows]`), `sptr` a contiguous fp16
-    /// buffer of `sbytes` bytes (`[cols / group, rows]`). Bit movement only.
-    /// Returns the file bytes read.
+    /// into GPTQ's layout by bit movement only: `qptr` a contiguous int32
+    /// buffer of `qbytes` bytes (`[cols / pack, rows]`), `sptr` a
+    /// contiguous fp16 buffer of `sbytes` bytes (`[cols / group, rows]`),
+    /// in host memory, or on CUDA device `device` (ordered after `stream`,
+    /// complete on return). Returns the file bytes read.
+    #[pyo3(signature = (index, slice, qptr, qbytes, sptr, sbytes, device = None, stream = 0))]
     #[allow(clippy::too_many_arguments)]
     fn repack_gptq(
         &self,
@@ -355,6 +357,8 @@ impl Checkpoint {
         qbytes: usize,
         sptr: usize,
         sbytes: usize,
+        device: Option<usize>,
+        stream: u64,
     ) -> PyResult<u64> {
         let job = self.plan.jobs.get(index).ok_or_else(|| py_error("invalid_argument", format!("no tensor {index}")))?.clone();
         if (qptr == 0 && qbytes != 0) || qptr % 4 != 0 || qbytes % 4 != 0 || (sptr == 0 && sbytes != 0) || sptr % 2 != 0 || sbytes % 2 != 0
@@ -362,15 +366,31 @@ impl Checkpoint {
             return Err(py_error("invalid_argument", "qweight needs an aligned int32 buffer, scales an aligned fp16 one"));
         }
         let loader = self.loader.clone();
-        interruptible(py, move |_| {
-            // SAFETY: the Python layer passes the data pointers of
-            // contiguous, writable int32 and fp16 tensors of `qbytes` and
-            // `sbytes` bytes (alignment checked above) that it keeps alive
-            // until this call returns; the kernel checks their lengths.
-            let (q, s) = unsafe {
-                (std::slice::from_raw_parts_mut(qptr as *mut u32, qbytes / 4), std::slice::from_raw_parts_mut(sptr as *mut u16, sbytes / 2))
-            };
-            weightstream::repack::gptq_into(loader.catalog(), &job, slice.0..slice.1, slice.2..slice.3, q, s)
+        let (rows, cols) = (slice.0..slice.1, slice.2..slice.3);
+        interruptible(py, move |_| match device {
+            Some(d) => {
+                let gpu = loader.gpu(d)?;
+                let (q, s) = ((qptr as u64, qbytes as u64), (sptr as u64, sbytes as u64));
+                // SAFETY: the Python layer passes the data pointers of
+                // contiguous int32 and fp16 CUDA tensors on `device` of the
+                // bytes given (checked against the region before any
+                // launch), alive until this returns, and torch's current
+                // stream on that device.
+                unsafe { weightstream::repack::gptq_into_device(loader.catalog(), &gpu, &job, rows, cols, q, s, stream) }
+            }
+            None => {
+                // SAFETY: the Python layer passes the data pointers of
+                // contiguous, writable int32 and fp16 tensors of `qbytes`
+                // and `sbytes` bytes (alignment checked above) that it keeps
+                // alive until this call returns; the kernel checks their lengths.
+                let (q, s) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(qptr as *mut u32, qbytes / 4),
+                        std::slice::from_raw_parts_mut(sptr as *mut u16, sbytes / 2),
+                    )
+                };
+                weightstream::repack::gptq_into(loader.catalog(), &job, rows, cols, q, s)
+            }
         })
     }
 }

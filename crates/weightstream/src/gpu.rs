@@ -222,6 +222,26 @@ impl GpuExecutor {
         unsafe { self.gpu.copy_to_device(dst, &bytes) }.map_err(device_error)
     }
 
+    /// Copy `src` (host bytes) to a device buffer of its own and run
+    /// `launch` over `n` elements from it into `dst`, ordered after the
+    /// work queued on `stream`; complete (the buffer freed) when this
+    /// returns. For one-off moves such as the GPTQ repack.
+    ///
+    /// # Safety
+    /// `dst` and every address inside `launch` must be device memory of
+    /// this GPU's primary context with room for what the launch writes,
+    /// alive until this returns; `stream` 0 or a live stream of it.
+    pub unsafe fn launch_from_host(&self, src: &[u8], launch: &Launch, dst: u64, n: u64, stream: u64, what: &str) -> Result<()> {
+        let buf = self.gpu.alloc(src.len().max(1), what).map_err(device_error)?;
+        buf.from_host(src).map_err(device_error)?;
+        // SAFETY: the caller guarantees a live stream of this context (or 0).
+        let borrowed = unsafe { self.gpu.borrow_stream(stream) };
+        // SAFETY: buf holds src; the caller vouches for dst and the launch's addresses.
+        unsafe { self.gpu.launch(launch, buf.ptr(), dst, n, &borrowed) }.map_err(device_error)?;
+        // The kernel reads buf: wait for it before buf is freed.
+        borrowed.synchronize().map_err(|e| device_error(CudaError::driver("cuStreamSynchronize", e)))
+    }
+
     fn run(
         &self,
         cat: &Catalog,

@@ -1,16 +1,19 @@
 //! A tensor's stored blocks repacked into GPTQ's layout (weightstream-repack)
 //! instead of dequantized: the keep-quantized mode of the fronts. Reads
-//! only the rows asked for, zero-copy where the source maps the file.
+//! only the rows asked for, zero-copy where the source maps the file, and
+//! moves the bits on the CPU or on a CUDA device.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
-use weightstream_format::{Catalog, Encoding};
+use weightstream_format::{BlockFormat, Catalog, Encoding};
+use weightstream_kernels::{GptqArgs, Launch};
 use weightstream_repack::{gptq, GptqTarget};
 
 use crate::access::bytes;
 use crate::alloc::zeroed;
 use crate::error::{Error, Result};
+use crate::gpu::GpuExecutor;
 use crate::plan::{file_path, Job};
 
 /// The GPTQ layout `job`'s tensor maps onto exactly, if any.
@@ -21,12 +24,23 @@ pub fn gptq_target(job: &Job) -> Option<GptqTarget> {
     }
 }
 
-/// Rows `rows` (output features) and columns `cols` (input features, whole
-/// groups) of whole-tensor job `job` into `qweight` (`[cols / pack, rows]`
-/// int32 words) and `scales` (`[cols / group, rows]` fp16 bits). Returns
-/// the file bytes read: the rows', or only each row's segment of a column
-/// range.
-pub fn gptq_into(cat: &Catalog, job: &Job, rows: Range<u64>, cols: Range<u64>, qweight: &mut [u32], scales: &mut [u16]) -> Result<u64> {
+/// The stored bytes a GPTQ repack of a region moves: `nrows` rows of
+/// `width` elements (whole blocks) back to back, of which columns
+/// `within` move.
+struct Region<'a> {
+    format: BlockFormat,
+    raw: Cow<'a, [u8]>,
+    nrows: usize,
+    width: usize,
+    within: Range<usize>,
+    /// The file offset of the first row's first byte (for errors).
+    offset: u64,
+}
+
+/// Rows `rows` (output features) and columns `cols` (input features,
+/// whole groups) of whole-tensor job `job`, read: the rows', or only each
+/// row's segment of a column range.
+fn region<'a>(cat: &'a Catalog, job: &Job, rows: &Range<u64>, cols: &Range<u64>) -> Result<Region<'a>> {
     let (nrows, ncols) = job.matrix;
     let bad =
         |why: String| Error::BadSlice { tensor: job.name.clone(), rows: rows.clone(), cols: cols.clone(), shape: (nrows, ncols), why };
@@ -68,11 +82,68 @@ pub fn gptq_into(cat: &Catalog, job: &Job, rows: Range<u64>, cols: Range<u64>, q
     };
     let base = blocks.start * elems;
     let within = (cols.start - base) as usize..(cols.end - base) as usize;
-    gptq::repack(format, &raw, nrows as usize, width as usize, within, qweight, scales).map_err(|e| Error::Unsupported {
-        file: file_path(cat, job.file),
-        tensor: job.name.clone(),
-        offset: first,
-        reason: e.to_string(),
-    })?;
-    Ok(raw.len() as u64)
+    Ok(Region { format, raw, nrows: nrows as usize, width: width as usize, within, offset: first })
+}
+
+fn repack_error(cat: &Catalog, job: &Job, offset: u64, reason: String) -> Error {
+    Error::Unsupported { file: file_path(cat, job.file), tensor: job.name.clone(), offset, reason }
+}
+
+/// Rows `rows` (output features) and columns `cols` (input features, whole
+/// groups) of whole-tensor job `job` into `qweight` (`[cols / pack, rows]`
+/// int32 words) and `scales` (`[cols / group, rows]` fp16 bits), on the
+/// CPU. Returns the file bytes read: the rows', or only each row's segment
+/// of a column range.
+pub fn gptq_into(cat: &Catalog, job: &Job, rows: Range<u64>, cols: Range<u64>, qweight: &mut [u32], scales: &mut [u16]) -> Result<u64> {
+    let r = region(cat, job, &rows, &cols)?;
+    gptq::repack(r.format, &r.raw, r.nrows, r.width, r.within.clone(), qweight, scales)
+        .map_err(|e| repack_error(cat, job, r.offset, e.to_string()))?;
+    Ok(r.raw.len() as u64)
+}
+
+/// As [`gptq_into`], on CUDA device `gpu`: the rows' bytes are copied to
+/// the device and moved there by `cuda/gptq.cu` (bitwise the CPU kernel's
+/// result: kernels/tests/gptq_parity.rs), into `qweight` and `scales`
+/// (device addresses), ordered after the work queued on `stream` and
+/// complete when this returns. `qweight` and `scales` are `(address,
+/// bytes)`: sizes other than the region's are refused before any launch.
+///
+/// # Safety
+/// `qweight` and `scales` must be device memory of that GPU's primary
+/// context of the bytes given, alive until this returns; `stream` 0 or a
+/// live stream of that context.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gptq_into_device(
+    cat: &Catalog,
+    gpu: &GpuExecutor,
+    job: &Job,
+    rows: Range<u64>,
+    cols: Range<u64>,
+    qweight: (u64, u64),
+    scales: (u64, u64),
+    stream: u64,
+) -> Result<u64> {
+    let r = region(cat, job, &rows, &cols)?;
+    let t = gptq::target(r.format).ok_or_else(|| repack_error(cat, job, r.offset, gptq::RepackError::NoTarget(r.format).to_string()))?;
+    let (k, nrows) = (r.within.len(), r.nrows);
+    for (what, (addr, got), want) in [("qweight", qweight, k / t.pack() * nrows * 4), ("scales", scales, k / t.group * nrows * 2)] {
+        if got != want as u64 || (addr == 0 && want != 0) {
+            let e = gptq::RepackError::Size { what, got: got as usize, want };
+            return Err(repack_error(cat, job, r.offset, format!("{e} (bytes)")));
+        }
+    }
+    let launch = Launch::Gptq(GptqArgs {
+        format: r.format,
+        scales: scales.0,
+        rows: r.nrows as u64,
+        width: r.width as u64,
+        col_start: r.within.start as u64,
+        bits: t.bits,
+        group: t.group as u32,
+    });
+    let n = (r.nrows * r.within.len()) as u64;
+    // SAFETY: the caller vouches for qweight, scales and stream; the
+    // source buffer holds exactly the region's rows (region() read them).
+    unsafe { gpu.launch_from_host(&r.raw, &launch, qweight.0, n, stream, &format!("blocks of '{}' to repack", job.name))? };
+    Ok(r.raw.len() as u64)
 }

@@ -143,9 +143,10 @@ def regions(model, ck, kept: dict[str, Kept]) -> dict:
     return out
 
 
-def tensors(ck, kept: dict[str, Kept], regions: dict, rows_per_head, unpermute):
+def tensors(ck, kept: dict[str, Kept], regions: dict, rows_per_head, unpermute, device: str = "cpu"):
     """(HF name, tensor) of each kept weight's `qweight`, `scales` and
-    `qzeros`, on the CPU, for the model's own loaders. Where this rank
+    `qzeros`, on `device` (the model's: on a GPU the bits move there, by
+    weightstream's kernel), for the model's own loaders. Where this rank
     keeps a region (`regions`), only its bytes are read, into full-shape
     tensors whose other elements the loaders never touch (uninitialised,
     as sharding.py's). GGUF q/k output features are permuted within each
@@ -160,18 +161,18 @@ def tensors(ck, kept: dict[str, Kept], regions: dict, rows_per_head, unpermute):
         if region is not None and per_head and region[0][0] % per_head:
             region = None
         (r0, r1), (c0, c1) = region or ((0, rows), (0, cols))
-        qweight, scales = ck.get_gptq(k.ck_name, rows=(r0, r1), cols=(c0, c1))
+        qweight, scales = ck.get_gptq(k.ck_name, rows=(r0, r1), cols=(c0, c1), device=device)
         if per_head:
             qweight = unpermute(k.ck_name, qweight.t(), rows).t()
             scales = unpermute(k.ck_name, scales.t(), rows).t()
         pack = 32 // k.bits
         if region is not None:
-            q_full = torch.empty((cols // pack, rows), dtype=torch.int32)
-            s_full = torch.empty((cols // k.group, rows), dtype=torch.float16)
+            q_full = torch.empty((cols // pack, rows), dtype=torch.int32, device=qweight.device)
+            s_full = torch.empty((cols // k.group, rows), dtype=torch.float16, device=qweight.device)
             q_full[c0 // pack:c1 // pack, r0:r1] = qweight
             s_full[c0 // k.group:c1 // k.group, r0:r1] = scales
             qweight, scales = q_full, s_full
-        qzeros = torch.full((cols // k.group, rows // pack), QZEROS[k.bits], dtype=torch.int32)
+        qzeros = torch.full((cols // k.group, rows // pack), QZEROS[k.bits], dtype=torch.int32, device=qweight.device)
         yield f"{k.module}.qweight", qweight.contiguous()
         yield f"{k.module}.scales", scales.contiguous()
         yield f"{k.module}.qzeros", qzeros

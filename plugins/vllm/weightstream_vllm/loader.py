@@ -220,7 +220,8 @@ class WeightstreamModelLoader(BaseModelLoader):
         if self._kept:
             names = [n for n in names if n[0] not in self._kept]
             regions = keep_quantized.regions(model, ck, self._kept) if where.splits() else {}
-            kept_reports.append(model.load_weights(keep_quantized.tensors(ck, self._kept, regions, rows_per_head, unpermute)))
+            kept_reports.append(model.load_weights(keep_quantized.tensors(ck, self._kept, regions, rows_per_head, unpermute,
+                                                                           target)))
         t0 = time.perf_counter()
         planned = sharding.plan(ck, model, names, rows_per_head,
                                 transposed=lambda n: ck.format() != "gguf" and is_packed_expert_stack(ck, n))

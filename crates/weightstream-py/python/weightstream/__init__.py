@@ -281,32 +281,45 @@ class Checkpoint:
 
     def gptq_target(self, name: str) -> Optional[tuple[int, int]]:
         """`(bits, group)` of the GPTQ layout the tensor's blocks map onto
-        exactly (Q4_0: `(4, 32)`, uint4b8; Q8_0: `(8, 32)`, uint8b128), or
-        None: the keep-quantized mode of the vLLM plugin serves the others
+        exactly (Q4_0: `(4, 32)`, uint4b8; Q8_0: `(8, 32)`, uint8b128; the
+        table in docs/vllm.md), or None: the keep-quantized mode of the vLLM plugin serves the others
         as BF16."""
         t = self._native.gptq_target(self._index_of(name))
         return None if t is None else tuple(t)
 
-    def get_gptq(self, name: str, rows=None, cols=None):
+    def get_gptq(self, name: str, rows=None, cols=None, device=None):
         """Rows (output features) and columns (input features, whole groups)
-        of a GGUF Q4_0 or Q8_0 weight in GPTQ's layout, on the CPU, by bit
-        movement only: `(qweight, scales)`, qweight int32 `[cols / (32 /
-        bits), rows]` (input features packed low bits first), scales fp16
-        `[cols / 32, rows]` (each block's d). The value of element (r, k) is
-        `scales[k // 32, r] * (code - 2^(bits-1))`, exactly the block's.
-        torch tensors, or numpy arrays where torch is not installed."""
-        import numpy as np
-
+        of a GGUF weight whose blocks map onto GPTQ exactly (`gptq_target`)
+        in GPTQ's layout, by bit movement only: `(qweight, scales)`, qweight
+        int32 `[cols / (32 / bits), rows]` (input features packed low bits
+        first), scales fp16 `[cols / group, rows]` (each block's d). The
+        value of element (r, k) is `scales[k // group, r] * (code -
+        2^(bits-1))`, exactly the block's. On this checkpoint's device
+        unless `device`: on a CUDA device the rows' bytes are copied there
+        and moved by a kernel (bitwise the CPU's result). torch tensors, or
+        numpy arrays on the CPU where torch is not installed."""
+        kind, index = (self._kind, self._index) if device is None else _parse_device(device)
         target = self.gptq_target(name)
         if target is None:
-            raise _error("unsupported", f"{name!r} is {self.dtype(name)}: only Q4_0 and Q8_0 map onto GPTQ exactly")
+            raise _error("unsupported", f"{name!r} is {self.dtype(name)}: only Q4_0, Q8_0, Q5_0, IQ4_NL, Q1_0, Q2_0, "
+                                        "TQ1_0 and TQ2_0 map onto GPTQ exactly")
         bits, group = target
         r0, r1, c0, c1 = self._slice_of(name, rows, cols)
-        qweight = np.empty(((c1 - c0) * bits // 32, r1 - r0), dtype=np.int32)
-        scales = np.empty(((c1 - c0) // group, r1 - r0), dtype=np.float16)
+        qshape, sshape = ((c1 - c0) * bits // 32, r1 - r0), ((c1 - c0) // group, r1 - r0)
+        torch = _torch()
+        if kind == "cuda":
+            if torch is None:
+                raise _error("invalid_argument", "device='cuda' needs PyTorch: install torch, or repack with device='cpu'")
+            dev = torch.device("cuda", index)
+            qweight, scales = torch.empty(qshape, dtype=torch.int32, device=dev), torch.empty(sshape, dtype=torch.float16, device=dev)
+            self.bytes_read += self._native.repack_gptq(self._index_of(name), (r0, r1, c0, c1), *_address(qweight),
+                                                        *_address(scales), index, self._stream(kind, index))
+            return qweight, scales
+        import numpy as np
+
+        qweight, scales = np.empty(qshape, dtype=np.int32), np.empty(sshape, dtype=np.float16)
         self.bytes_read += self._native.repack_gptq(self._index_of(name), (r0, r1, c0, c1), *_address(qweight),
                                                     *_address(scales))
-        torch = _torch()
         return (qweight, scales) if torch is None else (torch.from_numpy(qweight), torch.from_numpy(scales))
 
     def get_tensor(self, name: str, device=None):
