@@ -29,7 +29,7 @@ unset WEIGHTSTREAM_NVCC
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(gguf_header safetensors_header checkpoint dequant fp8_scale_rule checkpoint_dir packed_checkpoint slices http_responses)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(gguf_header safetensors_header checkpoint dequant fp8_scale_rule checkpoint_dir packed_checkpoint slices http_responses hf_metadata)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
   rustup toolchain install nightly --profile minimal >/dev/null 2>&1 || {

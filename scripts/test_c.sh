@@ -19,6 +19,10 @@
 #     logits identical to llama.cpp's load of what the vendored
 #     convert_hf_to_gguf.py writes from the reference BF16 checkpoint; an
 #     unknown architecture and an unknown tensor refused, named;
+#   - `weightstream convert --to gguf` of the same 22 checkpoints: every key
+#     and every tensor's bytes of convert_hf_to_gguf.py's GGUF; the refused
+#     ones refused, named, nothing written; llama-quantize's Q4_K_M of the
+#     output equal to that of the reference, run by llama.cpp;
 #   - the adapter under valgrind (GGUF, split set, Hugging Face, refusals);
 #   - a split set made by the real llama-gguf-split loads through the C API
 #     with the unsplit file's checksums, and (the Q4_K_M file in 3+ parts)
@@ -129,6 +133,46 @@ for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker Qwen3 
   set -- $refused
   "$tmp/test_adapter" "$tmp/hf/qwen2-bf16" "$tmp/hf/qwen2-bf16.ref-bf16.gguf" "$tmp/hf/$1" "${*:2}" 2>/dev/null | tail -1
 done
+
+# The same checkpoints through `weightstream convert --to gguf` (crate
+# weightstream-hf2gguf): the GGUF convert_hf_to_gguf.py writes, key for key
+# and tensor for tensor. The quantized variants' references were converted
+# from another directory (NAME/fp8-ref, ...), so their general.name differs.
+echo "test_c: weightstream convert --to gguf against convert_hf_to_gguf.py: every key, every tensor's bytes"
+mkdir -p "$tmp/conv"
+n=0
+while read -r model; do
+  name=$(basename "$model")
+  target/release/weightstream convert "$model" -o "$tmp/conv/$name.gguf" >/dev/null
+  ignore=()
+  [[ $name == *-bf16 ]] || ignore=(--ignore general.name)
+  PYTHONPATH="$LLAMA/../src/gguf-py" "$VLLM_PY" plugins/llamacpp/tests/compare_gguf.py "$tmp/conv/$name.gguf" "$model.ref-bf16.gguf" "${ignore[@]}" \
+    || { echo "test_c: convert --to gguf of $name differs from convert_hf_to_gguf.py's"; exit 1; }
+  n=$((n + 1))
+done < <(grep "^$tmp/hf/" "$tmp/hf.list")
+[ "$n" -eq 22 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 22"; exit 1; }
+for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker reranker" "unsupported-pooling modules.json" \
+               "unsupported-tensor model.layers.0.mlp.extra_proj.weight"; do
+  # shellcheck disable=SC2086
+  set -- $refused
+  if target/release/weightstream convert "$tmp/hf/$1" -o "$tmp/conv/$1.gguf" 2>"$tmp/refused.log"; then
+    echo "test_c: convert --to gguf of $1 succeeded; it must be refused"; exit 1
+  fi
+  grep -q "$2" "$tmp/refused.log" || { echo "test_c: the refusal of $1 does not name $2:"; cat "$tmp/refused.log"; exit 1; }
+  [ ! -e "$tmp/conv/$1.gguf" ] || { echo "test_c: a refused convert left $tmp/conv/$1.gguf"; exit 1; }
+done
+# llama.cpp's own llama-quantize takes the output: its Q4_K_M of ours is
+# the Q4_K_M of the reference, and llama.cpp runs it (llama-imatrix: two
+# chunks of text through the quantized MoE model).
+echo "test_c: llama-quantize Q4_K_M of the converted Qwen3-MoE FP8, run by llama.cpp"
+"$LLAMA/bin/llama-quantize" "$tmp/conv/qwen3moe-fp8.gguf" "$tmp/conv/q4km.gguf" Q4_K_M >"$tmp/quantize.log" 2>&1 \
+  || { tail -20 "$tmp/quantize.log"; exit 1; }
+"$LLAMA/bin/llama-quantize" "$tmp/hf/qwen3moe-fp8.ref-bf16.gguf" "$tmp/conv/q4km-ref.gguf" Q4_K_M >/dev/null 2>&1
+PYTHONPATH="$LLAMA/../src/gguf-py" "$VLLM_PY" plugins/llamacpp/tests/compare_gguf.py "$tmp/conv/q4km.gguf" "$tmp/conv/q4km-ref.gguf" --ignore general.name
+python3 -c 'print("the quick brown fox jumps over the lazy dog. " * 40)' >"$tmp/text.txt"
+"$LLAMA/bin/llama-imatrix" -m "$tmp/conv/q4km.gguf" -f "$tmp/text.txt" -o "$tmp/conv/imatrix.gguf" -c 64 --chunks 2 >"$tmp/imatrix.log" 2>&1 \
+  || { tail -20 "$tmp/imatrix.log"; exit 1; }
+grep -q "Final estimate: PPL" "$tmp/imatrix.log" || { tail -20 "$tmp/imatrix.log"; exit 1; }
 
 echo "test_c: docs/examples/llama_next_token.c on the Qwen3 FP8 checkpoint"
 cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama_next_token.c "${ADAPTER[@]}" $INC \

@@ -105,6 +105,11 @@ impl From<weightstream::Error> for Failure {
             E::Dequant { .. } | E::Callback(_) | E::VerifyMismatch { .. } => WsStatus::Internal,
             E::Remote(r) if r.kind == weightstream::remote::RemoteErrorKind::BadUrl => WsStatus::InvalidArgument,
             E::Remote(_) => WsStatus::Io,
+            E::HfMetadata { source, .. } => match source.kind {
+                weightstream::hf2gguf::Kind::Format => WsStatus::Format,
+                weightstream::hf2gguf::Kind::Unsupported => WsStatus::Unsupported,
+                weightstream::hf2gguf::Kind::NotFound => WsStatus::NotFound,
+            },
         };
         Failure { status, message: e.to_string() }
     }

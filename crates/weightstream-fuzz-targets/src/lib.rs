@@ -23,8 +23,10 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("packed_checkpoint", packed_checkpoint),
     ("slices", slices),
     ("http_responses", http_responses),
+    ("hf_metadata", hf_metadata),
 ];
 
+mod hf;
 mod http;
 mod packed;
 mod slices;
@@ -38,6 +40,7 @@ fn load_job(cat: &weightstream_format::Catalog, job: &weightstream::Job) -> weig
     });
     exec.run_job(cat, job, None).map(|t| t.data)
 }
+pub use hf::hf_metadata;
 pub use http::http_responses;
 pub use packed::packed_checkpoint;
 pub use slices::slices;

@@ -31,3 +31,11 @@ fn http_responses_sweep() {
         weightstream_fuzz_targets::http_responses(&data);
     }
 }
+
+#[test]
+fn hf_metadata_sweep() {
+    // Mutation lists of a valid checkpoint: most are refused, some built.
+    for data in inputs(20000, 13) {
+        weightstream_fuzz_targets::hf_metadata(&data);
+    }
+}

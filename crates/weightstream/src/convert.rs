@@ -16,11 +16,11 @@ use weightstream_format::{Catalog, Format, Metadata};
 
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
+use crate::convert_output::{write_output, ConvertOptions, ConvertReport};
 use crate::cpu::{alloc_output, CpuExecutor};
 use crate::error::{Error, Result};
 use crate::overlapped_write::{overlapped, Failure};
-use crate::plan::{Job, Plan, PlanOptions, Skipped};
-use crate::staging::Staging;
+use crate::plan::{Job, Plan, PlanOptions};
 use crate::tensor::LoadStats;
 use weightstream_format::safetensors::writer::{header, Entry};
 
@@ -31,28 +31,6 @@ pub const DEFAULT_MAX_SHARD: u64 = 5_000_000_000;
 /// docs/PERFORMANCE.md (convert against `dd conv=fsync`).
 const WRITE_GROUP_ELEMS: u64 = 1 << 20;
 const INDEX_FILE: &str = "model.safetensors.index.json";
-
-#[derive(Debug, Clone, Default)]
-pub struct ConvertOptions {
-    /// Largest shard in bytes (directory output); default 5 GB.
-    pub max_shard_bytes: Option<u64>,
-    pub skip_unsupported: bool,
-    /// Replace an existing output.
-    pub force: bool,
-    /// CPU threads and read-ahead (convert dequantizes on the CPU).
-    pub staging: Staging,
-    pub source: weightstream_format::SourceKind,
-    /// What opening the input accepts (`OpenOptions::ignore_transforms`).
-    pub open: weightstream_format::OpenOptions,
-}
-
-#[derive(Debug, Clone)]
-pub struct ConvertReport {
-    pub output: PathBuf,
-    pub files: Vec<PathBuf>,
-    pub skipped: Vec<Skipped>,
-    pub stats: LoadStats,
-}
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io { path: path.to_path_buf(), source }
@@ -144,6 +122,9 @@ pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions, control: Cont
 pub const RESERVED_NAME: &str = "__metadata__";
 
 pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
+    if opts.to_gguf || output.extension().is_some_and(|e| e == "gguf") {
+        return crate::convert_gguf::convert_to_gguf(cat, output, opts, control);
+    }
     let t0 = Instant::now();
     let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported })?;
     // safetensors reserves the header key `__metadata__`: a tensor of that
@@ -161,31 +142,7 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
     if single_file && opts.max_shard_bytes.is_some_and(|m| plan.out_bytes() > m) {
         return Err(Error::OutputTooLarge { path: output.to_path_buf(), bytes: plan.out_bytes(), max: opts.max_shard_bytes.unwrap_or(0) });
     }
-    if output.exists() && !opts.force {
-        return Err(Error::OutputExists { path: output.to_path_buf() });
-    }
-    // One writer per output; partials of converts that died are removed.
-    let (_lock, _reclaimed) = crate::output_lock::claim(output)?;
-    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = parent.join(format!(
-        ".{}.partial-{}",
-        output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into()),
-        std::process::id()
-    ));
-    let result = write_all(cat, &plan, &tmp, single_file, opts, control);
-    let files = match result {
-        Ok(files) => files,
-        Err(e) => {
-            remove(&tmp);
-            return Err(e);
-        }
-    };
-    if output.exists() {
-        let old = parent.join(format!(".{}.old-{}", output.file_name().unwrap_or_default().to_string_lossy(), std::process::id()));
-        fs::rename(output, &old).map_err(io_err(output))?;
-        remove(&old);
-    }
-    fs::rename(&tmp, output).map_err(io_err(output))?;
+    let files = write_output(output, opts.force, |tmp| write_all(cat, &plan, tmp, single_file, opts, control))?;
     let files = files
         .into_iter()
         .map(|f| if single_file { output.to_path_buf() } else { output.join(f.file_name().unwrap_or_default()) })
@@ -201,10 +158,6 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
             seconds: t0.elapsed().as_secs_f64(),
         },
     })
-}
-
-fn remove(p: &Path) {
-    let _ = if p.is_dir() { fs::remove_dir_all(p) } else { fs::remove_file(p) };
 }
 
 /// Write everything under `tmp` (a file, or a directory for sharded

@@ -54,6 +54,10 @@ pub enum Error {
     VerifyMismatch { tensors: usize },
     #[error("cancelled")]
     Cancelled,
+    /// A Hugging Face checkpoint that cannot become llama.cpp's metadata:
+    /// the file and field (or tensor) it is about, and why.
+    #[error("{}: {source}", dir.display())]
+    HfMetadata { dir: PathBuf, source: weightstream_hf2gguf::HfError },
     /// A device failure, as the device crate typed it (out of memory, a
     /// driver call, no usable GPU, ...): fronts match on the variant.
     #[error(transparent)]
@@ -76,6 +80,9 @@ impl Error {
             | Error::Dequant { file, tensor, offset, .. }
             | Error::BadScale { file, tensor, offset, .. } => (Some(file), Some(tensor), Some(*offset)),
             Error::HostMemory { tensor, .. } | Error::BadSlice { tensor, .. } => (None, Some(tensor), None),
+            // The tensor list's errors name a tensor; the files', a field.
+            Error::HfMetadata { dir, source } if source.file == "tensors" => (Some(dir), Some(&source.field), None),
+            Error::HfMetadata { dir, .. } => (Some(dir), None, None),
             Error::NoSuchTensor(tensor) => (None, Some(tensor), None),
             Error::Io { path, .. } | Error::OutputExists { path } | Error::OutputTooLarge { path, .. } | Error::OutputBusy { path, .. } => {
                 (Some(path), None, None)
@@ -119,6 +126,10 @@ impl Error {
             Error::Threads(_) => "threads",
             Error::Callback(_) => "callback",
             Error::VerifyMismatch { .. } => "verify_mismatch",
+            Error::HfMetadata { source, .. } => match source.kind {
+                weightstream_hf2gguf::Kind::Unsupported => "unsupported",
+                weightstream_hf2gguf::Kind::Format | weightstream_hf2gguf::Kind::NotFound => "bad_hf_checkpoint",
+            },
         }
     }
 }

@@ -21,6 +21,8 @@ mod access;
 mod alloc;
 mod control;
 pub mod convert;
+pub mod convert_gguf;
+pub mod convert_output;
 pub mod cpu;
 pub mod device;
 pub mod error;
@@ -34,7 +36,8 @@ pub mod staging;
 pub mod tensor;
 
 pub use control::{Control, Progress};
-pub use convert::{convert, convert_catalog, ConvertOptions, ConvertReport};
+pub use convert::{convert, convert_catalog};
+pub use convert_output::{ConvertOptions, ConvertReport};
 pub use cpu::CpuExecutor;
 pub use device::{cuda_device_count, Device, DeviceChoice};
 pub use error::{Error, Result};
@@ -47,6 +50,7 @@ pub use weightstream_cuda::CudaError;
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;
 pub use weightstream_format::{Catalog, Encoding, Format, SourceKind, TensorInfo};
+pub use weightstream_hf2gguf as hf2gguf;
 pub use weightstream_kernels as kernels;
 #[cfg(feature = "remote")]
 pub use weightstream_remote as remote;

@@ -1,4 +1,5 @@
-//! `weightstream convert`: a checkpoint to BF16 safetensors.
+//! `weightstream convert`: a checkpoint to BF16 safetensors, or a Hugging
+//! Face checkpoint to a BF16 GGUF for llama.cpp.
 
 use std::path::PathBuf;
 
@@ -11,18 +12,24 @@ use crate::report::{CmdResult, OrFail};
 
 #[derive(clap::Args)]
 #[command(
-    about = "Write a checkpoint as BF16 safetensors (GGUF or FP8 in, names kept)",
+    about = "Write a checkpoint as BF16 safetensors (GGUF or FP8 in, names kept), or as a BF16 GGUF for llama.cpp",
     long_about = "Dequantizes every tensor to BF16 and writes a safetensors checkpoint that the \
 safetensors package and transformers load. Tensor names are kept; FP8 scales are consumed and \
 activation scales (input_scale) dropped. OUT ending in .safetensors is one file; otherwise OUT is a \
 directory of shards (model.safetensors, or model-0000i-of-0000N.safetensors with an index) with \
 config.json (quantization_config removed) and tokenizer files copied. Memory stays bounded; output is \
 written under a temporary name and renamed only when complete, so a failed or interrupted convert \
-leaves nothing under OUT.",
+leaves nothing under OUT.\n\n\
+With --to gguf (or OUT ending in .gguf) a Hugging Face checkpoint directory (Llama, Mistral, Qwen2, \
+Qwen3, Qwen3-MoE; BF16, FP8, NVFP4 or INT4 safetensors) becomes the BF16 GGUF that llama.cpp's \
+convert_hf_to_gguf.py --outtype bf16 writes: llama.cpp's metadata and tokenizer, its tensor names, \
+llama's q/k row order, experts stacked; llama-quantize takes it from there. Config fields that \
+disagree with the tensors, or that llama.cpp would abort on, are refused naming the file and field.",
     after_help = "Examples:\n  \
 weightstream convert model-q4_0.gguf -o model-bf16.safetensors\n  \
 weightstream convert ./Qwen3-8B-FP8 -o ./Qwen3-8B-BF16 --max-shard-size 2GB\n  \
 weightstream convert model.gguf -o out/ --skip-unsupported --threads 4\n  \
+weightstream convert ./Qwen3-8B-FP8 -o qwen3-8b-bf16.gguf && llama-quantize qwen3-8b-bf16.gguf q4_k_m.gguf Q4_K_M\n  \
 AWS_ENDPOINT_URL=http://127.0.0.1:8333 weightstream convert s3://models/qwen3-q4_k_m.gguf -o q.safetensors\n\n\
 Object storage: credentials and endpoint from the AWS environment (AWS_ACCESS_KEY_ID, \
 AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE and ~/.aws); \
@@ -32,9 +39,12 @@ WEIGHTSTREAM_REMOTE_CONCURRENCY, _PART_SIZE, _RETRIES and _TIMEOUT tune the rang
 pub struct Args {
     /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), http(s)://host/file
     pub input: PathBuf,
-    /// Output: a .safetensors file, or a directory
+    /// Output: a .safetensors file, a directory, or a .gguf file
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Output format: safetensors (default), or gguf (llama.cpp; also chosen by OUT ending in .gguf)
+    #[arg(long, value_parser = ["safetensors", "gguf"], default_value = "safetensors")]
+    pub to: String,
     /// Largest shard in a directory output (5GB, 500MB, 2GiB, or bytes) [default: 5GB]
     #[arg(long, value_parser = parse_size)]
     pub max_shard_size: Option<u64>,
@@ -76,6 +86,7 @@ pub fn run(args: &Args) -> CmdResult {
         staging: Staging { threads: args.threads, ..Default::default() },
         source: args.source,
         open: weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform },
+        to_gguf: args.to == "gguf",
     };
     let report = convert(&args.input, &args.output, &opts, control);
     bar.finish();

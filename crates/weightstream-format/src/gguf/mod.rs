@@ -6,6 +6,7 @@ pub mod reader;
 pub mod split;
 pub mod strings;
 pub mod types;
+pub mod writer;
 
 pub use metadata::{MetadataArray, MetadataValue};
 pub use reader::{read_header, GgufHeader, GgufTensorInfo};

@@ -1,0 +1,60 @@
+//! The output: GGUF key-value metadata (in the order convert_hf_to_gguf.py
+//! writes it; a key set twice keeps its first place and the last value, as
+//! `gguf_set_*` does) and the tensor map.
+
+/// A GGUF metadata value, of the types convert writes: the GGUF writer's
+/// own (weightstream-format), so what is built here is what is written.
+pub use weightstream_format::gguf::writer::WriteValue as Value;
+
+/// The GGUF element type of a mapped tensor (convert's `--outtype bf16`:
+/// F32 for 1-D tensors, norms and the MoE router, BF16 otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorType {
+    F32,
+    BF16,
+}
+
+/// One tensor llama.cpp is given and where its data comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappedTensor {
+    /// The GGUF name: `blk.0.attn_q.weight`.
+    pub name: String,
+    /// Outermost first (as safetensors; GGUF lists dimensions innermost first).
+    pub shape: Vec<u64>,
+    pub ty: TensorType,
+    /// Indices into the input tensor list; several (one per expert, in
+    /// expert order) for a stacked expert tensor, whose shape gains an
+    /// outermost dimension.
+    pub sources: Vec<usize>,
+    /// llama's q/k rows in convert's order (`LlamaModel.permute`): the
+    /// number of heads to permute by, 0 for none. A row order the loader
+    /// writes directly: output row `h * d + 2 * i + j` (d rows per head)
+    /// is input row `h * d + j * d / 2 + i`.
+    pub permute_heads: u32,
+}
+
+/// The keys and the tensors convert writes. Tied embeddings have no
+/// `output.weight`: llama.cpp then multiplies by `token_embd.weight`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metadata {
+    pub kv: Vec<(String, Value)>,
+    pub tensors: Vec<MappedTensor>,
+}
+
+impl Metadata {
+    pub fn set(&mut self, key: impl Into<String>, value: Value) {
+        let key = key.into();
+        match self.kv.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.kv.push((key, value)),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.kv.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn tensor(&self, name: &str) -> Option<&MappedTensor> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+}
