@@ -89,8 +89,7 @@ for start in "$tmp/split/tiny-00001-of-"*.gguf "$tmp/split"; do
   [ "$(grep -c checksum "$tmp/whole.txt")" -gt 30 ] && cmp "$tmp/whole.txt" "$tmp/split.txt" \
     || { echo "test_c: $start differs from the unsplit file"; diff "$tmp/whole.txt" "$tmp/split.txt" | head; exit 1; }
 done
-ADAPTER=(plugins/llamacpp/ws_llama.c plugins/llamacpp/ws_llama_hf.c plugins/llamacpp/ws_llama_vocab.c plugins/llamacpp/ws_llama_special.c
-         plugins/llamacpp/ws_llama_spm.c plugins/llamacpp/ws_json.c)
+ADAPTER=(plugins/llamacpp/ws_llama.c plugins/llamacpp/ws_llama_hf.c)
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter" plugins/llamacpp/tests/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
@@ -152,7 +151,7 @@ while read -r model; do
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
 [ "$n" -eq 22 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 22"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker reranker" "unsupported-pooling modules.json" \
-               "unsupported-tensor model.layers.0.mlp.extra_proj.weight"; do
+               "unsupported-tensor model.layers.0.mlp.extra_proj.weight" "hostile-heads num_attention_heads" "hostile-vocab tokens"; do
   # shellcheck disable=SC2086
   set -- $refused
   if target/release/weightstream convert "$tmp/hf/$1" -o "$tmp/conv/$1.gguf" 2>"$tmp/refused.log"; then
@@ -180,6 +179,18 @@ cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
 "$tmp/llama_next_token" "$tmp/hf/qwen3-fp8" 1 17 42 2>"$tmp/example.log" | grep -E '^next token: [0-9]+$' \
   || { tail -20 "$tmp/example.log"; exit 1; }
+# Hostile checkpoints the former C builder let through to llama.cpp, which
+# aborted the host process: the adapter returns a status, naming the field.
+for hostile in "hostile-heads num_attention_heads" "hostile-vocab tokens"; do
+  # shellcheck disable=SC2086
+  set -- $hostile
+  rc=0
+  "$tmp/llama_next_token" "$tmp/hf/$1" 1 2 >"$tmp/hostile.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q "$2" "$tmp/hostile.log"; then
+    echo "test_c: $1 through the adapter: exit $rc, expected 1 and a message naming $2:"; tail -5 "$tmp/hostile.log"; exit 1
+  fi
+  echo "test_c: refused: $(grep -o "cannot load.*" "$tmp/hostile.log")"
+done
 
 # The adapter under valgrind: the same llama.cpp with its CPU backend built
 # for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.

@@ -30,7 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-ADAPTER = ["ws_llama.c", "ws_llama_hf.c", "ws_llama_vocab.c", "ws_llama_special.c", "ws_llama_spm.c", "ws_json.c"]
+ADAPTER = ["ws_llama.c", "ws_llama_hf.c"]
 
 
 def build(out: Path) -> Path:

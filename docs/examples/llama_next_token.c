@@ -3,7 +3,7 @@
  * first file of a split set, or a Hugging Face checkpoint directory) and
  * print the most likely token after a prompt of token ids.
  *
- *   cc -std=c11 llama_next_token.c ws_llama.c ws_llama_hf.c ws_llama_vocab.c ws_llama_special.c ws_llama_spm.c ws_json.c \
+ *   cc -std=c11 llama_next_token.c ws_llama.c ws_llama_hf.c \
  *      -I plugins/llamacpp -I crates/weightstream-capi/include -I LLAMA_PREFIX/include \
  *      -L LLAMA_PREFIX/lib -L target/release -lllama -lggml -lggml-base -lweightstream_c
  *   ./llama_next_token Qwen3-8B-FP8/ 9707 11 1879

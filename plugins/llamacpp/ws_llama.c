@@ -330,7 +330,7 @@ struct llama_model *ws_llama_model_load(const char *path, struct llama_model_par
         goto done;
     }
     if (hf) {
-        s = ws_hf_metadata(path, ckpt, &meta, &map, error, error_size);
+        s = ws_hf_metadata(ckpt, &meta, &map, error, error_size);
         if (s != WS_OK) {
             goto done;
         }

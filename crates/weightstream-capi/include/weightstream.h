@@ -163,6 +163,57 @@ size_t ws_slice_nbytes(const ws_checkpoint *ckpt, size_t index, const ws_slice *
 /* The slice as BF16, row-major, into `dst` (sized ws_slice_nbytes). */
 ws_status ws_load_slice(ws_checkpoint *ckpt, size_t index, const ws_slice *slice, const ws_destination *dst);
 
+/* llama.cpp's metadata of a Hugging Face checkpoint directory (config.json,
+ * tokenizer files, safetensors), as the vendored convert_hf_to_gguf.py
+ * --outtype bf16 writes it, for llama.cpp-style loaders
+ * (plugins/llamacpp): every key with its GGUF type, and the tensor map:
+ * each GGUF tensor's name, type, shape and the checkpoint tensors it is
+ * made of. Every input is checked first: a config field out of range or
+ * disagreeing with a tensor, duplicate token text, an id outside the
+ * vocabulary is WS_ERR_FORMAT naming the file and field; an architecture,
+ * tokenizer or tensor llama.cpp has no counterpart for, WS_ERR_UNSUPPORTED.
+ * Built on the first call and kept: every pointer below is valid until
+ * ws_close. */
+typedef enum ws_meta_type {
+    WS_META_U32 = 0,
+    WS_META_F32 = 1,
+    WS_META_BOOL = 2,
+    WS_META_STRING = 3,
+    WS_META_STRING_ARRAY = 4,
+    WS_META_F32_ARRAY = 5,
+    WS_META_I32_ARRAY = 6
+} ws_meta_type;
+
+/* One key; the field of its type is set, the others zero. */
+typedef struct ws_meta_kv {
+    const char *key;
+    uint32_t type;                /* a ws_meta_type */
+    uint32_t u32;                 /* WS_META_U32 */
+    float f32;                    /* WS_META_F32 */
+    bool boolean;                 /* WS_META_BOOL */
+    const char *string;           /* WS_META_STRING */
+    size_t n;                     /* the array types' length */
+    const char *const *strings;   /* WS_META_STRING_ARRAY */
+    const float *f32s;            /* WS_META_F32_ARRAY */
+    const int32_t *i32s;          /* WS_META_I32_ARRAY */
+} ws_meta_kv;
+
+/* One GGUF tensor and where its data comes from. */
+typedef struct ws_gguf_tensor {
+    const char *name;             /* "blk.0.attn_q.weight" */
+    uint32_t ggml_type;           /* GGML_TYPE_F32 (0: norms, biases, the MoE router) or GGML_TYPE_BF16 (30) */
+    uint32_t n_dims;
+    uint64_t shape[WS_MAX_DIMS];  /* outermost first, as ws_tensor_info's */
+    const size_t *sources;        /* checkpoint tensor indices: one, or one per expert (stacked, outermost) */
+    size_t n_sources;
+    uint32_t permute_heads;       /* llama's q/k rows in convert's order (LlamaModel.permute): within each of
+                                     this many heads of d rows, row 2i + j is source row j * d / 2 + i; 0: none */
+} ws_gguf_tensor;
+
+ws_status ws_hf_gguf_metadata(ws_checkpoint *ckpt, size_t *n_kv, size_t *n_tensors);
+ws_status ws_hf_gguf_kv(const ws_checkpoint *ckpt, size_t index, ws_meta_kv *out);
+ws_status ws_hf_gguf_tensor(const ws_checkpoint *ckpt, size_t index, ws_gguf_tensor *out);
+
 /* Usable CUDA devices (0 when none; ws_last_error() says why). */
 int ws_cuda_device_count(void);
 

@@ -31,6 +31,8 @@ pub struct Checkpoint {
     by_name: HashMap<String, usize>,
     /// ws_sources: one line per file, "<path>: <source>[ (<why>)]".
     pub(crate) sources: CString,
+    /// ws_hf_gguf_metadata's result, built on first use.
+    pub(crate) hf: std::sync::Mutex<Option<Arc<crate::gguf_meta::CMeta>>>,
 }
 
 impl Checkpoint {
@@ -75,7 +77,7 @@ impl Checkpoint {
             })
             .collect::<String>();
         let sources = c_string(&sources)?;
-        Ok(Checkpoint { loader, plan, entries, by_name, sources })
+        Ok(Checkpoint { loader, plan, entries, by_name, sources, hf: Default::default() })
     }
 
     pub(crate) fn cat(&self) -> &Catalog {

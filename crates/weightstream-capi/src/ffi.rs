@@ -9,6 +9,7 @@ use weightstream::format::SourceKind;
 
 use crate::abi::*;
 use crate::checkpoint::Checkpoint;
+use crate::gguf_meta::{WsGgufTensor, WsMetaKv};
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -35,7 +36,7 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> WsStatus {
     }
 }
 
-fn invalid(m: &str) -> Failure {
+pub(crate) fn invalid(m: &str) -> Failure {
     Failure::new(WsStatus::InvalidArgument, m)
 }
 
@@ -51,7 +52,7 @@ unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<&'a str, Failure> {
 
 /// # Safety
 /// `p` is null or points to a live `ws_checkpoint` from `ws_open`.
-unsafe fn ckpt<'a>(p: *const Checkpoint) -> Result<&'a Checkpoint, Failure> {
+pub(crate) unsafe fn ckpt<'a>(p: *const Checkpoint) -> Result<&'a Checkpoint, Failure> {
     // SAFETY: per the function's contract.
     unsafe { p.as_ref() }.ok_or_else(|| invalid("checkpoint is NULL"))
 }
@@ -327,6 +328,23 @@ pub fn abi_layout() -> Vec<u64> {
         offset_of!(WsOptions, readers) as u64,
         offset_of!(WsOptions, ignore_transforms) as u64,
         size_of::<WsStatus>() as u64,
+        size_of::<WsMetaKv>() as u64,
+        offset_of!(WsMetaKv, r#type) as u64,
+        offset_of!(WsMetaKv, u32) as u64,
+        offset_of!(WsMetaKv, f32) as u64,
+        offset_of!(WsMetaKv, boolean) as u64,
+        offset_of!(WsMetaKv, string) as u64,
+        offset_of!(WsMetaKv, n) as u64,
+        offset_of!(WsMetaKv, strings) as u64,
+        offset_of!(WsMetaKv, f32s) as u64,
+        offset_of!(WsMetaKv, i32s) as u64,
+        size_of::<WsGgufTensor>() as u64,
+        offset_of!(WsGgufTensor, ggml_type) as u64,
+        offset_of!(WsGgufTensor, n_dims) as u64,
+        offset_of!(WsGgufTensor, shape) as u64,
+        offset_of!(WsGgufTensor, sources) as u64,
+        offset_of!(WsGgufTensor, n_sources) as u64,
+        offset_of!(WsGgufTensor, permute_heads) as u64,
     ]
 }
 

@@ -8,7 +8,9 @@
 mod abi;
 mod checkpoint;
 mod ffi;
+mod gguf_meta;
 mod load;
 
 pub use abi::*;
 pub use ffi::*;
+pub use gguf_meta::*;

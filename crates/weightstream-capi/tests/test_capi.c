@@ -83,6 +83,12 @@ static void check_layout(void) {
         offsetof(ws_options, staging_slots), offsetof(ws_options, staging_bytes), offsetof(ws_options, readers),
         offsetof(ws_options, ignore_transforms),
         sizeof(ws_status),
+        sizeof(ws_meta_kv), offsetof(ws_meta_kv, type), offsetof(ws_meta_kv, u32), offsetof(ws_meta_kv, f32),
+        offsetof(ws_meta_kv, boolean), offsetof(ws_meta_kv, string), offsetof(ws_meta_kv, n),
+        offsetof(ws_meta_kv, strings), offsetof(ws_meta_kv, f32s), offsetof(ws_meta_kv, i32s),
+        sizeof(ws_gguf_tensor), offsetof(ws_gguf_tensor, ggml_type), offsetof(ws_gguf_tensor, n_dims),
+        offsetof(ws_gguf_tensor, shape), offsetof(ws_gguf_tensor, sources), offsetof(ws_gguf_tensor, n_sources),
+        offsetof(ws_gguf_tensor, permute_heads),
     };
     CHECK(n == sizeof c / sizeof c[0], "the library reports %zu layout values, the header %zu", n, sizeof c / sizeof c[0]);
     for (size_t i = 0; i < n && i < sizeof c / sizeof c[0]; i++) {

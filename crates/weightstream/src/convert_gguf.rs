@@ -48,23 +48,27 @@ fn side_files(root: &Path) -> Result<Vec<Option<Vec<u8>>>> {
         .collect()
 }
 
-/// The metadata and tensor map of `cat` (a checkpoint directory), with the
-/// plan whose jobs the map's sources index.
-pub fn gguf_metadata(cat: &Catalog) -> Result<(Metadata, Plan)> {
+fn check_hf_dir(cat: &Catalog) -> Result<()> {
     if cat.format != Format::Safetensors || !cat.root.is_dir() {
         return Err(Error::InvalidArgument(format!(
-            "{}: a GGUF is made from a Hugging Face checkpoint directory (config.json, tokenizer, safetensors)",
+            "{}: llama.cpp's metadata is made from a Hugging Face checkpoint directory (config.json, tokenizer, safetensors)",
             cat.root.display()
         )));
     }
-    let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: false })?;
+    Ok(())
+}
+
+/// llama.cpp's metadata and tensor map of `cat` (a Hugging Face checkpoint
+/// directory) over the tensor list `tensors` (what the map's sources
+/// index): its side files read, weightstream-hf2gguf's checks applied.
+pub fn hf_metadata(cat: &Catalog, tensors: &[TensorIn]) -> Result<Metadata> {
+    check_hf_dir(cat)?;
     let files = side_files(&cat.root)?;
     let f = |name: &str| files[FILES.iter().position(|x| *x == name).expect("one of FILES")].as_deref();
     let config = f("config.json").ok_or_else(|| Error::Io {
         path: cat.root.join("config.json"),
         source: std::io::Error::new(std::io::ErrorKind::NotFound, "a Hugging Face checkpoint has a config.json"),
     })?;
-    let tensors: Vec<TensorIn> = plan.jobs.iter().map(|j| TensorIn { name: j.name.clone(), shape: j.shape.clone() }).collect();
     // The directory's name as given (convert's `dir_model.name`), or its
     // real name for a path such as `.` that has none.
     let name_of = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -79,10 +83,18 @@ pub fn gguf_metadata(cat: &Catalog) -> Result<(Metadata, Plan)> {
         chat_template_jinja: f("chat_template.jinja"),
         readme: f("README.md"),
         has_modules_json: cat.root.join("modules.json").exists(),
-        tensors: &tensors,
+        tensors,
     };
-    let meta = weightstream_hf2gguf::build(&input).map_err(|source| Error::HfMetadata { dir: cat.root.clone(), source })?;
-    Ok((meta, plan))
+    weightstream_hf2gguf::build(&input).map_err(|source| Error::HfMetadata { dir: cat.root.clone(), source })
+}
+
+/// The metadata and tensor map of `cat`, with the plan whose jobs the
+/// map's sources index.
+pub fn gguf_metadata(cat: &Catalog) -> Result<(Metadata, Plan)> {
+    check_hf_dir(cat)?;
+    let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: false })?;
+    let tensors: Vec<TensorIn> = plan.jobs.iter().map(|j| TensorIn { name: j.name.clone(), shape: j.shape.clone() }).collect();
+    Ok((hf_metadata(cat, &tensors)?, plan))
 }
 
 fn decl(t: &MappedTensor) -> TensorDecl {

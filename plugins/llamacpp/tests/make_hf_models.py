@@ -31,7 +31,10 @@ unsupported-arch/ (qwen2-bf16 declared Gemma2ForCausalLM),
 unsupported-tensor/ (llama-bf16 with a tensor llama.cpp has no name for,
 model.layers.0.mlp.extra_proj.weight), unsupported-reranker/ (qwen3-bf16
 whose README says Qwen3-Reranker) and unsupported-pooling/ (qwen2-bf16
-with a sentence-transformers modules.json).
+with a sentence-transformers modules.json); and hostile ones the adapter
+must refuse instead of letting llama.cpp abort: hostile-heads/
+(num_attention_heads 0), hostile-vocab/ (an added token repeating a
+vocabulary token's text).
 
 convert_hf_to_gguf.py names the BPE pre-tokenizer by hashing the token ids
 the tokenizer gives for a test text: a tokenizer made up here matches no
@@ -216,6 +219,18 @@ def refusals(out: Path) -> None:
     shutil.copytree(out / "qwen2-bf16", d)
     (d / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
                                                 {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    # Hostile configs the adapter's former C builder handed to llama.cpp,
+    # which aborted the host process: refused now, naming the field.
+    d = out / "hostile-heads"
+    shutil.copytree(out / "qwen2-bf16", d)
+    config = json.loads((d / "config.json").read_text())
+    config["num_attention_heads"] = 0
+    (d / "config.json").write_text(json.dumps(config))
+    d = out / "hostile-vocab"  # an added token repeating another id's text
+    shutil.copytree(out / "llama-bf16", d)
+    tok = json.loads((d / "tokenizer.json").read_text())
+    tok["added_tokens"].append({"id": 383, "content": next(iter(tok["model"]["vocab"])), "special": True})
+    (d / "tokenizer.json").write_text(json.dumps(tok))
     d = out / "unsupported-tensor"
     shutil.copytree(out / "llama-bf16", d)
     tensors = load_file(str(d / "model.safetensors"))
