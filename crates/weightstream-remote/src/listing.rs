@@ -1,6 +1,7 @@
 //! A remote checkpoint's listing as the format crate's [`Listing`]: the
 //! objects listed at open (a prefix's, or a key and its siblings), each
-//! named by its object (`s3://bucket/key`, an HTTP URL without its query).
+//! named by its object (`s3://bucket/key`, `gs://`, `az://`, an HTTP URL
+//! without its query).
 //! The opener reads `config.json` and the index through it and opens each
 //! weight file as a [`RemoteSource`]; nothing touches the local filesystem.
 
@@ -17,9 +18,9 @@ use weightstream_io::SharedSource;
 
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
-use crate::source::{proves_pin, Pin, RemoteSource};
+use crate::source::{gone_is_changed, proves_pin, Pin, RemoteSource};
 use crate::store::{classify, runtime};
-use crate::url::{is_plain_name, RemoteUrl, Scheme};
+use crate::url::{is_plain_name, RemoteUrl};
 
 /// Largest JSON file fetched beside the weights.
 const MAX_JSON: u64 = 16 << 20;
@@ -116,7 +117,7 @@ impl Listing for Prefix<'_> {
         if name == weightstream_format::open::CONFIG_FILE || name.ends_with(INDEX_SUFFIX) {
             return Err(self.refuse(RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint")));
         }
-        let kind = if self.url.scheme == Scheme::S3 { "s3" } else { "http" };
+        let kind = self.url.scheme.kind();
         let src = Arc::new(RemoteSource::new(self.store.clone(), (self.location_of)(name), object, meta, self.opts, kind));
         self.opened.lock().unwrap_or_else(|p| p.into_inner()).push(src.clone());
         Ok(src)
@@ -132,11 +133,11 @@ fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta:
             format!("{} bytes: larger than the {MAX_JSON}-byte limit for JSON", meta.size),
         ));
     }
-    let opts = object_store::GetOptions { if_match: meta.e_tag.clone(), ..Default::default() };
+    let pin = Pin::of(meta);
     let got = runtime().block_on(async {
-        let got = store.get_opts(location, opts).await.map_err(|e| classify(object, &e))?;
+        let got = store.get_opts(location, pin.get_options(None)).await.map_err(|e| gone_is_changed(&pin, classify(object, &e)))?;
         // The precondition may be ignored: the answer itself must show the version.
-        proves_pin(&Pin::of(meta), meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
+        proves_pin(&pin, meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
         got.bytes().await.map_err(|e| classify(object, &e))
     })?;
     if got.len() as u64 != meta.size {
