@@ -39,6 +39,10 @@ def weed_bin() -> str:
 
 
 class SeaweedS3:
+    scheme = "s3"
+    kind = "s3"  # the source name loads report
+    secret = SECRET_KEY
+
     def __init__(self, work: Path, ip: str = "127.0.0.1", netns: str | None = None):
         """`netns`: run the server inside that network namespace (bench/s3
         shapes the link to it), listening on `ip` there."""
@@ -111,6 +115,12 @@ class SeaweedS3:
 
     def put_file(self, bucket: str, key: str, path: Path) -> None:
         self.client().upload_file(str(path), bucket, key)
+
+    def put_bytes(self, bucket: str, key: str, data: bytes) -> None:
+        self.client().put_object(Bucket=bucket, Key=key, Body=data)
+
+    def url(self, bucket: str, key: str) -> str:
+        return f"s3://{bucket}/{key}"
 
     def put_tree(self, bucket: str, prefix: str, d: Path) -> None:
         for p in sorted(Path(d).iterdir()):

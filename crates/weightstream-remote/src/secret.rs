@@ -42,7 +42,7 @@ pub fn register_query(query: &str) {
 }
 
 /// Parameters whose values are credentials in any message.
-const SHAPES: [&str; 5] = ["sig=", "accountkey=", "sharedaccesssignature=", "x-amz-signature=", "private_key"];
+const SHAPES: [&str; 4] = ["sig=", "accountkey=", "sharedaccesssignature=", "x-amz-signature="];
 
 /// `text` without any registered credential, nor the value after a
 /// credential-shaped name (up to `&`, `;`, a quote or whitespace).

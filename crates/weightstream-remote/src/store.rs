@@ -110,12 +110,11 @@ pub(crate) fn retry(opts: &RemoteOptions) -> RetryConfig {
 pub(crate) fn build_error(url: &RemoteUrl, e: &object_store::Error) -> RemoteError {
     let text = chain(e);
     let lower = text.to_ascii_lowercase();
-    let kind = if ["credential", "key", "token", "sas"].iter().any(|w| lower.contains(w)) {
-        RemoteErrorKind::Denied
+    if ["credential", "key", "token", "sas"].iter().any(|w| lower.contains(w)) {
+        RemoteError::new(RemoteErrorKind::Denied, url.object(), format!("the credentials cannot be used: {text}"))
     } else {
-        RemoteErrorKind::BadUrl
-    };
-    RemoteError::new(kind, url.object(), format!("the store cannot be configured: {text}"))
+        RemoteError::new(RemoteErrorKind::BadUrl, url.object(), format!("the store cannot be configured: {text}"))
+    }
 }
 
 /// The store holding `url`'s objects, configured from the process's
