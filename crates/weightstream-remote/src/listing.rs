@@ -5,14 +5,14 @@
 //! The opener reads `config.json` and the index through it and opens each
 //! weight file as a [`RemoteSource`]; nothing touches the local filesystem.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectMeta, ObjectStore};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use weightstream_format::listing::{Entry, Listing};
 use weightstream_io::SharedSource;
 
@@ -30,7 +30,12 @@ pub struct Prefix<'a> {
     url: &'a RemoteUrl,
     store: Arc<dyn ObjectStore>,
     location_of: &'a dyn Fn(&str) -> ObjectPath,
-    objects: BTreeMap<String, ObjectMeta>,
+    /// As listed; an object in `unpinned` is replaced by its HEAD when
+    /// first read.
+    objects: Mutex<BTreeMap<String, ObjectMeta>>,
+    /// Listed objects whose listing entry does not show what a read is
+    /// pinned to (GCS, Azure: [`Prefix::pinned`]).
+    unpinned: Mutex<BTreeSet<String>>,
     opts: &'a RemoteOptions,
     opened: Mutex<Vec<Arc<RemoteSource>>>,
     /// The first read or open this listing refused, typed (the format crate
@@ -44,13 +49,15 @@ impl<'a> Prefix<'a> {
         store: Arc<dyn ObjectStore>,
         location_of: &'a dyn Fn(&str) -> ObjectPath,
         objects: Vec<(String, ObjectMeta)>,
+        unpinned: BTreeSet<String>,
         opts: &'a RemoteOptions,
     ) -> Self {
         Prefix {
             url,
             store,
             location_of,
-            objects: objects.into_iter().collect(),
+            objects: Mutex::new(objects.into_iter().collect()),
+            unpinned: Mutex::new(unpinned),
             opts,
             opened: Mutex::new(Vec::new()),
             refused: Mutex::new(None),
@@ -79,11 +86,29 @@ impl<'a> Prefix<'a> {
     }
 
     /// The listed object `name`, or `NotFound` naming it.
-    fn object(&self, name: &OsStr) -> Result<(&str, &ObjectMeta), RemoteError> {
+    fn object(&self, name: &OsStr) -> Result<(String, ObjectMeta), RemoteError> {
+        let objects = self.objects.lock().unwrap_or_else(|p| p.into_inner());
         name.to_str()
-            .and_then(|n| self.objects.get_key_value(n))
-            .map(|(n, m)| (n.as_str(), m))
+            .and_then(|n| objects.get_key_value(n))
+            .map(|(n, m)| (n.clone(), m.clone()))
             .ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, self.url.object_in_dir(&name.to_string_lossy()), ""))
+    }
+
+    /// `name`'s meta as a read must be pinned to. GCS and Azure listings do
+    /// not show it: GCS lists no generation, and both emulators list ETags
+    /// unquoted where GET and HEAD quote them (so no GET could prove the
+    /// listed version). Such an object is HEADed once, when first read, so
+    /// that siblings never read (the other files of a folder of GGUFs) cost
+    /// nothing.
+    fn pinned(&self, name: &str, listed: ObjectMeta) -> Result<ObjectMeta, RemoteError> {
+        if !self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).contains(name) {
+            return Ok(listed);
+        }
+        let head = runtime().block_on(self.store.head(&(self.location_of)(name)));
+        let meta = head.map_err(|e| classify(&self.url.object_in_dir(name), &e))?;
+        self.objects.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), meta.clone());
+        self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+        Ok(meta)
     }
 }
 
@@ -97,28 +122,30 @@ impl Listing for Prefix<'_> {
     }
 
     fn files(&self) -> io::Result<Vec<OsString>> {
-        Ok(self.objects.keys().map(OsString::from).collect())
+        Ok(self.objects.lock().unwrap_or_else(|p| p.into_inner()).keys().map(OsString::from).collect())
     }
 
     fn read(&self, name: &OsStr) -> io::Result<Vec<u8>> {
-        let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
-        let object = self.url.object_in_dir(name);
-        let bytes = get_small(&*self.store, &(self.location_of)(name), &object, meta).map_err(|e| self.refuse(e))?;
+        let (name, listed) = self.object(name).map_err(|e| self.refuse(e))?;
+        let meta = self.pinned(&name, listed).map_err(|e| self.refuse(e))?;
+        let object = self.url.object_in_dir(&name);
+        let bytes = get_small(&*self.store, &(self.location_of)(&name), &object, &meta).map_err(|e| self.refuse(e))?;
         if name.ends_with(INDEX_SUFFIX) {
-            check_index_names(self.url, name, &bytes).map_err(|e| self.refuse(e))?;
+            check_index_names(self.url, &name, &bytes).map_err(|e| self.refuse(e))?;
         }
         Ok(bytes)
     }
 
     fn open(&self, name: &OsStr) -> io::Result<SharedSource> {
-        let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
-        let object = self.url.object_in_dir(name);
+        let (name, listed) = self.object(name).map_err(|e| self.refuse(e))?;
+        let object = self.url.object_in_dir(&name);
         // An index naming config.json or itself as a shard.
         if name == weightstream_format::open::CONFIG_FILE || name.ends_with(INDEX_SUFFIX) {
             return Err(self.refuse(RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint")));
         }
+        let meta = self.pinned(&name, listed).map_err(|e| self.refuse(e))?;
         let kind = self.url.scheme.kind();
-        let src = Arc::new(RemoteSource::new(self.store.clone(), (self.location_of)(name), object, meta, self.opts, kind));
+        let src = Arc::new(RemoteSource::new(self.store.clone(), (self.location_of)(&name), object, &meta, self.opts, kind));
         self.opened.lock().unwrap_or_else(|p| p.into_inner()).push(src.clone());
         Ok(src)
     }

@@ -35,7 +35,14 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
     let url = RemoteUrl::parse(url)?;
     let store = build(&url, opts)?;
     let (location_of, objects) = list(&url, &*store)?;
-    let prefix = Prefix::new(&url, store, &location_of, objects, opts);
+    // GCS and Azure listings do not show a read's pin: what was listed
+    // (not the named key, HEADed) is HEADed when first read (listing.rs).
+    let named = (!url.is_prefix()).then(|| url.file_name());
+    let unpinned = match url.scheme {
+        Scheme::Gcs | Scheme::Azure => objects.iter().map(|(n, _)| n.clone()).filter(|n| Some(n.as_str()) != named).collect(),
+        _ => Default::default(),
+    };
+    let prefix = Prefix::new(&url, store, &location_of, objects, unpinned, opts);
     let file = (!url.is_prefix()).then(|| OsStr::new(url.file_name()));
     let mut cat = match weightstream_format::open_listing(&prefix, file, format_opts) {
         Ok(cat) => cat,
@@ -113,34 +120,8 @@ fn list<'u>(
         if named.is_none() && objects.is_empty() {
             return Err(RemoteError::new(RemoteErrorKind::NotFound, url.object(), "no *.safetensors or *.gguf objects under this prefix"));
         }
-        if matches!(url.scheme, Scheme::Gcs | Scheme::Azure) {
-            let listed = named.is_some() as usize;
-            head_listed(url, store, &location_of, &mut objects[listed..])?;
-        }
     }
     Ok((location_of, objects))
-}
-
-/// GCS and Azure listings do not show what a read is pinned to: GCS lists
-/// no generation, and both emulators list ETags unquoted where GET and HEAD
-/// quote them (so a GET could never prove the listed version). Each listed
-/// object is HEADed, 16 at a time, and pinned to what its HEAD shows.
-fn head_listed(
-    url: &RemoteUrl,
-    store: &dyn ObjectStore,
-    location_of: &dyn Fn(&str) -> ObjectPath,
-    objects: &mut [(String, ObjectMeta)],
-) -> Result<(), RemoteError> {
-    use futures::stream::{self, StreamExt, TryStreamExt};
-    let heads = objects.iter().map(|(name, _)| {
-        let location = location_of(name);
-        async move { store.head(&location).await.map_err(|e| classify(&url.object_in_dir(name), &e)) }
-    });
-    let metas: Vec<ObjectMeta> = runtime().block_on(stream::iter(heads).buffered(16).try_collect())?;
-    for ((_, meta), head) in objects.iter_mut().zip(metas) {
-        *meta = head;
-    }
-    Ok(())
 }
 
 /// The object's size and version. Over HTTP a one-byte ranged GET: a
