@@ -70,6 +70,15 @@ pub fn build(url: &RemoteUrl, opts: &RemoteOptions, env: &Env) -> Result<Arc<dyn
         b = b.with_sas_authorization(pairs).with_credential_type("sas_token");
     }
     let emulator = b.get_config_value(&AzureConfigKey::UseEmulator).as_deref() == Some("true");
+    if !emulator && b.get_config_value(&AzureConfigKey::AccountName).is_none() {
+        // object_store would say only "Account must be specified".
+        return Err(RemoteError::new(
+            crate::RemoteErrorKind::BadUrl,
+            url.object(),
+            "no storage account: name it in the URL (abfss://container@ACCOUNT.dfs.core.windows.net/..., \
+             https://ACCOUNT.blob.core.windows.net/container/...) or set AZURE_STORAGE_ACCOUNT or AZURE_STORAGE_CONNECTION_STRING",
+        ));
+    }
     let endpoint = if emulator {
         env.get("AZURITE_BLOB_STORAGE_URL").map(str::to_string).or_else(|| Some("http://127.0.0.1:10000".into()))
     } else {

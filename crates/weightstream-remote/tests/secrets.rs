@@ -89,3 +89,10 @@ fn gcs_service_account_keys_never_show() {
     assert!(e.to_string().starts_with("gs://models/m.gguf: "), "{e}");
     shows_none(&e, &["TUlJRXZRSUJBREFOQmdrcWhraUc5dzBCQVFFRkFBU0NCS2N3Z2dTakFnRUFBb0lCQVFD", "0123456789abcdef0123456789abcdef"]);
 }
+
+#[test]
+fn an_azure_url_without_an_account_says_how_to_give_one() {
+    let e = failure("az://models/m.gguf", &Env::of(&[]));
+    assert_eq!(e.kind, RemoteErrorKind::BadUrl, "{e}");
+    assert!(e.reason.contains("AZURE_STORAGE_ACCOUNT"), "{e}");
+}
