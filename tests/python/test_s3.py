@@ -276,12 +276,17 @@ def test_an_object_replaced_mid_load_fails_typed(store, models, tmp_path):
             if state["n"] == 3:
                 store.put_bytes(BUCKET, "replaced.gguf", os.urandom(size))
     store.proxy.on_request = replace_after_first
+    store.proxy.take_log()
     try:
         convert_fails(store, tmp_path, "replaced.gguf", "remote_changed", endpoint=store.proxy.endpoint,
                       env={**FAULT_ENV, "WEIGHTSTREAM_REMOTE_PART_SIZE": str(64 << 10)})
     finally:
         store.proxy.on_request = None
     assert state["n"] >= 3
+    if store.kind == "gcs":
+        # What pins GCS reads here: every data GET names the generation.
+        gets = [p for m, p, rng in store.proxy.take_log() if m == "GET" and rng]
+        assert gets and all("generation=" in p for p in gets), gets
 
 
 @pytest.mark.parametrize("kind", list(SERVERS))
