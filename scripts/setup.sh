@@ -3,9 +3,13 @@
 #   - .venv: a Python virtual environment with every pinned test dependency
 #     (requirements/test.txt) and nvcc 13.0 from PyPI (requirements/cuda-toolchain.txt),
 #     installed once per machine outside the clone (scripts/venv_cache.sh);
+#   - Azurite, the Azure Storage emulator the tests start, pinned by
+#     requirements/azurite/package-lock.json (scripts/azurite.sh; needs
+#     Node.js and npm), cached the same way;
 #   - a release build of the workspace, the CUDA kernels compiled to a fatbin
 #     with that nvcc.
-# Re-running it only redoes what changed. Needs: python3 (3.9+), cargo (rustup).
+# Re-running it only redoes what changed. Needs: python3 (3.10+), cargo
+# (rustup), Node.js 20+ with npm.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -30,6 +34,7 @@ venv_install() {
     -r requirements/test.txt -r requirements/cuda-toolchain.txt
 }
 cached_venv test "$WS_VENV" "pip -r test.txt -r cuda-toolchain.txt" requirements/test.txt requirements/cuda-toolchain.txt
+scripts/azurite.sh
 
 # Now that the venv holds nvcc, point the kernel build at it.
 source scripts/env.sh

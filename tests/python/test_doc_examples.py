@@ -25,10 +25,13 @@ through the explicit tables below: STAND_INS (relative paths, linked into
 each block's directory under the doc's name) and the text substitutions of
 `substitutions()` (what cannot be made to exist as written: /tmp/, which
 becomes the block's own scratch directory, and the address and keys of the
-docs' S3-compatible store). Blocks that read `s3://` (or sign URLs with
-boto3) run against a local SeaweedFS (tests/s3/seaweed.py) holding
-stand-ins under the docs' bucket and key names (S3_OBJECTS), with its
-address and keys in the AWS environment variables.
+docs' S3-compatible store and emulators). Blocks that read `s3://` (or sign
+URLs with boto3) run against a local SeaweedFS (tests/s3/seaweed.py)
+holding stand-ins under the docs' bucket and key names (S3_OBJECTS), with
+its address and keys in the AWS environment variables; blocks that read
+`gs://` or an Azure URL run against fake-gcs-server or Azurite
+(tests/s3/emulators.py) holding the same, the block's own endpoint
+variable pointed at it.
 
 Runs in the plain venv: `python -m pytest tests/python/test_doc_examples.py`
 (WEIGHTSTREAM_BIN names the CLI, as for the rest of tests/python).
@@ -47,6 +50,7 @@ import doc_examples as docs  # tests/fixtures (conftest puts it on sys.path)
 from harness import ROOT, ws_bin
 
 sys.path.insert(0, str(ROOT / "tests" / "s3"))
+from emulators import Azurite, FakeGCS, clean_env, closed_metadata  # noqa: E402
 from seaweed import ACCESS_KEY, SECRET_KEY, SeaweedS3  # noqa: E402
 
 BLOCKS = docs.all_blocks()
@@ -60,8 +64,9 @@ STAND_INS = {
     "model-q4_0.gguf": "tiny-llama-q4_0.gguf",
     "model.gguf": "tiny-llama-q4_0.gguf",
 }
-# (bucket, key) -> stand-in, uploaded to the local S3 server; a key ending
-# in "/" is a prefix holding the stand-in directory's files.
+# (bucket, key) -> stand-in, uploaded to each local store (S3, GCS, Azure)
+# a block uses; a key ending in "/" is a prefix holding the stand-in
+# directory's files.
 S3_OBJECTS = {
     ("models", "Llama-3.1-8B-Q4_0.gguf"): "tiny-llama-q4_0.gguf",
     ("models", "tiny-fp8/"): "tiny-llama-fp8",
@@ -71,19 +76,31 @@ S3_OBJECTS = {
 # 127.0.0.1:8333 with keys K and S; the local server has a free port and
 # its own keys.
 S3_EXAMPLE_ENDPOINT = "http://127.0.0.1:8333"
+# The GCS and Azure examples name the emulators' default ports.
+EXAMPLE_ENDPOINTS = {"s3": S3_EXAMPLE_ENDPOINT, "gcs": "http://127.0.0.1:4443", "azure": "http://127.0.0.1:10000"}
+STORES = {"s3": SeaweedS3, "gcs": FakeGCS, "azure": Azurite}
 
 
-def substitutions(scratch: Path, s3: SeaweedS3 | None) -> dict[str, str]:
+def substitutions(scratch: Path, kind: str | None, server) -> dict[str, str]:
     """Text replaced in a block before it runs: what cannot exist as written."""
     subs = {"/tmp/": f"{scratch}/"}  # each block writes into its own scratch directory, not the shared /tmp
-    if s3 is not None:
-        subs.update({S3_EXAMPLE_ENDPOINT: s3.endpoint, "AWS_ACCESS_KEY_ID=K ": f"AWS_ACCESS_KEY_ID={ACCESS_KEY} ",
+    if kind is not None:
+        subs[EXAMPLE_ENDPOINTS[kind]] = server.endpoint
+    if kind == "s3":
+        subs.update({"AWS_ACCESS_KEY_ID=K ": f"AWS_ACCESS_KEY_ID={ACCESS_KEY} ",
                      "AWS_SECRET_ACCESS_KEY=S": f"AWS_SECRET_ACCESS_KEY={SECRET_KEY}"})
     return subs
 
 
-def needs_s3(block: docs.Block) -> bool:
-    return "s3://" in block.body or "boto3" in block.body
+def store_of(block: docs.Block) -> str | None:
+    """The object store a block reads, if any."""
+    if "gs://" in block.body:
+        return "gcs"
+    if any(s in block.body for s in ("az://", "abfs://", "abfss://", ".blob.core.windows.net")):
+        return "azure"
+    if "s3://" in block.body or "boto3" in block.body:
+        return "s3"
+    return None
 
 
 # -- every block is classified ------------------------------------------------
@@ -154,14 +171,14 @@ def models(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def s3_store(models, tmp_path_factory):
-    """Started on first use: a local S3 server holding S3_OBJECTS."""
-    server = None
+def stores(models, tmp_path_factory):
+    """Each started on first use: a local S3, GCS or Azure server holding
+    S3_OBJECTS."""
+    servers = {}
 
-    def get() -> SeaweedS3:
-        nonlocal server
-        if server is None:
-            server = SeaweedS3(tmp_path_factory.mktemp("doc-seaweed")).start()
+    def get(kind: str):
+        if kind not in servers:
+            server = servers[kind] = STORES[kind](tmp_path_factory.mktemp(f"doc-{kind}")).start()
             for bucket in sorted({b for b, _ in S3_OBJECTS}):
                 server.make_bucket(bucket)
             for (bucket, key), name in S3_OBJECTS.items():
@@ -170,10 +187,10 @@ def s3_store(models, tmp_path_factory):
                     server.put_tree(bucket, key, src)
                 else:
                     server.put_file(bucket, key, src)
-        return server
+        return servers[kind]
 
     yield get
-    if server is not None:
+    for server in servers.values():
         server.stop()
 
 
@@ -205,20 +222,24 @@ def normalized(lines) -> list[str]:
 
 
 @pytest.mark.parametrize("block", RUN, ids=[b.where for b in RUN])
-def test_run_block(block, models, s3_store, tmp_path):
+def test_run_block(block, models, stores, tmp_path):
     cwd, scratch = tmp_path / "repo", tmp_path / "scratch"
     cwd.mkdir()
     scratch.mkdir()
     repository_tree(cwd, models)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    s3 = None
-    if needs_s3(block):
-        s3 = s3_store()
-        env = {k: v for k, v in s3.env().items()}
+    env = clean_env()
+    kind = store_of(block)
+    server = stores(kind) if kind else None
+    if kind == "s3":
+        env = server.env()
+    elif kind is not None:
+        # The block sets the emulator's variables itself; no metadata
+        # server is looked for off the machine.
+        env.update(closed_metadata())
     env["PATH"] = os.pathsep.join([str(models / "bin"), str(Path(sys.executable).parent), env.get("PATH", "")])
     env["TMPDIR"] = str(scratch)
     text = block.body
-    for old, new in substitutions(scratch, s3).items():
+    for old, new in substitutions(scratch, kind, server).items():
         text = text.replace(old, new)
 
     if block.lang in docs.SHELL:

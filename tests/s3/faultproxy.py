@@ -14,8 +14,12 @@ SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Cod
 
 
 class FaultProxy:
-    def __init__(self, upstream_port: int):
+    def __init__(self, upstream_port: int, host: str | None = None):
+        """`host`: the Host header to send upstream instead of the client's
+        (fake-gcs-server serves its XML API only to its public host; S3's
+        signatures need the client's, so the default forwards it)."""
         self.upstream_port = upstream_port
+        self.host = host
         self.lock = threading.Lock()
         self.log: list[tuple[str, str, str | None]] = []
         self.fault: str | None = None  # "slowdown", "500", "cut", "redirect"
@@ -67,6 +71,8 @@ class FaultProxy:
                 body = self.rfile.read(n) if n else None
                 conn = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=60)
                 headers = {k: v for k, v in self.headers.items()}
+                if proxy.host:
+                    headers = {k: v for k, v in headers.items() if k.lower() != "host"} | {"Host": proxy.host}
                 try:
                     conn.request(self.command, self.path, body=body, headers=headers)
                     r = conn.getresponse()
@@ -79,6 +85,10 @@ class FaultProxy:
                 for k, v in r.getheaders():
                     if k.lower() not in ("transfer-encoding", "connection"):
                         self.send_header(k, v)
+                if r.getheader("Content-Length") is None and self.command != "HEAD":
+                    # A chunked answer (Azurite's errors) is sent whole: its
+                    # length is what ends it on a kept-alive connection.
+                    self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if fault == "cut" and r.status in (200, 206) and len(data) > 1:
                     # Promise the whole body, send half, drop the connection.

@@ -7,28 +7,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from localserver import LocalServer, free_ports  # noqa: F401  (free_ports: imported from here by tests)
+
 ACCESS_KEY = "weightstream-test"
 SECRET_KEY = "weightstream-test-secret-0123456789"
 REGION = "us-east-1"
-
-
-def free_ports(n: int) -> list[int]:
-    """`n` distinct free ports (all held open until every one is chosen)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def weed_bin() -> str:
@@ -38,7 +26,11 @@ def weed_bin() -> str:
     return w
 
 
-class SeaweedS3:
+class SeaweedS3(LocalServer):
+    scheme = "s3"
+    kind = "s3"  # the source name loads report
+    secret = SECRET_KEY
+
     def __init__(self, work: Path, ip: str = "127.0.0.1", netns: str | None = None):
         """`netns`: run the server inside that network namespace (bench/s3
         shapes the link to it), listening on `ip` there."""
@@ -112,24 +104,8 @@ class SeaweedS3:
     def put_file(self, bucket: str, key: str, path: Path) -> None:
         self.client().upload_file(str(path), bucket, key)
 
-    def put_tree(self, bucket: str, prefix: str, d: Path) -> None:
-        for p in sorted(Path(d).iterdir()):
-            if p.is_file():
-                self.put_file(bucket, prefix + p.name, p)
+    def put_bytes(self, bucket: str, key: str, data: bytes) -> None:
+        self.client().put_object(Bucket=bucket, Key=key, Body=data)
 
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            # The data is the test's to throw away: no graceful shutdown.
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.proc = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+    def url(self, bucket: str, key: str) -> str:
+        return f"s3://{bucket}/{key}"

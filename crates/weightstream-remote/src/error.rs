@@ -1,7 +1,9 @@
-//! Typed object-store failures. Each names the object (`s3://bucket/key`
-//! or an HTTP URL without its query string) and never a credential: the
-//! reasons are built here from status codes and error classes, and any URL
-//! inside a library message loses its query (a presigned URL's signature).
+//! Typed object-store failures. Each names the object (`s3://bucket/key`,
+//! `gs://bucket/key`, `az://container/key`, or an HTTP URL without its
+//! query string) and never a credential: the reasons are built here from
+//! status codes and error classes, any URL inside a library message loses
+//! its query (a presigned URL's signature, a SAS token), and every
+//! credential a store was configured with is scrubbed (secret.rs).
 
 use std::fmt;
 use std::io;
@@ -9,15 +11,17 @@ use std::io;
 /// What went wrong, by class: fronts and tests match on these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteErrorKind {
-    /// Not a URL this crate reads (`s3://bucket/key`, `http(s)://...`).
+    /// Not a URL this crate reads (`s3://bucket/key`, `gs://`, `az://`,
+    /// `http(s)://...`), or a store configuration object_store refuses.
     BadUrl,
-    /// 404: no such object or bucket.
+    /// 404: no such object, bucket or container.
     NotFound,
     /// 401/403: the credentials are refused or lack the permission.
     Denied,
     /// No connection to the endpoint, or every retry timed out.
     Unreachable,
-    /// 412 or a new ETag/version: the object was replaced during the load.
+    /// 412, a new ETag/version, or the pinned GCS generation gone: the
+    /// object was replaced during the load.
     Changed,
     /// A body shorter than the range asked for.
     Truncated,
@@ -51,7 +55,8 @@ impl RemoteErrorKind {
 #[derive(Debug, Clone)]
 pub struct RemoteError {
     pub kind: RemoteErrorKind,
-    /// The object, as `s3://bucket/key` or `https://host/path`.
+    /// The object, as `s3://bucket/key`, `gs://bucket/key`,
+    /// `az://container/key` (as the URL spelled it) or `https://host/path`.
     pub object: String,
     pub reason: String,
 }
@@ -108,9 +113,10 @@ impl fmt::Display for RemoteError {
 
 impl std::error::Error for RemoteError {}
 
-/// `text` with the query string of every URL in it removed, and at most
-/// 400 characters long.
+/// `text` with the query string of every URL in it and every credential
+/// (secret.rs) removed, and at most 400 characters long.
 pub fn redact(text: &str) -> String {
+    let text = &crate::secret::scrub(text);
     let mut out = String::with_capacity(text.len());
     let mut in_query = false;
     let mut word_is_url = false;

@@ -1,15 +1,17 @@
 //! weightstream-remote: checkpoints in object storage.
 //!
 //! `s3://bucket/key`, `s3://bucket/prefix/` (a directory of safetensors
-//! shards with its index, or a split GGUF set) and `http(s)://` URLs open
+//! shards with its index, or a split GGUF set), the same for Google Cloud
+//! Storage (`gs://`) and Azure Blob Storage (`az://`, `abfs(s)://`,
+//! `https://ACCOUNT.blob.core.windows.net/`), and `http(s)://` URLs open
 //! into the same [`Catalog`] a local path does; their tensor data is read
 //! by [`RemoteSource`]s:
 //!
 //! - ranged GETs, cut into parts of [`RemoteOptions::part_size`] fetched
 //!   [`RemoteOptions::concurrency`] at a time, feeding the loaders'
 //!   read-ahead ring ([`ByteSource::read_ahead`](weightstream_io::ByteSource::read_ahead));
-//! - every GET pinned to the version seen at open (`If-Match` ETag, or the
-//!   version id): a replaced object fails with
+//! - every GET pinned to the version seen at open (`If-Match` ETag, the
+//!   version id, or GCS's generation): a replaced object fails with
 //!   [`RemoteErrorKind::Changed`], never a mix of two versions;
 //! - retries with backoff (5xx, SlowDown, resets, timeouts, short bodies),
 //!   timeouts, no redirects followed;
@@ -17,14 +19,20 @@
 //!
 //! Protocol and credentials are the `object_store` crate's: the AWS
 //! environment (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, web identity,
-//! instance metadata), plus the shared `~/.aws` files ([`profile`]).
+//! instance metadata), plus the shared `~/.aws` files ([`profile`]); the
+//! Google chain ([`gcs`]) and the Azure one ([`azure`]).
 
+pub mod azure;
+pub mod cloud_url;
+pub mod env;
 pub mod error;
+pub mod gcs;
 pub mod listing;
 pub mod open;
 pub mod options;
 pub mod profile;
 pub mod rawkey;
+pub mod secret;
 pub mod source;
 pub mod store;
 pub mod url;

@@ -1,25 +1,26 @@
 //! A remote checkpoint's listing as the format crate's [`Listing`]: the
 //! objects listed at open (a prefix's, or a key and its siblings), each
-//! named by its object (`s3://bucket/key`, an HTTP URL without its query).
+//! named by its object (`s3://bucket/key`, `gs://`, `az://`, an HTTP URL
+//! without its query).
 //! The opener reads `config.json` and the index through it and opens each
 //! weight file as a [`RemoteSource`]; nothing touches the local filesystem.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectMeta, ObjectStore};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use weightstream_format::listing::{Entry, Listing};
 use weightstream_io::SharedSource;
 
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
-use crate::source::{proves_pin, Pin, RemoteSource};
+use crate::source::{gone_is_changed, proves_pin, Pin, RemoteSource};
 use crate::store::{classify, runtime};
-use crate::url::{is_plain_name, RemoteUrl, Scheme};
+use crate::url::{is_plain_name, RemoteUrl};
 
 /// Largest JSON file fetched beside the weights.
 const MAX_JSON: u64 = 16 << 20;
@@ -29,7 +30,12 @@ pub struct Prefix<'a> {
     url: &'a RemoteUrl,
     store: Arc<dyn ObjectStore>,
     location_of: &'a dyn Fn(&str) -> ObjectPath,
-    objects: BTreeMap<String, ObjectMeta>,
+    /// As listed; an object in `unpinned` is replaced by its HEAD when
+    /// first read.
+    objects: Mutex<BTreeMap<String, ObjectMeta>>,
+    /// Listed objects whose listing entry does not show what a read is
+    /// pinned to (GCS, Azure: [`Prefix::pinned`]).
+    unpinned: Mutex<BTreeSet<String>>,
     opts: &'a RemoteOptions,
     opened: Mutex<Vec<Arc<RemoteSource>>>,
     /// The first read or open this listing refused, typed (the format crate
@@ -43,13 +49,15 @@ impl<'a> Prefix<'a> {
         store: Arc<dyn ObjectStore>,
         location_of: &'a dyn Fn(&str) -> ObjectPath,
         objects: Vec<(String, ObjectMeta)>,
+        unpinned: BTreeSet<String>,
         opts: &'a RemoteOptions,
     ) -> Self {
         Prefix {
             url,
             store,
             location_of,
-            objects: objects.into_iter().collect(),
+            objects: Mutex::new(objects.into_iter().collect()),
+            unpinned: Mutex::new(unpinned),
             opts,
             opened: Mutex::new(Vec::new()),
             refused: Mutex::new(None),
@@ -78,11 +86,29 @@ impl<'a> Prefix<'a> {
     }
 
     /// The listed object `name`, or `NotFound` naming it.
-    fn object(&self, name: &OsStr) -> Result<(&str, &ObjectMeta), RemoteError> {
+    fn object(&self, name: &OsStr) -> Result<(String, ObjectMeta), RemoteError> {
+        let objects = self.objects.lock().unwrap_or_else(|p| p.into_inner());
         name.to_str()
-            .and_then(|n| self.objects.get_key_value(n))
-            .map(|(n, m)| (n.as_str(), m))
+            .and_then(|n| objects.get_key_value(n))
+            .map(|(n, m)| (n.clone(), m.clone()))
             .ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, self.url.object_in_dir(&name.to_string_lossy()), ""))
+    }
+
+    /// `name`'s meta as a read must be pinned to. GCS and Azure listings do
+    /// not show it: GCS lists no generation, and both emulators list ETags
+    /// unquoted where GET and HEAD quote them (so no GET could prove the
+    /// listed version). Such an object is HEADed once, when first read, so
+    /// that siblings never read (the other files of a folder of GGUFs) cost
+    /// nothing.
+    fn pinned(&self, name: &str, listed: ObjectMeta) -> Result<ObjectMeta, RemoteError> {
+        if !self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).contains(name) {
+            return Ok(listed);
+        }
+        let head = runtime().block_on(self.store.head(&(self.location_of)(name)));
+        let meta = head.map_err(|e| classify(&self.url.object_in_dir(name), &e))?;
+        self.objects.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), meta.clone());
+        self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+        Ok(meta)
     }
 }
 
@@ -96,28 +122,30 @@ impl Listing for Prefix<'_> {
     }
 
     fn files(&self) -> io::Result<Vec<OsString>> {
-        Ok(self.objects.keys().map(OsString::from).collect())
+        Ok(self.objects.lock().unwrap_or_else(|p| p.into_inner()).keys().map(OsString::from).collect())
     }
 
     fn read(&self, name: &OsStr) -> io::Result<Vec<u8>> {
-        let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
-        let object = self.url.object_in_dir(name);
-        let bytes = get_small(&*self.store, &(self.location_of)(name), &object, meta).map_err(|e| self.refuse(e))?;
+        let (name, listed) = self.object(name).map_err(|e| self.refuse(e))?;
+        let meta = self.pinned(&name, listed).map_err(|e| self.refuse(e))?;
+        let object = self.url.object_in_dir(&name);
+        let bytes = get_small(&*self.store, &(self.location_of)(&name), &object, &meta).map_err(|e| self.refuse(e))?;
         if name.ends_with(INDEX_SUFFIX) {
-            check_index_names(self.url, name, &bytes).map_err(|e| self.refuse(e))?;
+            check_index_names(self.url, &name, &bytes).map_err(|e| self.refuse(e))?;
         }
         Ok(bytes)
     }
 
     fn open(&self, name: &OsStr) -> io::Result<SharedSource> {
-        let (name, meta) = self.object(name).map_err(|e| self.refuse(e))?;
-        let object = self.url.object_in_dir(name);
+        let (name, listed) = self.object(name).map_err(|e| self.refuse(e))?;
+        let object = self.url.object_in_dir(&name);
         // An index naming config.json or itself as a shard.
         if name == weightstream_format::open::CONFIG_FILE || name.ends_with(INDEX_SUFFIX) {
             return Err(self.refuse(RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint")));
         }
-        let kind = if self.url.scheme == Scheme::S3 { "s3" } else { "http" };
-        let src = Arc::new(RemoteSource::new(self.store.clone(), (self.location_of)(name), object, meta, self.opts, kind));
+        let meta = self.pinned(&name, listed).map_err(|e| self.refuse(e))?;
+        let kind = self.url.scheme.kind();
+        let src = Arc::new(RemoteSource::new(self.store.clone(), (self.location_of)(&name), object, &meta, self.opts, kind));
         self.opened.lock().unwrap_or_else(|p| p.into_inner()).push(src.clone());
         Ok(src)
     }
@@ -132,11 +160,11 @@ fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta:
             format!("{} bytes: larger than the {MAX_JSON}-byte limit for JSON", meta.size),
         ));
     }
-    let opts = object_store::GetOptions { if_match: meta.e_tag.clone(), ..Default::default() };
+    let pin = Pin::of(meta);
     let got = runtime().block_on(async {
-        let got = store.get_opts(location, opts).await.map_err(|e| classify(object, &e))?;
+        let got = store.get_opts(location, pin.get_options(None)).await.map_err(|e| gone_is_changed(&pin, classify(object, &e)))?;
         // The precondition may be ignored: the answer itself must show the version.
-        proves_pin(&Pin::of(meta), meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
+        proves_pin(&pin, meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
         got.bytes().await.map_err(|e| classify(object, &e))
     })?;
     if got.len() as u64 != meta.size {

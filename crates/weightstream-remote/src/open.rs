@@ -35,7 +35,14 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
     let url = RemoteUrl::parse(url)?;
     let store = build(&url, opts)?;
     let (location_of, objects) = list(&url, &*store)?;
-    let prefix = Prefix::new(&url, store, &location_of, objects, opts);
+    // GCS and Azure listings do not show a read's pin: what was listed
+    // (not the named key, HEADed) is HEADed when first read (listing.rs).
+    let named = (!url.is_prefix()).then(|| url.file_name());
+    let unpinned = match url.scheme {
+        Scheme::Gcs | Scheme::Azure => objects.iter().map(|(n, _)| n.clone()).filter(|n| Some(n.as_str()) != named).collect(),
+        _ => Default::default(),
+    };
+    let prefix = Prefix::new(&url, store, &location_of, objects, unpinned, opts);
     let file = (!url.is_prefix()).then(|| OsStr::new(url.file_name()));
     let mut cat = match weightstream_format::open_listing(&prefix, file, format_opts) {
         Ok(cat) => cat,
@@ -50,7 +57,7 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
     Ok(cat)
 }
 
-/// One object (`s3://bucket/key` or an HTTP URL) as a [`RemoteSource`],
+/// One object (`s3://bucket/key`, `gs://`, `az://` or an HTTP URL) as a [`RemoteSource`],
 /// pinned to the version its HEAD (over HTTP, a one-byte ranged GET) shows:
 /// the source the fuzz target `http_responses` drives, without a format.
 pub fn open_object(url: &str, opts: &RemoteOptions) -> Result<RemoteSource, RemoteError> {
@@ -61,8 +68,7 @@ pub fn open_object(url: &str, opts: &RemoteOptions) -> Result<RemoteSource, Remo
     let store = build(&url, opts)?;
     let (location_of, objects) = list(&url, &*store)?;
     let (name, meta) = objects.into_iter().next().ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, url.object(), ""))?;
-    let kind = if url.scheme == Scheme::S3 { "s3" } else { "http" };
-    let src = RemoteSource::new(store, location_of(&name), url.object(), &meta, opts, kind);
+    let src = RemoteSource::new(store, location_of(&name), url.object(), &meta, opts, url.scheme.kind());
     src.seal();
     Ok(src)
 }
@@ -76,9 +82,9 @@ fn list<'u>(
     store: &dyn ObjectStore,
 ) -> Result<(impl Fn(&str) -> ObjectPath + 'u, Vec<(String, ObjectMeta)>), RemoteError> {
     let location_of = move |name: &str| match url.scheme {
-        Scheme::S3 => location(&format!("{}{name}", url.dir())),
         // The store's base URL is the file's own URL (query included).
         Scheme::Http => ObjectPath::default(),
+        _ => location(&format!("{}{name}", url.dir())),
     };
     let named = (!url.is_prefix()).then(|| url.file_name().to_string());
     let mut objects: Vec<(String, ObjectMeta)> = Vec::new();
@@ -91,7 +97,7 @@ fn list<'u>(
     // listing of another directory (`a/` for `a//`). A prefix is always
     // listable (RemoteUrl::parse refuses one that is not).
     let dir_listable = url.dir().is_empty() || url.dir().strip_suffix('/').is_some_and(crate::rawkey::listable);
-    if url.scheme == Scheme::S3 && dir_listable {
+    if url.scheme.is_store() && dir_listable {
         let prefix = location(url.dir().trim_end_matches('/'));
         let prefix = (!url.dir().is_empty()).then_some(&prefix);
         let listed = runtime().block_on(store.list_with_delimiter(prefix)).map(|l| l.objects);
@@ -123,7 +129,7 @@ fn list<'u>(
 /// honours ranges.
 async fn head(store: &dyn ObjectStore, location: &ObjectPath, scheme: &Scheme) -> object_store::Result<ObjectMeta> {
     match scheme {
-        Scheme::S3 => store.head(location).await,
+        Scheme::S3 | Scheme::Gcs | Scheme::Azure => store.head(location).await,
         Scheme::Http => {
             let opts = object_store::GetOptions { range: Some(object_store::GetRange::Bounded(0..1)), ..Default::default() };
             Ok(store.get_opts(location, opts).await?.meta)

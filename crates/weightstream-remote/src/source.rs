@@ -38,6 +38,23 @@ impl Pin {
     pub fn of(meta: &ObjectMeta) -> Pin {
         Pin { e_tag: meta.e_tag.clone(), version: meta.version.clone(), last_modified: meta.last_modified }
     }
+
+    /// A GET of `range` (`None`: the whole object) of this version: the
+    /// version id where one was pinned (S3's `versionId`, GCS's
+    /// `?generation=N`, Azure's `versionid`: a request for that version,
+    /// which servers that ignore preconditions still honour), else
+    /// `If-Match` on the ETag, else `If-Unmodified-Since`.
+    pub fn get_options(&self, range: Option<std::ops::Range<u64>>) -> GetOptions {
+        let mut o = GetOptions { range: range.map(GetRange::Bounded), ..Default::default() };
+        if self.version.is_some() {
+            o.version = self.version.clone();
+        } else if self.e_tag.is_some() {
+            o.if_match = self.e_tag.clone();
+        } else {
+            o.if_unmodified_since = Some(self.last_modified);
+        }
+        o
+    }
 }
 
 pub struct RemoteSource {
@@ -98,18 +115,6 @@ impl RemoteSource {
         }
     }
 
-    fn get_options(&self, range: std::ops::Range<u64>) -> GetOptions {
-        let mut o = GetOptions { range: Some(GetRange::Bounded(range)), ..Default::default() };
-        if self.pin.version.is_some() {
-            o.version = self.pin.version.clone();
-        } else if self.pin.e_tag.is_some() {
-            o.if_match = self.pin.e_tag.clone();
-        } else {
-            o.if_unmodified_since = Some(self.pin.last_modified);
-        }
-        o
-    }
-
     /// One part: a ranged GET, retried (with backoff) when its body breaks
     /// off or comes back short; object_store retries the request itself.
     async fn fetch_part(&self, offset: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
@@ -121,8 +126,8 @@ impl RemoteSource {
                 .acquire()
                 .await
                 .map_err(|_| RemoteError::new(RemoteErrorKind::Server, &self.object, "reads were shut down"))?;
-            let err = match self.store.get_opts(&self.location, self.get_options(range.clone())).await {
-                Err(e) => classify(&self.object, &e),
+            let err = match self.store.get_opts(&self.location, self.pin.get_options(Some(range.clone()))).await {
+                Err(e) => gone_is_changed(&self.pin, classify(&self.object, &e)),
                 Ok(got) => {
                     if let Some(changed) = self.changed(&got.meta) {
                         return Err(changed);
@@ -216,6 +221,20 @@ impl RemoteSource {
         }
         buf.copy_from_slice(&head[offset as usize..end as usize]);
         Ok(true)
+    }
+}
+
+/// A 404 for a pinned version id: the object existed at open, and that
+/// version is gone (GCS drops a replaced object's generation unless the
+/// bucket keeps versions), so the object was replaced.
+pub fn gone_is_changed(pin: &Pin, e: RemoteError) -> RemoteError {
+    match (&pin.version, e.kind) {
+        (Some(v), RemoteErrorKind::NotFound) => RemoteError::new(
+            RemoteErrorKind::Changed,
+            e.object,
+            format!("the version pinned at open ({v:?}) is gone: the object was replaced or deleted"),
+        ),
+        _ => e,
     }
 }
 

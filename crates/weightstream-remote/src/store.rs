@@ -1,7 +1,8 @@
 //! The object store behind a URL: S3 (credentials and endpoint from the
-//! standard AWS environment, path-style addressing) or plain HTTP(S), with
-//! the retry, timeout and redirect policy of every load, and the mapping
-//! of `object_store` failures to [`RemoteError`]s.
+//! standard AWS environment, path-style addressing), GCS (gcs.rs), Azure
+//! (azure.rs) or plain HTTP(S), with the retry, timeout and redirect policy
+//! of every load, and the mapping of `object_store` failures to
+//! [`RemoteError`]s.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -37,17 +38,28 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// 3xx becomes [`RemoteErrorKind::Redirect`].
 /// For an S3 store, `raw_keys` puts keys `Path` cannot hold back into
 /// requests (rawkey.rs).
+/// Plain `http://` is allowed where the store's endpoint is one, and on the
+/// connections object_store opens to a metadata server (GCE, Azure IMDS,
+/// EC2: plain HTTP on a link-local address), which it marks by allowing
+/// HTTP in their options.
 #[derive(Debug)]
-struct NoRedirects {
+pub(crate) struct NoRedirects {
     allow_http: bool,
     opts: RemoteOptions,
     raw_keys: Option<Arc<OnceLock<Option<Signer>>>>,
 }
 
+impl NoRedirects {
+    pub(crate) fn new(allow_http: bool, opts: &RemoteOptions) -> Self {
+        NoRedirects { allow_http, opts: opts.clone(), raw_keys: None }
+    }
+}
+
 impl HttpConnector for NoRedirects {
-    fn connect(&self, _: &ClientOptions) -> object_store::Result<HttpClient> {
-        let client =
-            client(self.allow_http, &self.opts).map_err(|e| object_store::Error::Generic { store: "HTTP client", source: Box::new(e) })?;
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let metadata = options.get_config_value(&object_store::ClientConfigKey::AllowHttp).as_deref() == Some("true");
+        let client = client(self.allow_http || metadata, &self.opts)
+            .map_err(|e| object_store::Error::Generic { store: "HTTP client", source: Box::new(e) })?;
         Ok(match &self.raw_keys {
             Some(signer) => HttpClient::new(RawKeys { client, signer: signer.clone() }),
             None => HttpClient::new(client),
@@ -83,7 +95,7 @@ fn client(allow_http: bool, opts: &RemoteOptions) -> reqwest::Result<reqwest::Cl
     Ok(clients.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(built).clone())
 }
 
-fn retry(opts: &RemoteOptions) -> RetryConfig {
+pub(crate) fn retry(opts: &RemoteOptions) -> RetryConfig {
     RetryConfig {
         backoff: BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(2), base: 2.0 },
         max_retries: opts.retries,
@@ -91,10 +103,32 @@ fn retry(opts: &RemoteOptions) -> RetryConfig {
     }
 }
 
-/// The store holding `url`'s objects.
+/// A store object_store would not build: credentials it cannot use (a
+/// malformed key, service account or SAS token) are `Denied`, anything else
+/// (a missing account, a bad endpoint) `BadUrl`. The reason is scrubbed of
+/// every credential (error.rs).
+pub(crate) fn build_error(url: &RemoteUrl, e: &object_store::Error) -> RemoteError {
+    let text = chain(e);
+    let lower = text.to_ascii_lowercase();
+    if ["credential", "key", "token", "sas"].iter().any(|w| lower.contains(w)) {
+        RemoteError::new(RemoteErrorKind::Denied, url.object(), format!("the credentials cannot be used: {text}"))
+    } else {
+        RemoteError::new(RemoteErrorKind::BadUrl, url.object(), format!("the store cannot be configured: {text}"))
+    }
+}
+
+/// The store holding `url`'s objects, configured from the process's
+/// environment.
 pub fn build(url: &RemoteUrl, opts: &RemoteOptions) -> Result<Arc<dyn ObjectStore>, RemoteError> {
+    build_with(url, opts, &crate::env::Env::process())
+}
+
+/// [`build`] from the variables in `env`.
+pub fn build_with(url: &RemoteUrl, opts: &RemoteOptions, env: &crate::env::Env) -> Result<Arc<dyn ObjectStore>, RemoteError> {
     let bad = |e: object_store::Error| RemoteError::new(RemoteErrorKind::BadUrl, url.object(), e.to_string());
     match url.scheme {
+        Scheme::Gcs => crate::gcs::build(url, opts, env),
+        Scheme::Azure => crate::azure::build(url, opts, env),
         Scheme::S3 => {
             let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"].iter().find_map(|k| std::env::var(k).ok());
             let allow_http = endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));

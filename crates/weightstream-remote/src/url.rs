@@ -1,5 +1,6 @@
 //! Remote checkpoint URLs: `s3://bucket/key`, `s3://bucket/prefix/` and
-//! `http(s)://host/path` (with any query, e.g. a presigned URL's).
+//! `http(s)://host/path` (with any query, e.g. a presigned URL's); the
+//! Google Cloud Storage and Azure spellings are parsed in cloud_url.rs.
 
 use crate::error::{RemoteError, RemoteErrorKind};
 
@@ -7,24 +8,74 @@ use crate::error::{RemoteError, RemoteErrorKind};
 pub enum Scheme {
     S3,
     Http,
+    /// Google Cloud Storage: `gs://bucket/key`.
+    Gcs,
+    /// Azure Blob Storage: `az://`, `abfs(s)://`, `https://ACCOUNT.blob.core.windows.net/`.
+    Azure,
 }
 
-/// A parsed URL. For S3, `key` is the object key or, ending in `/`, a
+impl Scheme {
+    /// An object store with buckets (containers) that can be listed: keys
+    /// and prefixes, not one HTTP file.
+    pub fn is_store(&self) -> bool {
+        !matches!(self, Scheme::Http)
+    }
+
+    /// How sources and reports name the store (`ByteSource::name`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Scheme::S3 => "s3",
+            Scheme::Http => "http",
+            Scheme::Gcs => "gcs",
+            Scheme::Azure => "azure",
+        }
+    }
+}
+
+/// A parsed URL. For a store, `key` is the object key or, ending in `/`, a
 /// prefix naming a checkpoint directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct RemoteUrl {
     pub scheme: Scheme,
-    /// The bucket (S3), or `http(s)://host[:port]` (HTTP).
+    /// The bucket (S3, GCS), the container (Azure), or `http(s)://host[:port]` (HTTP).
     pub bucket: String,
-    /// The key or prefix (S3), or the path without its leading `/` (HTTP).
+    /// The key or prefix (a store), or the path without its leading `/` (HTTP).
     pub key: String,
-    /// HTTP only: the query string, kept out of every message.
+    /// The query string: HTTP's (a presigned URL's signature) or an Azure
+    /// SAS token. A credential: kept out of every message and of `Debug`.
     pub query: Option<String>,
+    /// Azure only: the storage account the URL names, if it names one.
+    pub account: Option<String>,
+    /// How messages spell the bucket: `s3://b`, `gs://b`, `az://c`,
+    /// `abfss://c@a.dfs.core.windows.net`, `https://a.blob.core.windows.net/c`,
+    /// `https://host`; an object is named `{base}/{key}`.
+    pub base: String,
+}
+
+/// By hand: the query (a signature, a SAS token) never shows.
+impl std::fmt::Debug for RemoteUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteUrl")
+            .field("scheme", &self.scheme)
+            .field("bucket", &self.bucket)
+            .field("key", &self.key)
+            .field("query", &self.query.as_ref().map(|_| "<redacted>"))
+            .field("account", &self.account)
+            .field("base", &self.base)
+            .finish()
+    }
 }
 
 /// Whether `s` names a remote checkpoint (and so goes to [`RemoteUrl::parse`]).
 pub fn is_url(s: &str) -> bool {
-    ["s3://", "s3a://", "http://", "https://"].iter().any(|p| s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p))
+    ["s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "http://", "https://"]
+        .iter()
+        .any(|p| s.len() >= p.len() && s.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
+}
+
+/// The schemes whose keys are literal (no query, no fragment, no escapes).
+fn literal_keys(scheme: &str) -> bool {
+    matches!(scheme.to_ascii_lowercase().as_str(), "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss")
 }
 
 impl RemoteUrl {
@@ -32,6 +83,9 @@ impl RemoteUrl {
         let bad = |why: &str| RemoteError::new(RemoteErrorKind::BadUrl, shown(s), why.to_string());
         let (scheme, rest) = s.split_once("://").ok_or_else(|| bad("no scheme"))?;
         let scheme_lc = scheme.to_ascii_lowercase();
+        if let Some(parsed) = crate::cloud_url::parse(s, &scheme_lc, rest) {
+            return parsed;
+        }
         let (head, key) = rest.split_once('/').unwrap_or((rest, ""));
         if head.is_empty() {
             return Err(bad(if scheme_lc.starts_with("s3") { "no bucket" } else { "no host" }));
@@ -39,14 +93,8 @@ impl RemoteUrl {
         if head.contains('@') {
             return Err(bad("credentials in the URL are not taken: use the AWS environment or a presigned URL"));
         }
-        if key.split('/').any(|c| c == ".." || c == ".") {
-            // S3 stores such keys, but no request can name them: URL
-            // parsers (RFC 3986, WHATWG, so reqwest's) resolve `.` and `..`
-            // path segments, percent-encoded ones included, so the GET
-            // would name another key (or leave a prefix). SeaweedFS refuses
-            // to store them at all (PutObject: InvalidRequest).
-            return Err(bad("a '.' or '..' key component cannot be requested: URL parsers resolve it as a dot segment, so the request \
-                 would name another key"));
+        if has_dot_segment(key) {
+            return Err(bad(DOT_SEGMENT));
         }
         match scheme_lc.as_str() {
             "s3" | "s3a" => {
@@ -65,7 +113,14 @@ impl RemoteUrl {
                 if !head.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') {
                     return Err(bad("not a bucket name"));
                 }
-                Ok(RemoteUrl { scheme: Scheme::S3, bucket: head.to_string(), key: key.to_string(), query: None })
+                Ok(RemoteUrl {
+                    scheme: Scheme::S3,
+                    bucket: head.to_string(),
+                    key: key.to_string(),
+                    query: None,
+                    account: None,
+                    base: format!("s3://{head}"),
+                })
             }
             "http" | "https" => {
                 let (path, query) = match key.split_once('?') {
@@ -76,9 +131,10 @@ impl RemoteUrl {
                 if path.is_empty() || path.ends_with('/') {
                     return Err(bad("an HTTP URL names one file (servers list no directories)"));
                 }
-                Ok(RemoteUrl { scheme: Scheme::Http, bucket: format!("{scheme_lc}://{head}"), key: path.to_string(), query })
+                let base = format!("{scheme_lc}://{head}");
+                Ok(RemoteUrl { scheme: Scheme::Http, bucket: base.clone(), key: path.to_string(), query, account: None, base })
             }
-            _ => Err(bad("use s3://bucket/key, s3://bucket/prefix/, http:// or https://")),
+            _ => Err(bad("use s3://, gs://, az://, abfs(s):// (bucket or container, then key or prefix/), http:// or https://")),
         }
     }
 
@@ -110,10 +166,14 @@ impl RemoteUrl {
                 format!("'{}' is not a file name in this prefix (no '/', '..', scheme or host)", name.escape_debug()),
             ));
         }
-        Ok(RemoteUrl { scheme: self.scheme.clone(), bucket: self.bucket.clone(), key: format!("{}{name}", self.dir()), query: None })
+        // An Azure SAS token is the container's credential: siblings keep
+        // it. An HTTP query signs one file only.
+        let query = if self.scheme == Scheme::Azure { self.query.clone() } else { None };
+        Ok(RemoteUrl { key: format!("{}{name}", self.dir()), query, ..self.clone() })
     }
 
-    /// `s3://bucket/key` or `https://host/path`, never the query.
+    /// `s3://bucket/key`, `gs://bucket/key`, `az://container/key` (as the
+    /// URL spelled the store) or `https://host/path`, never the query.
     pub fn object(&self) -> String {
         self.object_for(&self.key)
     }
@@ -126,11 +186,21 @@ impl RemoteUrl {
     }
 
     fn object_for(&self, key: &str) -> String {
-        match self.scheme {
-            Scheme::S3 => format!("s3://{}/{key}", self.bucket),
-            Scheme::Http => format!("{}/{key}", self.bucket),
-        }
+        format!("{}/{key}", self.base)
     }
+}
+
+/// Why a `.`/`..` component is refused, in every store. S3, GCS and Azure
+/// store such keys, but no request can name them: URL parsers (RFC 3986,
+/// WHATWG, so reqwest's) resolve `.` and `..` path segments,
+/// percent-encoded ones included, so the GET would name another key (or
+/// leave a prefix). SeaweedFS refuses to store them at all (PutObject:
+/// InvalidRequest).
+pub(crate) const DOT_SEGMENT: &str =
+    "a '.' or '..' key component cannot be requested: URL parsers resolve it as a dot segment, so the request would name another key";
+
+pub(crate) fn has_dot_segment(key: &str) -> bool {
+    key.split('/').any(|c| c == ".." || c == ".")
 }
 
 /// One file name an index may name as a shard: not empty, not `.`/`..`,
@@ -148,15 +218,18 @@ pub fn is_listed_name(name: &str) -> bool {
 
 /// `s` as every output names it (messages, CLI text and JSON, Python
 /// `path`): no user info and, for HTTP, no query string or fragment (a
-/// presigned URL's signature). An s3:// key is literal (`?` and `#` are key
-/// characters there). A string without `://` (a local path) is kept.
+/// presigned URL's signature, an Azure SAS token). An s3://, gs://, az://
+/// or abfs(s):// key is literal (`?` and `#` are key characters there), and
+/// an abfs(s)/az `container@account` keeps its container (only a
+/// `user:password@` is hidden). A string without `://` (a local path) is kept.
 pub fn shown(s: &str) -> String {
     let Some((scheme, rest)) = s.split_once("://") else { return s.to_string() };
-    let rest = if scheme.to_ascii_lowercase().starts_with("s3") { rest } else { rest.split(['?', '#']).next().unwrap_or("") };
+    let literal = literal_keys(scheme);
+    let rest = if literal { rest } else { rest.split(['?', '#']).next().unwrap_or("") };
     let (head, path) = rest.split_once('/').map_or((rest, None), |(h, p)| (h, Some(p)));
     let head = match head.rsplit_once('@') {
-        Some((_, host)) => format!("<user>@{host}"),
-        None => head.to_string(),
+        Some((user, host)) if !literal || user.contains(':') => format!("<user>@{host}"),
+        _ => head.to_string(),
     };
     match path {
         Some(p) => format!("{scheme}://{head}/{p}"),

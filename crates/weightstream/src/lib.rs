@@ -57,7 +57,7 @@ pub use weightstream_remote as remote;
 
 /// Read a checkpoint's headers: a GGUF file, a safetensors file, or a
 /// directory of shards, local or in object storage (`s3://bucket/key`,
-/// `s3://bucket/prefix/`, `http(s)://...`; the `remote` feature, on by
+/// `s3://bucket/prefix/`, `gs://`, `az://`, `http(s)://...`; the `remote` feature, on by
 /// default, and crate weightstream-remote). Touches only
 /// headers. Tensor data will be read with
 /// positioned reads (see [`open_with_source`] for the alternatives).

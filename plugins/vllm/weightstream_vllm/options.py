@@ -14,7 +14,7 @@ KEEP = ("bf16", "quantized")
 class Options:
     #: The checkpoint: a .gguf or .safetensors file or a directory (default:
     #: the --model directory, or the --model file), or a URL
-    #: (s3://bucket/key.gguf, s3://bucket/prefix/, https://...): then
+    #: (s3://bucket/key.gguf, s3://bucket/prefix/, gs://..., az://..., https://...): then
     #: --model is a local directory of config and tokenizer files only.
     file: Optional[str] = None
     #: How to read it: "auto" (measures the page cache: read through it when
@@ -50,7 +50,8 @@ class Options:
         return cls(**extra)
 
 
-REMOTE = ("s3://", "s3a://", "http://", "https://")
+# The URL schemes weightstream reads (crates/weightstream-remote/src/url.rs, is_url).
+REMOTE = ("s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "http://", "https://")
 
 
 def is_url(s) -> bool:

@@ -37,7 +37,7 @@ WEIGHTSTREAM_REMOTE_CONCURRENCY, _PART_SIZE, _RETRIES and _TIMEOUT tune the rang
 (docs/storage.md)."
 )]
 pub struct Args {
-    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), http(s)://host/file
+    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), the same with gs:// or az:// (abfs://, abfss://, https://ACCOUNT.blob.core.windows.net/container/...), http(s)://host/file
     pub input: PathBuf,
     /// Output: a .safetensors file, a directory, or a .gguf file
     #[arg(short, long)]

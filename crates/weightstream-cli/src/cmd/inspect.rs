@@ -25,7 +25,7 @@ weightstream inspect ./Qwen3-8B-FP8 --all-metadata\n  \
 weightstream inspect model.safetensors --json | jq '.tensors[0]'"
 )]
 pub struct Args {
-    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), http(s)://host/file
+    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), the same with gs:// or az:// (abfs://, abfss://, https://ACCOUNT.blob.core.windows.net/container/...), http(s)://host/file
     pub path: PathBuf,
     /// Print JSON: {"format", "metadata", "tensors": [{"name", "dtype", "shape", "nbytes", ...}], ...}
     #[arg(long)]

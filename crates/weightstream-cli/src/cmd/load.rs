@@ -25,7 +25,7 @@ weightstream load s3://models/qwen3-q4_k_m.gguf --device cpu   ranged GETs, AWS 
 weightstream load s3://models/Qwen3-8B-FP8/ --readers 8        a prefix of shards; 8 reads of 2 MiB parts in flight"
 )]
 pub struct Args {
-    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), http(s)://host/file
+    /// A .gguf or .safetensors file, a checkpoint directory, or a URL: s3://bucket/key, s3://bucket/prefix/ (a directory of shards), the same with gs:// or az:// (abfs://, abfss://, https://ACCOUNT.blob.core.windows.net/container/...), http(s)://host/file
     pub path: PathBuf,
     /// auto (GPU 0 if there is one, else CPU), cpu, cuda or cuda:N
     #[arg(long, default_value = "auto")]
