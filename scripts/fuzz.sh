@@ -26,6 +26,11 @@ source scripts/env.sh
 # through the CPU executor): building the fatbins with nvcc under the
 # fuzzers' toolchain would only cost CI minutes.
 unset WEIGHTSTREAM_NVCC
+# Nightly builds of the workspace crates in a build directory of their own:
+# sharing the stable builds' one (scripts/env.sh) once left a release build
+# linking a fuzz build's weightstream-format of the same hash and failing
+# to find a module added since.
+export CARGO_BUILD_BUILD_DIR=$WS_CACHE/cargo-build-fuzz
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
