@@ -125,3 +125,40 @@ pub struct WsSlice {
     pub col_begin: u64,
     pub col_end: u64,
 }
+
+// ws_meta_type (weightstream.h): ws_meta_kv's `type`.
+pub const WS_META_U32: u32 = 0;
+pub const WS_META_F32: u32 = 1;
+pub const WS_META_BOOL: u32 = 2;
+pub const WS_META_STRING: u32 = 3;
+pub const WS_META_STRING_ARRAY: u32 = 4;
+pub const WS_META_F32_ARRAY: u32 = 5;
+pub const WS_META_I32_ARRAY: u32 = 6;
+
+/// One metadata key and its value (`ws_meta_kv` in weightstream.h): the
+/// field of `type` is set, the others zero.
+#[repr(C)]
+pub struct WsMetaKv {
+    pub key: *const c_char,
+    pub r#type: u32,
+    pub u32: u32,
+    pub f32: f32,
+    pub boolean: bool,
+    pub string: *const c_char,
+    pub n: usize,
+    pub strings: *const *const c_char,
+    pub f32s: *const f32,
+    pub i32s: *const i32,
+}
+
+/// One GGUF tensor and where its data comes from (`ws_gguf_tensor`).
+#[repr(C)]
+pub struct WsGgufTensor {
+    pub name: *const c_char,
+    pub ggml_type: u32,
+    pub n_dims: u32,
+    pub shape: [u64; WS_MAX_DIMS],
+    pub sources: *const usize,
+    pub n_sources: usize,
+    pub permute_heads: u32,
+}

@@ -9,7 +9,6 @@ use weightstream::format::SourceKind;
 
 use crate::abi::*;
 use crate::checkpoint::Checkpoint;
-use crate::gguf_meta::{WsGgufTensor, WsMetaKv};
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());

@@ -8,9 +8,10 @@
 mod abi;
 mod checkpoint;
 mod ffi;
+mod ffi_gguf;
 mod gguf_meta;
 mod load;
 
 pub use abi::*;
 pub use ffi::*;
-pub use gguf_meta::*;
+pub use ffi_gguf::*;

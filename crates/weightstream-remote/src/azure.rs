@@ -24,11 +24,11 @@ use std::sync::Arc;
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::ObjectStore;
 
+use crate::client::{build_error, retry, NoRedirects};
 use crate::env::Env;
 use crate::error::RemoteError;
 use crate::options::RemoteOptions;
 use crate::secret;
-use crate::store::{build_error, retry, NoRedirects};
 use crate::url::RemoteUrl;
 
 pub fn build(url: &RemoteUrl, opts: &RemoteOptions, env: &Env) -> Result<Arc<dyn ObjectStore>, RemoteError> {

@@ -14,7 +14,7 @@
 //! request path, and no stand-in is re-signed for them.
 
 use crate::error::{RemoteError, RemoteErrorKind};
-use crate::url::{has_dot_segment, shown, RemoteUrl, Scheme, DOT_SEGMENT};
+use crate::url_types::{has_dot_segment, shown, RemoteUrl, Scheme, DOT_SEGMENT};
 
 /// The Azure hosts of a storage account: Blob and Data Lake (the same
 /// objects through the Blob API).
@@ -169,7 +169,7 @@ fn percent_decoded(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use crate::error::RemoteErrorKind;
-    use crate::url::{shown, RemoteUrl, Scheme};
+    use crate::url_types::{shown, RemoteUrl, Scheme};
 
     fn parts(u: &str) -> (Scheme, String, String, Option<String>, String) {
         let p = RemoteUrl::parse(u).unwrap_or_else(|e| panic!("{u}: {e}"));

@@ -24,10 +24,10 @@ use std::sync::Arc;
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::ObjectStore;
 
+use crate::client::{build_error, retry, NoRedirects};
 use crate::env::Env;
 use crate::error::RemoteError;
 use crate::options::RemoteOptions;
-use crate::store::{build_error, retry, NoRedirects};
 use crate::url::RemoteUrl;
 
 /// The variables that hold credentials themselves (not paths to them).

@@ -23,6 +23,7 @@
 //! Google chain ([`gcs`]) and the Azure one ([`azure`]).
 
 pub mod azure;
+mod client;
 pub mod cloud_url;
 pub mod env;
 pub mod error;
@@ -36,6 +37,7 @@ pub mod secret;
 pub mod source;
 pub mod store;
 pub mod url;
+mod url_types;
 
 pub use error::{RemoteError, RemoteErrorKind};
 pub use open::{open, open_object, OpenError};
