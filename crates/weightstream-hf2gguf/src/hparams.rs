@@ -143,7 +143,16 @@ pub(crate) fn hparams(cfg: &Config, arch: Arch, meta: &mut Metadata) -> Result<H
     if let Some((k, _)) = cfg.find(&gating) {
         return Err(unsupported(CONFIG, k, "an expert gating function is not supported"));
     }
-    let head_dim = cfg.int_in(&["head_dim"], DIM)?;
+    // convert reads config.json through transformers' config class, whose
+    // head_dim is set when the file has none: hidden_size / heads for
+    // LlamaConfig and MistralConfig, 128 for Qwen3Config; Qwen2's and
+    // Qwen3-MoE's classes have none (convert then writes no key_length).
+    let head_dim = match (cfg.int_in(&["head_dim"], DIM)?, arch.name) {
+        (Some(hd), _) => Some(hd),
+        (None, "llama") if n_embd % n_head == 0 => Some(n_embd / n_head),
+        (None, "qwen3") => Some(128),
+        _ => None,
+    };
     if let Some(hd) = head_dim {
         w.u32("attention.key_length", hd);
         w.u32("attention.value_length", hd);

@@ -90,7 +90,10 @@ fn the_valid_checkpoints_build() {
     assert_eq!(m.get("llama.attention.head_count"), Some(&Meta::U32(4)));
     assert_eq!(m.get("tokenizer.ggml.bos_token_id"), Some(&Meta::U32(1)));
     assert_eq!(m.tensor("blk.0.attn_k.weight").unwrap().permute_heads, 2);
+    // No head_dim in config.json: LlamaConfig's (hidden / heads), as convert sees it.
+    assert_eq!(m.get("llama.attention.key_length"), Some(&Meta::U32(16)));
     let m = run(&moe()).unwrap();
+    assert_eq!(m.get("qwen3moe.attention.key_length"), None, "Qwen3MoeConfig has no head_dim default");
     assert_eq!(m.tensor("blk.1.ffn_up_exps.weight").unwrap().shape, vec![4, 32, 64]);
     assert_eq!(m.get("general.size_label"), Some(&Meta::Str("4x40K".into())));
 }

@@ -7,6 +7,7 @@
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -18,10 +19,14 @@ use weightstream_hf2gguf::{HfInput, MappedTensor, Metadata, TensorIn, TensorType
 use crate::access::{bytes, JobKernel};
 use crate::control::{Control, Tracker};
 use crate::convert_output::{write_output, ConvertOptions, ConvertReport};
-use crate::cpu::CpuExecutor;
+use crate::cpu::{alloc_output, CpuExecutor};
 use crate::error::{Error, Result};
+use crate::overlapped_write::{overlapped, Failure};
 use crate::plan::{Job, Plan, PlanOptions};
 use crate::tensor::LoadStats;
+
+/// u16 values per write buffer (two of them): as the safetensors convert.
+const WRITE_GROUP: u64 = 1 << 20;
 
 /// The most a checkpoint's side file (tokenizer.json, README.md, ...) may
 /// hold: far above any real tokenizer, and what the converter reads whole.
@@ -113,25 +118,7 @@ pub fn convert_to_gguf(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
     let head = header(&meta.kv, &decls).map_err(|why| Error::InvalidArgument(format!("{}: {why}", output.display())))?;
     let out_bytes = head.len() as u64 + data_offsets(&decls).last().copied().unwrap_or(0) + decls.last().map_or(0, |d| d.nbytes);
     let src_bytes: u64 = meta.tensors.iter().flat_map(|t| &t.sources).map(|&i| plan.jobs[i].src_bytes()).sum();
-    write_output(output, opts.force, |tmp| {
-        let cpu = CpuExecutor::new(&opts.staging)?;
-        let tracker = Tracker::new(control, meta.tensors.len() as u64, src_bytes);
-        let file = File::create(tmp).map_err(io_err(tmp))?;
-        let mut w = BufWriter::with_capacity(4 << 20, file);
-        w.write_all(&head).map_err(io_err(tmp))?;
-        let mut at = 0u64;
-        for (t, d) in meta.tensors.iter().zip(&decls) {
-            let data = tensor_bytes(cat, &cpu, &plan, t, &tracker)?;
-            debug_assert_eq!(data.len() as u64, d.nbytes);
-            w.write_all(&data).map_err(io_err(tmp))?;
-            at += d.nbytes;
-            let pad = at.next_multiple_of(32) - at;
-            w.write_all(&vec![0u8; pad as usize]).map_err(io_err(tmp))?;
-            at += pad;
-            tracker.tensor_done();
-        }
-        w.into_inner().map_err(|e| Error::Io { path: tmp.to_path_buf(), source: e.into_error() })?.sync_all().map_err(io_err(tmp))
-    })?;
+    write_output(output, opts.force, |tmp| write_file(cat, &plan, &meta, &head, &decls, tmp, &opts.staging, control))?;
     Ok(ConvertReport {
         output: output.to_path_buf(),
         files: vec![PathBuf::from(output)],
@@ -140,20 +127,143 @@ pub fn convert_to_gguf(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
     })
 }
 
-/// One GGUF tensor's data: its sources (one, or one per expert, stacked)
-/// as BF16, or as F32 for the norms and the router, with llama's q/k rows
-/// in convert's order.
-fn tensor_bytes(cat: &Catalog, cpu: &CpuExecutor, plan: &Plan, t: &MappedTensor, tracker: &Tracker) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    for &s in &t.sources {
-        let job = &plan.jobs[s];
-        let values = match t.ty {
-            TensorType::BF16 => bf16(cat, cpu, job, tracker)?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            TensorType::F32 => f32_bytes(cat, cpu, job, tracker)?,
-        };
-        out.extend(permuted(values, job, t.permute_heads, if t.ty == TensorType::F32 { 4 } else { 2 }));
+/// A piece of the data section, at most one write buffer of u16 values:
+/// zeros up to a tensor's 32-byte alignment, or rows `rows` of one source of
+/// GGUF tensor `tensor` (its expert `source`), in output order.
+enum Piece {
+    Pad(usize),
+    Rows { tensor: usize, source: usize, rows: Range<u64>, cols: u64, last: bool },
+}
+
+/// The data section as pieces: every tensor's sources in order, each cut
+/// into runs of whole rows of at most `group` values (a row is one value of
+/// a 1-D tensor when its rows are permuted, else the whole tensor).
+fn pieces(meta: &Metadata, plan: &Plan, decls: &[TensorDecl], group: u64) -> Vec<Piece> {
+    let mut out = vec![];
+    let mut at = 0u64;
+    for (ti, (t, d)) in meta.tensors.iter().zip(decls).enumerate() {
+        let per_value = if t.ty == TensorType::F32 { 2 } else { 1 };
+        for (si, &s) in t.sources.iter().enumerate() {
+            let job = &plan.jobs[s];
+            let (rows, cols) = shape2(job, t.permute_heads);
+            // An F32 source (a norm, a bias, the router: small) is one piece:
+            // its values are made whole (f32_values).
+            let step = if per_value == 2 { rows } else { (group / cols.max(1)).max(1) };
+            for r in (0..rows).step_by(step as usize) {
+                let end = (r + step).min(rows);
+                out.push(Piece::Rows { tensor: ti, source: si, rows: r..end, cols, last: si + 1 == t.sources.len() && end == rows });
+            }
+        }
+        at += d.nbytes;
+        // Each tensor's data starts 32-byte aligned; sizes are even, so the
+        // padding is whole u16 zeros.
+        let pad = at.next_multiple_of(32) - at;
+        if pad > 0 {
+            out.push(Piece::Pad(pad as usize / 2));
+        }
+        at += pad;
     }
-    Ok(out)
+    out
+}
+
+/// A source seen as rows: the rows convert permutes (a 1-D bias: one value
+/// each), or the outermost dimension's, or one row for a 1-D tensor.
+fn shape2(job: &Job, permute_heads: u32) -> (u64, u64) {
+    match job.shape.first() {
+        Some(&r) if r > 0 && (permute_heads > 0 || job.shape.len() >= 2) => (r, job.n_elems / r),
+        _ => (1, job.n_elems),
+    }
+}
+
+/// The GGUF file: its header, then the data written from two buffers, one
+/// filled by the CPU kernels while the other is written (bounded memory,
+/// as the safetensors convert).
+#[allow(clippy::too_many_arguments)]
+fn write_file(
+    cat: &Catalog,
+    plan: &Plan,
+    meta: &Metadata,
+    head: &[u8],
+    decls: &[TensorDecl],
+    tmp: &Path,
+    staging: &crate::Staging,
+    control: Control,
+) -> Result<()> {
+    let cpu = CpuExecutor::new(staging)?;
+    let src_bytes: u64 = meta.tensors.iter().flat_map(|t| &t.sources).map(|&i| plan.jobs[i].src_bytes()).sum();
+    let tracker = Tracker::new(control, meta.tensors.len() as u64, src_bytes);
+    let file = File::create(tmp).map_err(io_err(tmp))?;
+    let mut w = BufWriter::with_capacity(4 << 20, file);
+    w.write_all(head).map_err(io_err(tmp))?;
+    // A row of the widest BF16 tensor, and a whole F32 source, must fit a buffer.
+    let widest = meta.tensors.iter().flat_map(|t| t.sources.iter().map(move |&s| (t, s))).map(|(t, s)| match t.ty {
+        TensorType::F32 => plan.jobs[s].n_elems * 2,
+        TensorType::BF16 => shape2(&plan.jobs[s], t.permute_heads).1,
+    });
+    let group = widest.max().unwrap_or(0).max(WRITE_GROUP);
+    let bufs = [alloc_output("(convert write buffer)", group)?, alloc_output("(convert write buffer)", group)?];
+    let kernels = meta
+        .tensors
+        .iter()
+        .map(|t| t.sources.iter().map(|&s| JobKernel::new(cat, &plan.jobs[s])).collect::<Result<Vec<_>>>())
+        .collect::<Result<Vec<_>>>()?;
+    let len = |p: &Piece| match p {
+        Piece::Pad(n) => *n,
+        Piece::Rows { tensor, rows, cols, .. } => {
+            ((rows.end - rows.start) * cols * if meta.tensors[*tensor].ty == TensorType::F32 { 2 } else { 1 }) as usize
+        }
+    };
+    let fill = |p: &Piece, out: &mut [u16]| -> Result<()> {
+        let Piece::Rows { tensor, source, rows, cols, last } = p else {
+            out.fill(0);
+            return Ok(());
+        };
+        let t = &meta.tensors[*tensor];
+        let jk = &kernels[*tensor][*source];
+        let job = jk.job();
+        match t.ty {
+            TensorType::BF16 if t.permute_heads == 0 => {
+                cpu.fill_elems(cat, jk, job.first + rows.start * cols, out, Some(&tracker))?;
+            }
+            TensorType::BF16 => {
+                for (k, r) in rows.clone().enumerate() {
+                    let src = permuted_row(r, job.shape[0], t.permute_heads);
+                    let dst = &mut out[k * *cols as usize..(k + 1) * *cols as usize];
+                    cpu.fill_elems(cat, jk, job.first + src * cols, dst, Some(&tracker))?;
+                }
+            }
+            TensorType::F32 => {
+                let values = f32_values(cat, &cpu, job, &tracker)?;
+                for (k, r) in rows.clone().enumerate() {
+                    let src = if t.permute_heads > 0 { permuted_row(r, job.shape[0], t.permute_heads) } else { r };
+                    for c in 0..*cols as usize {
+                        // Little-endian F32 as two u16 (low half first).
+                        let v = values[src as usize * *cols as usize + c];
+                        let o = 2 * (k * *cols as usize + c);
+                        (out[o], out[o + 1]) = (v as u16, (v >> 16) as u16);
+                    }
+                }
+            }
+        }
+        if *last {
+            tracker.tensor_done();
+        }
+        Ok(())
+    };
+    let (w, _) = overlapped(w, pieces(meta, plan, decls, group), len, bufs, fill, |w| w.flush()).map_err(|f| match f {
+        Failure::Fill(e) => e,
+        Failure::Write(source) => Error::Io { path: tmp.to_path_buf(), source },
+    })?;
+    w.into_inner().map_err(|e| Error::Io { path: tmp.to_path_buf(), source: e.into_error() })?.sync_all().map_err(io_err(tmp))
+}
+
+/// llama's q/k rows in convert's order (LlamaModel.permute): within each of
+/// `heads` heads of d rows, output row `h * d + 2i + j` is source row
+/// `h * d + j * d / 2 + i`.
+fn permuted_row(r: u64, rows: u64, heads: u32) -> u64 {
+    let d = rows / heads as u64;
+    let (h, within) = (r / d, r % d);
+    h * d + (within % 2) * (d / 2) + within / 2
 }
 
 fn bf16(cat: &Catalog, cpu: &CpuExecutor, job: &Job, tracker: &Tracker) -> Result<Vec<u16>> {
@@ -162,45 +272,21 @@ fn bf16(cat: &Catalog, cpu: &CpuExecutor, job: &Job, tracker: &Tracker) -> Resul
     Ok(dst)
 }
 
-/// F32 values as convert writes them: an F32, F16 or BF16 source widened
-/// exactly (its stored values), anything else from its BF16.
-fn f32_bytes(cat: &Catalog, cpu: &CpuExecutor, job: &Job, tracker: &Tracker) -> Result<Vec<u8>> {
+/// F32 values (bits) as convert writes them: an F32, F16 or BF16 source
+/// widened exactly (its stored values), anything else from its BF16.
+fn f32_values(cat: &Catalog, cpu: &CpuExecutor, job: &Job, tracker: &Tracker) -> Result<Vec<u32>> {
     let info = &cat.tensors[job.tensor];
     let stored = matches!(info.dtype, Dtype::St(StDtype::F32 | StDtype::F16 | StDtype::BF16)) && info.packed.is_none();
     if !stored {
-        return Ok(bf16(cat, cpu, job, tracker)?.iter().flat_map(|&b| ((b as u32) << 16).to_le_bytes()).collect());
+        return Ok(bf16(cat, cpu, job, tracker)?.iter().map(|&b| (b as u32) << 16).collect());
     }
     let raw = bytes(cat, info.file, info.offset..info.offset + info.nbytes, &info.name)?;
     tracker.add_bytes(info.nbytes);
-    let widen = |b: &[u8]| -> u32 {
-        match info.dtype {
-            Dtype::St(StDtype::F32) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-            Dtype::St(StDtype::F16) => weightstream_dequant::numerics::f16_to_f32(u16::from_le_bytes([b[0], b[1]])).to_bits(),
-            _ => (u16::from_le_bytes([b[0], b[1]]) as u32) << 16,
+    Ok(match info.dtype {
+        Dtype::St(StDtype::F32) => raw.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+        Dtype::St(StDtype::F16) => {
+            raw.chunks_exact(2).map(|b| weightstream_dequant::numerics::f16_to_f32(u16::from_le_bytes([b[0], b[1]])).to_bits()).collect()
         }
-    };
-    let width = if info.dtype == Dtype::St(StDtype::F32) { 4 } else { 2 };
-    Ok(raw.chunks_exact(width).flat_map(|b| widen(b).to_le_bytes()).collect())
-}
-
-/// llama's q/k rows in convert's order (LlamaModel.permute): within each of
-/// `heads` heads of d rows, output row `2i + j` is input row `j * d / 2 + i`.
-fn permuted(values: Vec<u8>, job: &Job, heads: u32, width: usize) -> Vec<u8> {
-    if heads == 0 {
-        return values;
-    }
-    let rows = job.shape.first().copied().unwrap_or(0) as usize;
-    let row_bytes = values.len() / rows.max(1);
-    let d = rows / heads as usize;
-    debug_assert!(row_bytes % width == 0 && d % 2 == 0);
-    let mut out = Vec::with_capacity(values.len());
-    for h in 0..heads as usize {
-        for i in 0..d / 2 {
-            for j in 0..2 {
-                let r = h * d + j * d / 2 + i;
-                out.extend_from_slice(&values[r * row_bytes..(r + 1) * row_bytes]);
-            }
-        }
-    }
-    out
+        _ => raw.chunks_exact(2).map(|b| (u16::from_le_bytes([b[0], b[1]]) as u32) << 16).collect(),
+    })
 }
