@@ -33,6 +33,7 @@ from harness import ROOT, SEED, run_ws, ws_bin
 
 sys.path.insert(0, str(ROOT / "tests" / "s3"))
 sys.path.insert(0, str(ROOT / "tests" / "python"))
+import hf_tiny  # noqa: E402  (tests/fixtures/hf_tiny.py)
 import packed as packed_fixtures  # noqa: E402  (tests/fixtures/packed.py)
 import sample_model  # noqa: E402
 from emulators import Azurite, FakeGCS  # noqa: E402
@@ -66,6 +67,7 @@ def models(fixtures, tmp_path_factory) -> dict[str, Path]:
         "nvfp4/": d / "packed" / "nvfp4_modelopt",
         "mxfp4/": d / "packed" / "mxfp4_gptoss",
         "int/": d / "packed" / "int_ct",
+        "hf-llama/": hf_tiny.tiny_llama(d / "hf-llama", SEED),
     }
 
 
@@ -168,6 +170,17 @@ def test_cli_inspect_load_convert_take_urls(store, models, tmp_path):
     r = ws(store, "convert", url("kquant.gguf", store), "-o", tmp_path / "remote.safetensors")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "remote.safetensors").read_bytes() == local.read_bytes()
+
+
+def test_convert_to_gguf_from_a_prefix_equals_the_local_convert(store, models, tmp_path):
+    """`convert --to gguf` of a Hugging Face checkpoint under a prefix reads
+    its tokenizer files from the store: the same GGUF, byte for byte, as
+    the local directory's (issue 41)."""
+    local = tmp_path / "local.gguf"
+    run_ws("convert", models["hf-llama/"], "-o", local)
+    r = ws(store, "convert", url("hf-llama/", store), "-o", tmp_path / "remote.gguf")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "remote.gguf").read_bytes() == local.read_bytes()
 
 
 def test_headers_take_few_round_trips(store):

@@ -40,7 +40,7 @@ pub mod url;
 mod url_types;
 
 pub use error::{RemoteError, RemoteErrorKind};
-pub use open::{open, open_object, OpenError};
+pub use open::{open, open_object, read_side_files, OpenError};
 pub use options::RemoteOptions;
 pub use source::RemoteSource;
 pub use url::{is_url, shown, RemoteUrl};

@@ -136,3 +136,34 @@ async fn head(store: &dyn ObjectStore, location: &ObjectPath, scheme: &Scheme) -
         }
     }
 }
+
+/// Small files beside a checkpoint's weights under the prefix `url` (what
+/// `convert --to gguf` reads: the tokenizer files, a README), each fetched
+/// whole; `None` where the prefix holds no such object, and a file larger
+/// than `max` bytes refused before it is fetched.
+pub fn read_side_files(url: &str, names: &[&str], max: u64, opts: &RemoteOptions) -> Result<Vec<Option<Vec<u8>>>, RemoteError> {
+    let url = RemoteUrl::parse(url)?;
+    if !url.is_prefix() || !url.scheme.is_store() {
+        return Err(RemoteError::new(RemoteErrorKind::BadUrl, url.object(), "names no checkpoint directory (a prefix ending in /)"));
+    }
+    let store = build(&url, opts)?;
+    names
+        .iter()
+        .map(|name| {
+            let (loc, object) = (location(&format!("{}{name}", url.dir())), url.object_in_dir(name));
+            match runtime().block_on(store.head(&loc)) {
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(classify(&object, &e)),
+                Ok(meta) if meta.size > max => Err(RemoteError::new(
+                    RemoteErrorKind::Server,
+                    &object,
+                    format!("{} bytes, more than a checkpoint's side file holds", meta.size),
+                )),
+                Ok(_) => runtime()
+                    .block_on(async { store.get(&loc).await?.bytes().await })
+                    .map(|b| Some(b.to_vec()))
+                    .map_err(|e| classify(&object, &e)),
+            }
+        })
+        .collect()
+}

@@ -36,12 +36,21 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io { path: path.to_path_buf(), source }
 }
 
-/// The side files [`FILES`] of the directory `root`, read (None: absent).
-fn side_files(root: &Path) -> Result<Vec<Option<Vec<u8>>>> {
-    FILES
+/// The side files [`FILES`] and `modules.json` of the checkpoint
+/// directory `cat` was opened from, read (None: absent): a local
+/// directory, or an object-store prefix (fetched whole).
+fn side_files(cat: &Catalog) -> Result<Vec<Option<Vec<u8>>>> {
+    let names: Vec<&str> = FILES.iter().copied().chain(["modules.json"]).collect();
+    #[cfg(feature = "remote")]
+    if let Some(url) = cat.root.to_str().filter(|s| weightstream_remote::is_url(s)) {
+        let url = if url.ends_with('/') { url.to_string() } else { format!("{url}/") };
+        let opts = weightstream_remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
+        return weightstream_remote::read_side_files(&url, &names, MAX_SIDE_FILE, &opts).map_err(Error::Remote);
+    }
+    names
         .iter()
         .map(|f| {
-            let p = root.join(f);
+            let p = cat.root.join(f);
             match fs::metadata(&p) {
                 Err(_) => Ok(None),
                 Ok(m) if m.len() > MAX_SIDE_FILE => {
@@ -53,10 +62,21 @@ fn side_files(root: &Path) -> Result<Vec<Option<Vec<u8>>>> {
         .collect()
 }
 
+/// Whether `cat` was opened from a checkpoint directory: a local one, or
+/// an object-store prefix.
+fn is_dir(cat: &Catalog) -> bool {
+    #[cfg(feature = "remote")]
+    if cat.root.to_str().is_some_and(weightstream_remote::is_url) {
+        return cat.root.to_string_lossy().ends_with('/');
+    }
+    cat.root.is_dir()
+}
+
 fn check_hf_dir(cat: &Catalog) -> Result<()> {
-    if cat.format != Format::Safetensors || !cat.root.is_dir() {
+    if cat.format != Format::Safetensors || !is_dir(cat) {
         return Err(Error::InvalidArgument(format!(
-            "{}: llama.cpp's metadata is made from a Hugging Face checkpoint directory (config.json, tokenizer, safetensors)",
+            "{}: llama.cpp's metadata is made from a Hugging Face checkpoint directory (config.json, tokenizer, safetensors; \
+             locally or under an object-store prefix)",
             cat.root.display()
         )));
     }
@@ -68,7 +88,7 @@ fn check_hf_dir(cat: &Catalog) -> Result<()> {
 /// index): its side files read, weightstream-hf2gguf's checks applied.
 pub fn hf_metadata(cat: &Catalog, tensors: &[TensorIn]) -> Result<Metadata> {
     check_hf_dir(cat)?;
-    let files = side_files(&cat.root)?;
+    let files = side_files(cat)?;
     let f = |name: &str| files[FILES.iter().position(|x| *x == name).expect("one of FILES")].as_deref();
     let config = f("config.json").ok_or_else(|| Error::Io {
         path: cat.root.join("config.json"),
@@ -87,7 +107,7 @@ pub fn hf_metadata(cat: &Catalog, tensors: &[TensorIn]) -> Result<Metadata> {
         added_tokens: f("added_tokens.json"),
         chat_template_jinja: f("chat_template.jinja"),
         readme: f("README.md"),
-        has_modules_json: cat.root.join("modules.json").exists(),
+        has_modules_json: files[FILES.len()].is_some(),
         tensors,
     };
     weightstream_hf2gguf::build(&input).map_err(|source| Error::HfMetadata { dir: cat.root.clone(), source })
