@@ -19,7 +19,7 @@
 #     logits identical to llama.cpp's load of what the vendored
 #     convert_hf_to_gguf.py writes from the reference BF16 checkpoint; an
 #     unknown architecture and an unknown tensor refused, named;
-#   - `weightstream convert --to gguf` of the same 22 checkpoints: every key
+#   - `weightstream convert --to gguf` of the same 23 checkpoints: every key
 #     and every tensor's bytes of convert_hf_to_gguf.py's GGUF; the refused
 #     ones refused, named, nothing written; llama-quantize's Q4_K_M of the
 #     output equal to that of the reference, run by llama.cpp;
@@ -124,8 +124,8 @@ while read -r model; do
     || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
   n=$((n + 1))
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
-# 4 architectures x 5 formats, and Mistral (SentencePiece) in BF16 and FP8
-[ "$n" -eq 22 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 22"; exit 1; }
+# 4 architectures x 5 formats, Mistral (SentencePiece) in BF16 and FP8, Llama 3.1's rope
+[ "$n" -eq 23 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 23"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker Qwen3 reranker" "unsupported-pooling modules.json"; do
   printf 'test_c: refused:  '
   # shellcheck disable=SC2086
@@ -149,7 +149,7 @@ while read -r model; do
     || { echo "test_c: convert --to gguf of $name differs from convert_hf_to_gguf.py's"; exit 1; }
   n=$((n + 1))
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
-[ "$n" -eq 22 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 22"; exit 1; }
+[ "$n" -eq 23 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 23"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker reranker" "unsupported-pooling modules.json" \
                "unsupported-tensor model.layers.0.mlp.extra_proj.weight" "hostile-heads num_attention_heads" "hostile-vocab tokens"; do
   # shellcheck disable=SC2086

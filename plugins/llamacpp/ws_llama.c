@@ -154,6 +154,14 @@ static void permute_rows(const char *src, char *dst, int64_t rows, size_t row_by
  * host buffer (widened to F32, or rows permuted) and ggml_backend_tensor_set. */
 static void fill_mapped(struct fill_ctx *c, struct ggml_tensor *t, struct ws_map_entry *e) {
     e->filled = 1;
+    if (e->n_src == 0) { /* computed by the library (Llama 3's rope factors): F32 as declared */
+        if (e->data && t->type == GGML_TYPE_F32) {
+            ggml_backend_tensor_set(t, e->data, 0, ggml_nbytes(t));
+        } else {
+            fail(c, WS_ERR_INTERNAL, "'%s': a computed tensor without %s", e->name, "F32 data");
+        }
+        return;
+    }
     const size_t nbytes = ggml_nbytes(t), per = nbytes / e->n_src;
     if (t->type == GGML_TYPE_BF16 && e->permute_heads == 0) {
         for (size_t k = 0; k < e->n_src && c->status == WS_OK; k++) {

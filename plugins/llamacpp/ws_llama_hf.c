@@ -45,7 +45,8 @@ static ws_status set_kv(struct gguf_context *meta, const ws_meta_kv *kv) {
 }
 
 /* Can every source be produced as the declared type? BF16 needs a
- * dequantization; F32 takes a stored F32 or F16 too (widened in ws_llama.c). */
+ * dequantization; F32 takes a stored F32 or F16 too (widened in ws_llama.c).
+ * A computed tensor (data) has none. */
 static ws_status check_sources(ws_checkpoint *ckpt, const ws_gguf_tensor *t, char *error, size_t error_size) {
     for (size_t k = 0; k < t->n_sources; k++) {
         size_t i = t->sources[k];
@@ -99,6 +100,7 @@ ws_status ws_hf_metadata(ws_checkpoint *ckpt, struct gguf_context **out, struct 
         e->src = t.sources;
         e->n_src = t.n_sources;
         e->permute_heads = t.permute_heads;
+        e->data = t.data;
         if (!strcmp(t.name, "token_embd.weight")) {
             embd = e;
             embd_t = t;

@@ -19,6 +19,7 @@ struct ws_map_entry {
     const size_t *src;         /* weightstream tensor indices (the C API's, valid until ws_close); several for stacked experts */
     size_t n_src;
     uint32_t permute_heads;    /* llama's q/k rows in convert's order: heads to permute by, 0 for none */
+    const float *data;         /* a tensor convert computes (rope_freqs.weight), n_src 0; else NULL */
     int filled;                /* set when llama.cpp asked for it */
 };
 

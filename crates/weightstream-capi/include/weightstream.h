@@ -208,6 +208,8 @@ typedef struct ws_gguf_tensor {
     size_t n_sources;
     uint32_t permute_heads;       /* llama's q/k rows in convert's order (LlamaModel.permute): within each of
                                      this many heads of d rows, row 2i + j is source row j * d / 2 + i; 0: none */
+    const float *data;            /* a tensor convert computes rather than reads (Llama 3's rope_freqs.weight):
+                                     its F32 values, n_sources 0; NULL otherwise */
 } ws_gguf_tensor;
 
 ws_status ws_hf_gguf_metadata(ws_checkpoint *ckpt, size_t *n_kv, size_t *n_tensors);

@@ -161,4 +161,7 @@ pub struct WsGgufTensor {
     pub sources: *const usize,
     pub n_sources: usize,
     pub permute_heads: u32,
+    /// A tensor convert computes (Llama 3's `rope_freqs.weight`): its F32
+    /// values, `n_sources` 0; NULL otherwise.
+    pub data: *const f32,
 }

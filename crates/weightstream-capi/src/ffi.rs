@@ -344,6 +344,7 @@ pub fn abi_layout() -> Vec<u64> {
         offset_of!(WsGgufTensor, sources) as u64,
         offset_of!(WsGgufTensor, n_sources) as u64,
         offset_of!(WsGgufTensor, permute_heads) as u64,
+        offset_of!(WsGgufTensor, data) as u64,
     ]
 }
 

@@ -27,6 +27,7 @@ struct Tensor {
     shape: Vec<u64>,
     sources: Vec<usize>,
     permute_heads: u32,
+    generated: Vec<u32>,
 }
 
 /// The built metadata of one checkpoint, as C reads it.
@@ -71,6 +72,7 @@ impl CMeta {
                     shape: t.shape,
                     sources: t.sources,
                     permute_heads: t.permute_heads,
+                    generated: t.generated,
                 })
             })
             .collect::<Result<_, Failure>>()?;
@@ -120,6 +122,8 @@ impl CMeta {
             sources: t.sources.as_ptr(),
             n_sources: t.sources.len(),
             permute_heads: t.permute_heads,
+            // f32 bits: u32 and f32 have one size and alignment.
+            data: if t.generated.is_empty() { std::ptr::null() } else { t.generated.as_ptr() as *const f32 },
         })
     }
 }

@@ -8,6 +8,7 @@ use serde_json::Value as Json;
 use crate::config::{f32_value, find, int_value, Config, CONFIG};
 use crate::error::{format_err, unsupported, Result};
 use crate::meta::{Metadata, Value};
+use crate::rope_freqs::Llama3Rope;
 
 /// An architecture convert maps: config.json's `architectures[0]`, the GGUF
 /// `general.architecture`, and whether llama's q/k rows are permuted.
@@ -33,7 +34,7 @@ const DIM: std::ops::RangeInclusive<u64> = 1..=i32::MAX as u64;
 
 /// What the tensor map and the vocabulary need of the hyperparameters,
 /// every value checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hparams {
     pub n_layer: u32,
     pub n_embd: u32,
@@ -47,6 +48,8 @@ pub struct Hparams {
     pub n_ff_expert: u32,
     /// config.json's vocab_size, if it has one.
     pub vocab_size: Option<u32>,
+    /// Llama 3.1+'s rope scaling, whose factors are the `rope_freqs` tensor.
+    pub llama3_rope: Option<Llama3Rope>,
 }
 
 pub(crate) fn arch_of(cfg: &Config) -> Result<Arch> {
@@ -114,7 +117,7 @@ pub(crate) fn hparams(cfg: &Config, arch: Arch, meta: &mut Metadata) -> Result<H
     if cfg.get("is_causal").and_then(Json::as_bool) == Some(false) {
         return Err(unsupported(CONFIG, "is_causal", "false: a bidirectional model"));
     }
-    rope(cfg, &mut w)?;
+    let llama3_rope = rope(cfg, &mut w)?;
     w.f32("attention.layer_norm_rms_epsilon", "rms_norm_eps", cfg.find(&["rms_norm_eps", "norm_eps"]).map(|x| x.1))?;
     let ln = cfg.find(&["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"]);
     w.f32("attention.layer_norm_epsilon", ln.map_or("layer_norm_eps", |x| x.0), ln.map(|x| x.1))?;
@@ -193,11 +196,13 @@ pub(crate) fn hparams(cfg: &Config, arch: Arch, meta: &mut Metadata) -> Result<H
         n_expert_used: used,
         n_ff_expert,
         vocab_size,
+        llama3_rope,
     })
 }
 
-/// The rope keys (TextModel.set_gguf_parameters' rope part).
-fn rope(cfg: &Config, w: &mut Writer) -> Result<()> {
+/// The rope keys (TextModel.set_gguf_parameters' rope part); Llama 3's
+/// scaling, which is a tensor instead (rope_freqs.rs).
+fn rope(cfg: &Config, w: &mut Writer) -> Result<Option<Llama3Rope>> {
     let rope = cfg.find(&["rope_parameters", "rope_scaling"]);
     if let Some((k, r)) = rope {
         if !r.is_object() {
@@ -232,17 +237,19 @@ fn rope(cfg: &Config, w: &mut Writer) -> Result<()> {
             }
         }
         (Some("linear" | "yarn"), None) => {}
+        (Some(t), _) if t.eq_ignore_ascii_case("llama3") => {}
         (Some(t), _) => {
-            // llama3 needs the rope_freqs tensor convert computes; longrope and others more.
+            // longrope and others need more than convert's llama path writes.
             return Err(unsupported(CONFIG, "rope_scaling.rope_type", format!("'{t}' is not supported")));
         }
     }
     let theta = find(r, &["rope_theta"])
         .or_else(|| cfg.find(&["global_rope_theta", "rope_global_theta", "rope_theta_global", "rope_theta", "rotary_emb_base"]));
     w.f32("rope.freq_base", theta.map_or("rope_theta", |x| x.0), theta.map(|x| x.1))?;
+    let llama3 = rope_type.filter(|t| t.eq_ignore_ascii_case("llama3")).map(|_| Llama3Rope::parse(r, theta.map(|x| x.1))).transpose()?;
     let local = ["local_rope_theta", "rope_local_theta", "rope_theta_local", "swa_rope_theta", "rope_local_base_freq"];
     if let Some((k, _)) = cfg.find(&local) {
         return Err(unsupported(CONFIG, k, "a sliding-window rope theta is not supported"));
     }
-    Ok(())
+    Ok(llama3)
 }

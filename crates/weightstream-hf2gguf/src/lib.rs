@@ -19,6 +19,7 @@ mod error;
 mod general;
 mod hparams;
 mod meta;
+mod rope_freqs;
 mod special;
 mod tensors;
 mod vocab;
@@ -28,6 +29,7 @@ mod vocab_spm;
 pub use error::{HfError, Kind, Result};
 pub use hparams::{Arch, Hparams, ARCHS, MAX_LAYERS};
 pub use meta::{MappedTensor, Metadata, TensorType, Value};
+pub use rope_freqs::Llama3Rope;
 pub use tensors::TensorIn;
 
 use config::{Config, CONFIG};

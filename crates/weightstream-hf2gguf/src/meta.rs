@@ -31,6 +31,9 @@ pub struct MappedTensor {
     /// writes directly: output row `h * d + 2 * i + j` (d rows per head)
     /// is input row `h * d + j * d / 2 + i`.
     pub permute_heads: u32,
+    /// A tensor convert computes rather than reads (Llama 3's
+    /// `rope_freqs.weight`): its F32 values' bits; `sources` is empty.
+    pub generated: Vec<u32>,
 }
 
 /// The keys and the tensors convert writes. Tied embeddings have no

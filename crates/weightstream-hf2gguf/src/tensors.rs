@@ -135,6 +135,19 @@ pub(crate) fn map(tensors: &[TensorIn], arch: Arch, hp: &Hparams) -> Result<Vec<
             shape,
             sources: sources.values().copied().collect(),
             permute_heads,
+            generated: vec![],
+        });
+    }
+    // Llama 3's rope scaling: the factors convert computes, as a tensor (rope_freqs.rs).
+    if let Some(r) = hp.llama3_rope.filter(|_| arch.name == "llama") {
+        let generated = r.factors(hp.head_dim);
+        out.push(MappedTensor {
+            name: "rope_freqs.weight".into(),
+            shape: vec![generated.len() as u64],
+            ty: TensorType::F32,
+            sources: vec![],
+            permute_heads: 0,
+            generated,
         });
     }
     for required in ["token_embd.weight", "output_norm.weight"] {

@@ -152,7 +152,15 @@ pub fn convert_to_gguf(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
 /// GGUF tensor `tensor` (its expert `source`), in output order.
 enum Piece {
     Pad(usize),
-    Rows { tensor: usize, source: usize, rows: Range<u64>, cols: u64, last: bool },
+    Rows {
+        tensor: usize,
+        source: usize,
+        rows: Range<u64>,
+        cols: u64,
+        last: bool,
+    },
+    /// A tensor convert computes (Llama 3's rope factors), whole.
+    Generated(usize),
 }
 
 /// The data section as pieces: every tensor's sources in order, each cut
@@ -163,6 +171,9 @@ fn pieces(meta: &Metadata, plan: &Plan, decls: &[TensorDecl], group: u64) -> Vec
     let mut at = 0u64;
     for (ti, (t, d)) in meta.tensors.iter().zip(decls).enumerate() {
         let per_value = if t.ty == TensorType::F32 { 2 } else { 1 };
+        if t.sources.is_empty() {
+            out.push(Piece::Generated(ti));
+        }
         for (si, &s) in t.sources.iter().enumerate() {
             let job = &plan.jobs[s];
             let (rows, cols) = shape2(job, t.permute_heads);
@@ -220,7 +231,8 @@ fn write_file(
         TensorType::F32 => plan.jobs[s].n_elems * 2,
         TensorType::BF16 => shape2(&plan.jobs[s], t.permute_heads).1,
     });
-    let group = widest.max().unwrap_or(0).max(WRITE_GROUP);
+    let generated = meta.tensors.iter().map(|t| t.generated.len() as u64 * 2);
+    let group = widest.chain(generated).max().unwrap_or(0).max(WRITE_GROUP);
     let bufs = [alloc_output("(convert write buffer)", group)?, alloc_output("(convert write buffer)", group)?];
     let kernels = meta
         .tensors
@@ -229,14 +241,26 @@ fn write_file(
         .collect::<Result<Vec<_>>>()?;
     let len = |p: &Piece| match p {
         Piece::Pad(n) => *n,
+        Piece::Generated(t) => meta.tensors[*t].generated.len() * 2,
         Piece::Rows { tensor, rows, cols, .. } => {
             ((rows.end - rows.start) * cols * if meta.tensors[*tensor].ty == TensorType::F32 { 2 } else { 1 }) as usize
         }
     };
     let fill = |p: &Piece, out: &mut [u16]| -> Result<()> {
-        let Piece::Rows { tensor, source, rows, cols, last } = p else {
-            out.fill(0);
-            return Ok(());
+        let (tensor, source, rows, cols, last) = match p {
+            Piece::Pad(_) => {
+                out.fill(0);
+                return Ok(());
+            }
+            Piece::Generated(t) => {
+                // Little-endian F32 as two u16 (low half first).
+                for (o, v) in out.chunks_exact_mut(2).zip(&meta.tensors[*t].generated) {
+                    (o[0], o[1]) = (*v as u16, (*v >> 16) as u16);
+                }
+                tracker.tensor_done();
+                return Ok(());
+            }
+            Piece::Rows { tensor, source, rows, cols, last } => (tensor, source, rows, cols, last),
         };
         let t = &meta.tensors[*tensor];
         let jk = &kernels[*tensor][*source];

@@ -8,7 +8,8 @@ reference GGUF:
 the vLLM venv's python, scripts/setup_vllm.sh.)
 
 For each architecture (llama, qwen2 with tied embeddings, qwen3, qwen3moe
-with 4 experts) a tiny random model
+with 4 experts; and llama again with Llama 3.1's rope scaling,
+llama3rope-bf16/) a tiny random model
 with a small byte-level BPE tokenizer (tokenizer.json,
 tokenizer_config.json), saved as
 
@@ -200,7 +201,26 @@ def main(out: Path, llama_src: Path) -> None:
                 convert(ref, gguf, PRE.get(arch, ""))  # the BPE models' pre-tokenizer name
                 converted[ref] = gguf
             print(out / name)  # the list scripts/test_c.sh runs
+        if arch == "llama":
+            print(llama3_rope(out, hf_dir))
     refusals(out)
+
+
+def llama3_rope(out: Path, llama: Path) -> Path:
+    """The llama checkpoint with Llama 3.1's rope scaling (rope_type llama3,
+    theta 500000), its original context cut to 64 so that the head's
+    frequencies span all three of convert's cases (kept, scaled, smoothed):
+    convert writes the factors as a rope_freqs tensor."""
+    d = out / "llama3rope-bf16"
+    shutil.copytree(llama, d)
+    config = json.loads((d / "config.json").read_text())
+    config.pop("rope_parameters", None)
+    config["rope_theta"] = 500000.0
+    config["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": 64}
+    (d / "config.json").write_text(json.dumps(config))
+    convert(d, out / "llama3rope-bf16.ref-bf16.gguf", PRE["llama"])
+    return d
 
 
 def refusals(out: Path) -> None:
