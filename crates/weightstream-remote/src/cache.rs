@@ -183,9 +183,10 @@ impl Drop for Cached {
 /// A file there that is not this entry (a torn creation, a collision) is
 /// replaced by a fresh one.
 fn open_entry(dir: &Path, path: &Path, identity: &str, len: u64) -> io::Result<Entry> {
-    std::fs::create_dir_all(dir)?;
+    // A directory that cannot be made may still be there, read-only.
+    let _ = std::fs::create_dir_all(dir);
     for attempt in 0..3 {
-        match File::options().read(true).write(true).open(path) {
+        match open_rw_or_ro(path) {
             Ok(file) => {
                 let _ = file.set_modified(SystemTime::now());
                 if let Some(entry) = Entry::check(file, len, identity)? {
@@ -211,6 +212,16 @@ fn open_entry(dir: &Path, path: &Path, identity: &str, len: u64) -> io::Result<E
         }
     }
     Err(io::Error::other("the cache entry was replaced while being opened"))
+}
+
+/// `path` for reading and writing, else for reading: a cache another user
+/// filled, or on a read-only mount, still serves what it holds (fills and
+/// touches then fail, and are ignored).
+fn open_rw_or_ro(path: &Path) -> io::Result<File> {
+    File::options().read(true).write(true).open(path).or_else(|e| match e.kind() {
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => File::open(path),
+        _ => Err(e),
+    })
 }
 
 /// A new, empty entry in a temporary file of `dir`, synced.
@@ -308,6 +319,7 @@ mod tests {
         let config = CacheConfig { dir: dir.clone(), max_bytes: None };
         let a = Cached::open(&config, "x etag 1", 100).unwrap();
         a.fill(0, &[5u8; 100]).unwrap();
+        a.entry().flush().unwrap();
         let b = Cached::open(&config, "x etag 1", 100).unwrap();
         assert_eq!(b.entry().pieces(0, 100), vec![(0, 100, true)]);
         // A creation torn before its identity was written.
@@ -328,6 +340,7 @@ mod tests {
         for (i, age) in [(0, 30u64), (1, 10), (2, 20)] {
             let c = Cached::open(&config, &format!("obj{i} etag 1"), len).unwrap();
             c.fill(0, &vec![1u8; len as usize]).unwrap();
+            c.entry().flush().unwrap();
             let f = File::options().write(true).open(&c.path).unwrap();
             f.set_modified(SystemTime::now() - Duration::from_secs(age)).unwrap();
             paths.push(c.path.clone());
@@ -338,6 +351,20 @@ mod tests {
         assert_eq!(paths.iter().map(|p| p.exists()).collect::<Vec<_>>(), vec![false, true, true]);
         evict(&CacheConfig { dir: dir.clone(), max_bytes: Some(one) });
         assert_eq!(paths.iter().map(|p| p.exists()).collect::<Vec<_>>(), vec![false, true, false]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_entry_still_serves_what_it_holds() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tmp("ro");
+        let config = CacheConfig { dir: dir.clone(), max_bytes: None };
+        let a = Cached::open(&config, "x etag 1", 10).unwrap();
+        a.fill(0, &[1u8; 10]).unwrap();
+        std::fs::set_permissions(&a.path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        drop(a);
+        let b = Cached::open(&config, "x etag 1", 10).unwrap();
+        assert_eq!(b.entry().pieces(0, 10), vec![(0, 10, true)]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
