@@ -295,6 +295,19 @@ mod tests {
         d
     }
 
+    /// A cache without a limit in a fresh directory.
+    fn unbounded(name: &str) -> CacheConfig {
+        CacheConfig { dir: tmp(name), max_bytes: None }
+    }
+
+    /// The entry of `identity`, all `len` bytes written and recorded.
+    fn filled(config: &CacheConfig, identity: &str, len: u64) -> Cached {
+        let c = Cached::open(config, identity, len).unwrap();
+        c.fill(0, &vec![1u8; len as usize]).unwrap();
+        c.entry().flush().unwrap();
+        c
+    }
+
     #[test]
     fn keys_differ_by_object_version_and_size_and_need_a_version() {
         let a = identity("http", "https://h/m.gguf", &pin(Some("\"1\""), None), 10).unwrap();
@@ -315,11 +328,9 @@ mod tests {
 
     #[test]
     fn an_entry_is_shared_and_a_torn_one_is_replaced() {
-        let dir = tmp("open");
-        let config = CacheConfig { dir: dir.clone(), max_bytes: None };
-        let a = Cached::open(&config, "x etag 1", 100).unwrap();
-        a.fill(0, &[5u8; 100]).unwrap();
-        a.entry().flush().unwrap();
+        let config = unbounded("open");
+        let dir = config.dir.clone();
+        let a = filled(&config, "x etag 1", 100);
         let b = Cached::open(&config, "x etag 1", 100).unwrap();
         assert_eq!(b.entry().pieces(0, 100), vec![(0, 100, true)]);
         // A creation torn before its identity was written.
@@ -333,14 +344,11 @@ mod tests {
 
     #[test]
     fn eviction_removes_the_least_recently_used_first() {
-        let dir = tmp("evict");
-        let config = CacheConfig { dir: dir.clone(), max_bytes: None };
-        let len = 64 << 10;
+        let config = unbounded("evict");
+        let dir = config.dir.clone();
         let mut paths = Vec::new();
         for (i, age) in [(0, 30u64), (1, 10), (2, 20)] {
-            let c = Cached::open(&config, &format!("obj{i} etag 1"), len).unwrap();
-            c.fill(0, &vec![1u8; len as usize]).unwrap();
-            c.entry().flush().unwrap();
+            let c = filled(&config, &format!("obj{i} etag 1"), 64 << 10);
             let f = File::options().write(true).open(&c.path).unwrap();
             f.set_modified(SystemTime::now() - Duration::from_secs(age)).unwrap();
             paths.push(c.path.clone());
@@ -357,15 +365,13 @@ mod tests {
     #[test]
     fn a_read_only_entry_still_serves_what_it_holds() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = tmp("ro");
-        let config = CacheConfig { dir: dir.clone(), max_bytes: None };
-        let a = Cached::open(&config, "x etag 1", 10).unwrap();
-        a.fill(0, &[1u8; 10]).unwrap();
+        let config = unbounded("ro");
+        let a = filled(&config, "x etag 1", 10);
         std::fs::set_permissions(&a.path, std::fs::Permissions::from_mode(0o444)).unwrap();
         drop(a);
         let b = Cached::open(&config, "x etag 1", 10).unwrap();
         assert_eq!(b.entry().pieces(0, 10), vec![(0, 10, true)]);
-        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(&config.dir).unwrap();
     }
 
     #[test]
