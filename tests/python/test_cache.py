@@ -231,3 +231,18 @@ def test_tensor_parallel_ranks_share_one_entry(s3, models, tmp_path, monkeypatch
     s3.proxy.take_log()
     assert bits(weightstream.load_file(url(s3, "kquant.gguf"), cache=cache)) == want
     assert data_gets(s3.proxy.take_log(), ["kquant.gguf"]) == []
+
+
+def test_ranks_reading_parts_fill_one_entry_for_a_whole_load(s3, models, tmp_path, monkeypatch):
+    """Two "ranks" each load half of the tensors (a tensor-parallel rank
+    reads its share); a later whole load finds every tensor's bytes."""
+    env_of(s3, monkeypatch, endpoint=s3.proxy.endpoint)
+    cache = tmp_path / "cache"
+    u = url(s3, "kquant.gguf")
+    names = weightstream.open(u).keys()
+    for share in (names[0::2], names[1::2]):
+        weightstream.open(u, cache=cache).load(share)
+    assert len(entries(cache)) == 1
+    s3.proxy.take_log()
+    assert bits(weightstream.load_file(u, cache=cache)) == bits(weightstream.load_file(models["kquant.gguf"]))
+    assert data_gets(s3.proxy.take_log(), ["kquant.gguf"]) == []

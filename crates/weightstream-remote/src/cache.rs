@@ -14,7 +14,7 @@
 //! the entry keeps its open file; one still filling it fills a file no one
 //! will find, which costs only the disk until it closes.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -94,8 +94,9 @@ pub fn file_name(identity: &str) -> String {
 }
 
 /// Entries this process has open: never evicted by it.
-fn in_use() -> &'static Mutex<HashSet<PathBuf>> {
-    static IN_USE: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+/// Counted: two sources of one process may hold one entry.
+fn in_use() -> &'static Mutex<HashMap<PathBuf, usize>> {
+    static IN_USE: OnceLock<Mutex<HashMap<PathBuf, usize>>> = OnceLock::new();
     IN_USE.get_or_init(Default::default)
 }
 
@@ -121,7 +122,7 @@ impl Cached {
         }
         let path = config.dir.join(file_name(identity));
         let entry = open_entry(&config.dir, &path, identity, len).ok()?;
-        in_use().lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone());
+        *in_use().lock().unwrap_or_else(|p| p.into_inner()).entry(path.clone()).or_default() += 1;
         let cached = Cached { entry, path, config: config.clone() };
         evict(config);
         Some(cached)
@@ -172,7 +173,14 @@ impl Cached {
 /// its limit.
 impl Drop for Cached {
     fn drop(&mut self) {
-        in_use().lock().unwrap_or_else(|p| p.into_inner()).remove(&self.path);
+        let mut in_use = in_use().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = in_use.get_mut(&self.path) {
+            *n -= 1;
+            if *n == 0 {
+                in_use.remove(&self.path);
+            }
+        }
+        drop(in_use);
         evict(&self.config);
     }
 }
@@ -275,7 +283,7 @@ pub fn evict(config: &CacheConfig) {
         if total <= max {
             break;
         }
-        if !in_use.contains(&path) && std::fs::remove_file(&path).is_ok() {
+        if !in_use.contains_key(&path) && std::fs::remove_file(&path).is_ok() {
             total -= size;
         }
     }
@@ -311,7 +319,7 @@ mod tests {
     #[test]
     fn keys_differ_by_object_version_and_size_and_need_a_version() {
         let a = identity("http", "https://h/m.gguf", &pin(Some("\"1\""), None), 10).unwrap();
-        let names: HashSet<String> = [
+        let names: std::collections::HashSet<String> = [
             a.clone(),
             identity("http", "https://h/n.gguf", &pin(Some("\"1\""), None), 10).unwrap(),
             identity("http", "https://h/m.gguf", &pin(Some("\"2\""), None), 10).unwrap(),
@@ -360,6 +368,21 @@ mod tests {
         evict(&CacheConfig { dir: dir.clone(), max_bytes: Some(one) });
         assert_eq!(paths.iter().map(|p| p.exists()).collect::<Vec<_>>(), vec![false, true, false]);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_entry_this_process_holds_is_kept_until_its_last_holder_closes() {
+        let config = unbounded("held");
+        let (a, b) = (filled(&config, "x etag 1", 100), filled(&config, "x etag 1", 100));
+        let path = a.path.clone();
+        let none = CacheConfig { dir: config.dir.clone(), max_bytes: Some(0) };
+        drop(a);
+        evict(&none);
+        assert!(path.exists(), "still held by b");
+        drop(b);
+        evict(&none);
+        assert!(!path.exists());
+        std::fs::remove_dir_all(&config.dir).unwrap();
     }
 
     #[test]
