@@ -149,12 +149,16 @@ impl Entry {
     /// same entry: tensor-parallel ranks, a concurrent load).
     fn refresh(&self) -> io::Result<()> {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        let size = self.file.metadata()?.len();
-        if size <= log.scanned {
-            return Ok(());
-        }
-        let mut buf = vec![0u8; (size - log.scanned) as usize];
-        self.file.read_exact_at(&mut buf, log.scanned)?;
+        // Shared: never a record another process is appending, half written.
+        self.file.lock_shared()?;
+        let read = (|| {
+            let size = self.file.metadata()?.len();
+            let mut buf = vec![0u8; size.saturating_sub(log.scanned) as usize];
+            self.file.read_exact_at(&mut buf, log.scanned)?;
+            Ok::<_, io::Error>(buf)
+        })();
+        self.file.unlock()?;
+        let buf = read?;
         for r in buf.chunks_exact(RECORD as usize) {
             let start = u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
             let end = u64::from_le_bytes(r[8..16].try_into().expect("8 bytes"));
