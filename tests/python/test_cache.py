@@ -246,3 +246,32 @@ def test_ranks_reading_parts_fill_one_entry_for_a_whole_load(s3, models, tmp_pat
     s3.proxy.take_log()
     assert bits(weightstream.load_file(u, cache=cache)) == bits(weightstream.load_file(models["kquant.gguf"]))
     assert data_gets(s3.proxy.take_log(), ["kquant.gguf"]) == []
+
+
+def test_presigned_urls_of_one_object_share_an_entry(s3, models, tmp_path, monkeypatch):
+    """The entry is keyed by the URL without its query: a fresh signature
+    of the same object version is a hit."""
+    import boto3
+    from botocore.config import Config
+
+    from seaweed import ACCESS_KEY, REGION, SECRET_KEY
+    client = boto3.client("s3", endpoint_url=s3.proxy.endpoint, aws_access_key_id=ACCESS_KEY,
+                          aws_secret_access_key=SECRET_KEY, region_name=REGION,
+                          config=Config(s3={"addressing_style": "path"}, proxies={}))
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    cache = tmp_path / "cache"
+    want = bits(weightstream.load_file(models["kquant.gguf"]))
+    signed = [client.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "kquant.gguf"},
+                                            ExpiresIn=600 + i) for i in range(2)]
+    assert signed[0] != signed[1]
+    assert bits(weightstream.load_file(signed[0], cache=cache)) == want
+    s3.proxy.take_log()
+    assert bits(weightstream.load_file(signed[1], cache=cache)) == want
+    log = s3.proxy.take_log()
+    # Over HTTP the version comes from a one-byte ranged GET (a presigned
+    # URL is signed for GET only): that one, and no other.
+    assert [r for _, _, r in data_gets(log, ["kquant.gguf"])] == ["bytes=0-0"], log
+    assert len(entries(cache)) == 1
