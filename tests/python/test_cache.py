@@ -275,3 +275,10 @@ def test_presigned_urls_of_one_object_share_an_entry(s3, models, tmp_path, monke
     # URL is signed for GET only): that one, and no other.
     assert [r for _, _, r in data_gets(log, ["kquant.gguf"])] == ["bytes=0-0"], log
     assert len(entries(cache)) == 1
+
+
+def test_a_size_limit_that_is_not_a_number_is_refused(s3, tmp_path):
+    r = ws(s3, "inspect", "--json", "--cache", tmp_path / "cache", url(s3, "kquant.gguf"),
+           env={"WEIGHTSTREAM_CACHE_MAX_BYTES": "50GB"})
+    assert r.returncode != 0
+    assert "WEIGHTSTREAM_CACHE_MAX_BYTES=50GB" in r.stderr, r.stderr
