@@ -1,5 +1,6 @@
 //! `weightstream`: inspect, load, convert and benchmark quantized checkpoints.
 
+mod cache_arg;
 mod cmd;
 mod human;
 mod interrupt;

@@ -165,8 +165,10 @@ impl Checkpoint {
     /// executors are made once. `ignore_transforms`: open a GGUF file whose
     /// metadata declares a transform of the weights weightstream does not
     /// apply (a Hadamard rotation, ...), ignoring it (weights as stored).
+    /// `cache`: a URL's bytes read through the local cache in that
+    /// directory (default: `WEIGHTSTREAM_CACHE_DIR`'s, if set).
     #[new]
-    #[pyo3(signature = (path, source = "auto", skip_unsupported = false, threads = None, staging_slots = None, staging_bytes = None, readers = None, ignore_transforms = false))]
+    #[pyo3(signature = (path, source = "auto", skip_unsupported = false, threads = None, staging_slots = None, staging_bytes = None, readers = None, ignore_transforms = false, cache = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -178,12 +180,14 @@ impl Checkpoint {
         staging_bytes: Option<usize>,
         readers: Option<usize>,
         ignore_transforms: bool,
+        cache: Option<PathBuf>,
     ) -> PyResult<Self> {
         let kind = source_kind(source)?;
         let staging = Staging { threads, readers, slots: staging_slots, slot_bytes: staging_bytes, isa: None };
         let opts = weightstream::format::OpenOptions { ignore_transforms };
         py.detach(|| {
-            let loader = Loader::new(Arc::new(weightstream::open_with_options(&path, kind, opts)?), staging);
+            let cat = weightstream::open_with_cache(&path, kind, opts, cache.as_deref())?;
+            let loader = Loader::new(Arc::new(cat), staging);
             let plan = loader.plan(&PlanOptions { names: None, skip_unsupported })?;
             Ok((loader, plan))
         })

@@ -15,7 +15,10 @@
 //!   [`RemoteErrorKind::Changed`], never a mix of two versions;
 //! - retries with backoff (5xx, SlowDown, resets, timeouts, short bodies),
 //!   timeouts, no redirects followed;
-//! - headers from a cached head that grows by doubling (a few round trips).
+//! - headers from a cached head that grows by doubling (a few round trips);
+//! - optionally, a local cache directory ([`cache`]): fetched bytes are
+//!   kept on disk, keyed by URL and pinned version, and a later load of the
+//!   same version reads them from there.
 //!
 //! Protocol and credentials are the `object_store` crate's: the AWS
 //! environment (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, web identity,
@@ -23,6 +26,8 @@
 //! Google chain ([`gcs`]) and the Azure one ([`azure`]).
 
 pub mod azure;
+pub mod cache;
+pub mod cache_entry;
 mod client;
 pub mod cloud_url;
 pub mod env;

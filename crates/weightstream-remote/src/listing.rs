@@ -16,6 +16,7 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use weightstream_format::listing::{Entry, Listing};
 use weightstream_io::SharedSource;
 
+use crate::cache::Cached;
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
 use crate::source::{gone_is_changed, proves_pin, Pin, RemoteSource};
@@ -94,6 +95,23 @@ impl<'a> Prefix<'a> {
             .ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, self.url.object_in_dir(&name.to_string_lossy()), ""))
     }
 
+    /// The whole object `name` (a small JSON file), through the local
+    /// cache where there is one.
+    fn get_small(&self, name: &str, object: &str, meta: &ObjectMeta) -> Result<Vec<u8>, RemoteError> {
+        let fetch = || get_small(&*self.store, &(self.location_of)(name), object, meta);
+        let kind = self.url.scheme.kind();
+        let cached = (meta.size <= MAX_JSON).then(|| Cached::of(self.opts.cache.as_ref(), kind, object, &Pin::of(meta), meta.size));
+        // Too large (get_small says so) or no cache.
+        let Some(cached) = cached.flatten() else { return fetch() };
+        let mut buf = vec![0u8; meta.size as usize];
+        cached.read_through(0, &mut buf, |at, dst| {
+            let whole = fetch()?;
+            dst.copy_from_slice(&whole[at as usize..at as usize + dst.len()]);
+            Ok(())
+        })?;
+        Ok(buf)
+    }
+
     /// `name`'s meta as a read must be pinned to. GCS and Azure listings do
     /// not show it: GCS lists no generation, and both emulators list ETags
     /// unquoted where GET and HEAD quote them (so no GET could prove the
@@ -129,7 +147,7 @@ impl Listing for Prefix<'_> {
         let (name, listed) = self.object(name).map_err(|e| self.refuse(e))?;
         let meta = self.pinned(&name, listed).map_err(|e| self.refuse(e))?;
         let object = self.url.object_in_dir(&name);
-        let bytes = get_small(&*self.store, &(self.location_of)(&name), &object, &meta).map_err(|e| self.refuse(e))?;
+        let bytes = self.get_small(&name, &object, &meta).map_err(|e| self.refuse(e))?;
         if name.ends_with(INDEX_SUFFIX) {
             check_index_names(self.url, &name, &bytes).map_err(|e| self.refuse(e))?;
         }

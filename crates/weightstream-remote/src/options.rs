@@ -21,6 +21,8 @@ pub struct RemoteOptions {
     pub read_timeout: Duration,
     /// A whole request takes at most this long.
     pub request_timeout: Duration,
+    /// The local cache reads go through, if any (cache.rs).
+    pub cache: Option<crate::cache::CacheConfig>,
 }
 
 pub const DEFAULT_CONCURRENCY: usize = 16;
@@ -36,6 +38,7 @@ impl Default for RemoteOptions {
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(20),
             request_timeout: Duration::from_secs(120),
+            cache: None,
         }
     }
 }
@@ -43,7 +46,8 @@ impl Default for RemoteOptions {
 impl RemoteOptions {
     /// The defaults, with `WEIGHTSTREAM_REMOTE_CONCURRENCY`,
     /// `_PART_SIZE` (bytes), `_RETRIES` and `_TIMEOUT` (seconds without a
-    /// byte) applied where set; a value that does not parse is an error.
+    /// byte) applied where set, and the cache of `WEIGHTSTREAM_CACHE_DIR`;
+    /// a value that does not parse is an error.
     pub fn from_env() -> Result<RemoteOptions, String> {
         let mut o = RemoteOptions::default();
         let get = |name: &str| -> Result<Option<u64>, String> {
@@ -64,6 +68,7 @@ impl RemoteOptions {
         if let Some(v) = get("WEIGHTSTREAM_REMOTE_TIMEOUT")? {
             o.read_timeout = Duration::from_secs(v.clamp(1, 3600));
         }
+        o.cache = crate::cache::CacheConfig::from_env()?;
         Ok(o)
     }
 }

@@ -14,6 +14,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 use weightstream_io::ByteSource;
 
+use crate::cache::Cached;
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
 use crate::store::{classify, runtime};
@@ -72,6 +73,8 @@ pub struct RemoteSource {
     sealed: AtomicBool,
     /// The last read failure, typed (the format crate keeps only its text).
     failure: Mutex<Option<RemoteError>>,
+    /// Where fetched bytes are kept and read again (cache.rs), if asked.
+    cache: Option<Cached>,
     note: String,
     name: &'static str,
 }
@@ -93,10 +96,12 @@ impl RemoteSource {
             (None, Some(_)) => "ETag",
             (None, None) => "modification time",
         };
+        let cache = Cached::of(opts.cache.as_ref(), name, &object, &pin, meta.size);
         let note = format!(
-            "up to {} ranged GETs of {} KiB in flight, each pinned to the object's {pinned}",
+            "up to {} ranged GETs of {} KiB in flight, each pinned to the object's {pinned}{}",
             opts.concurrency,
-            opts.part_size >> 10
+            opts.part_size >> 10,
+            if cache.is_some() { ", through the local cache" } else { "" }
         );
         RemoteSource {
             store,
@@ -110,6 +115,7 @@ impl RemoteSource {
             head: Mutex::new(Vec::new()),
             sealed: AtomicBool::new(false),
             failure: Mutex::new(None),
+            cache,
             note,
             name,
         }
@@ -193,6 +199,14 @@ impl RemoteSource {
         })
     }
 
+    /// [`RemoteSource::fetch`] through the local cache, if there is one.
+    fn fetch_through(&self, offset: u64, buf: &mut [u8]) -> Result<(), RemoteError> {
+        match &self.cache {
+            Some(c) => c.read_through(offset, buf, |at, dst| self.fetch(at, dst)),
+            None => self.fetch(offset, buf),
+        }
+    }
+
     /// The last read failure, if any.
     pub fn failure(&self) -> Option<RemoteError> {
         self.failure.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -216,7 +230,7 @@ impl RemoteSource {
             }
             let want = end.max(have * HEAD_GROWTH).clamp(HEAD_FIRST, HEAD_MAX).min(self.len);
             let mut more = vec![0u8; (want - have) as usize];
-            self.fetch(have, &mut more)?;
+            self.fetch_through(have, &mut more)?;
             head.extend_from_slice(&more);
         }
         buf.copy_from_slice(&head[offset as usize..end as usize]);
@@ -289,7 +303,7 @@ impl ByteSource for RemoteSource {
         }
         let r = match self.read_head(offset, buf) {
             Ok(true) => Ok(()),
-            Ok(false) => self.fetch(offset, buf),
+            Ok(false) => self.fetch_through(offset, buf),
             Err(e) => Err(e),
         };
         r.map_err(|e| {

@@ -27,6 +27,8 @@ pub struct ConvertOptions {
     pub source: weightstream_format::SourceKind,
     /// What opening the input accepts (`OpenOptions::ignore_transforms`).
     pub open: weightstream_format::OpenOptions,
+    /// A URL input's local cache directory (`crate::open_with_cache`).
+    pub cache: Option<PathBuf>,
     /// Write a BF16 GGUF for llama.cpp (as convert_hf_to_gguf.py does) from
     /// a Hugging Face checkpoint directory; also chosen by an output ending
     /// in `.gguf`.

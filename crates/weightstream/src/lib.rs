@@ -88,10 +88,27 @@ pub fn open_with_source(path: impl AsRef<std::path::Path>, source: SourceKind) -
 /// metadata declares a transform weightstream does not apply, ignored),
 /// for local paths and URLs alike.
 pub fn open_with_options(path: impl AsRef<std::path::Path>, source: SourceKind, opts: format::OpenOptions) -> Result<Catalog> {
+    open_with_cache(path, source, opts, None)
+}
+
+/// [`open_with_options`], a URL's bytes read through the local cache in
+/// the directory `cache` (`None`: `WEIGHTSTREAM_CACHE_DIR`'s, if set;
+/// `remote::cache`). A local path ignores it.
+pub fn open_with_cache(
+    path: impl AsRef<std::path::Path>,
+    source: SourceKind,
+    opts: format::OpenOptions,
+    cache: Option<&std::path::Path>,
+) -> Result<Catalog> {
     let path = path.as_ref();
+    #[cfg(not(feature = "remote"))]
+    let _ = cache;
     #[cfg(feature = "remote")]
     if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
-        let remote_opts = remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
+        let mut remote_opts = remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
+        if let Some(dir) = cache {
+            remote_opts.cache = Some(remote::cache::CacheConfig::at(dir).map_err(Error::InvalidArgument)?);
+        }
         return remote::open(url, &remote_opts, opts).map_err(|e| match e {
             remote::OpenError::Remote(r) => Error::Remote(r),
             remote::OpenError::Format(f) => Error::Format(f),

@@ -110,7 +110,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         try:
             return weightstream.open(path, device=device, source=o.source, threads=o.threads,
                                      staging_slots=o.staging_slots, staging_bytes=o.staging_bytes, readers=o.readers,
-                                     ignore_transforms=o.ignore_transforms)
+                                     ignore_transforms=o.ignore_transforms, cache=o.cache)
         except weightstream.WeightstreamError as e:
             hint = WHAT_TO_DO_UNSUPPORTED if getattr(e, "kind", "") == "unsupported" else "the file is not a valid checkpoint"
             raise RuntimeError(f"weightstream cannot load {path}: {e}. {hint}.") from e

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers", "ignore_transforms", "keep"}
+KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers", "ignore_transforms", "keep", "cache"}
 KEEP = ("bf16", "quantized")
 
 
@@ -35,6 +35,10 @@ class Options:
     #: Q1_0, Q2_0, TQ1_0, TQ2_0; on a GPU also Q8_0, Q5_0, IQ4_NL) stay
     #: quantized, served by vLLM's GPTQ kernels (keep_quantized.py).
     keep: str = "bf16"
+    #: For a URL: a local directory keeping the fetched bytes, read again by
+    #: the next load of the same object version (default:
+    #: $WEIGHTSTREAM_CACHE_DIR). Tensor-parallel ranks of one host share it.
+    cache: Optional[str] = None
 
     @classmethod
     def parse(cls, extra: Any) -> "Options":

@@ -68,6 +68,8 @@ pub struct Args {
     /// Print a JSON report
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub cache: crate::cache_arg::CacheArg,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -87,6 +89,7 @@ pub fn run(args: &Args) -> CmdResult {
         source: args.source,
         open: weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform },
         to_gguf: args.to == "gguf",
+        cache: args.cache.cache.clone(),
     };
     let report = convert(&args.input, &args.output, &opts, control);
     bar.finish();

@@ -38,11 +38,13 @@ pub struct Args {
     /// apply, ignoring it: the weights come out as stored, untransformed
     #[arg(long)]
     pub ignore_transform: bool,
+    #[command(flatten)]
+    pub cache: crate::cache_arg::CacheArg,
 }
 
 pub fn run(args: &Args) -> CmdResult {
     let opts = weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform };
-    let cat = weightstream::open_with_options(&args.path, Default::default(), opts).or_fail(args.json)?;
+    let cat = weightstream::open_with_cache(&args.path, Default::default(), opts, args.cache.cache.as_deref()).or_fail(args.json)?;
     if args.json {
         write_json(&cat).or_fail(args.json)?;
     } else {

@@ -64,6 +64,8 @@ pub struct Args {
     /// Print a JSON report
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub cache: crate::cache_arg::CacheArg,
 }
 
 pub fn run(args: &Args) -> CmdResult {
@@ -84,7 +86,7 @@ pub fn run(args: &Args) -> CmdResult {
         isa: None,
     };
     let opts = weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform };
-    let cat = weightstream::open_with_options(&args.path, args.source, opts).or_fail(args.json)?;
+    let cat = weightstream::open_with_cache(&args.path, args.source, opts, args.cache.cache.as_deref()).or_fail(args.json)?;
     let loader = Loader::new(std::sync::Arc::new(cat), staging);
     let cat = loader.catalog().as_ref();
     let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;

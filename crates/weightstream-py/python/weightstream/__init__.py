@@ -22,7 +22,7 @@ import os
 import logging
 import queue
 import threading
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Union
 
 from ._native import Checkpoint as _Native
 from ._native import WeightstreamError, cuda_status
@@ -116,7 +116,8 @@ class Checkpoint:
     def __init__(self, path, device="cpu", *, source: str = "auto", skip_unsupported: bool = False,
                  threads: Optional[int] = None, staging_slots: Optional[int] = None,
                  staging_bytes: Optional[int] = None, readers: Optional[int] = None,
-                 batch_bytes: int = 2 << 30, ignore_transforms: bool = False):
+                 batch_bytes: int = 2 << 30, ignore_transforms: bool = False,
+                 cache: Optional[Union[str, os.PathLike]] = None):
         if not isinstance(path, (str, os.PathLike)):
             # str() would turn None, 123 or b"x" into a path that happens not to exist.
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -126,8 +127,9 @@ class Checkpoint:
         # ignore_transforms: open a GGUF file whose metadata declares a transform
         # of the weights weightstream does not apply (prism.hadamard.*, ...),
         # ignoring it: the weights load as stored, untransformed.
+        # cache: a directory keeping a URL's fetched bytes (docs/storage.md).
         self._native = _Native(path, source, skip_unsupported, threads, staging_slots, staging_bytes, readers,
-                               ignore_transforms)
+                               ignore_transforms, None if cache is None else os.fspath(cache))
         # The object's name only: a presigned URL's query is its credential.
         self.path = _source_name(path)
         _log_notes((f"{p}: {name}: {note}", fallback) for p, name, note, fallback in self._native.sources() if note)
@@ -416,7 +418,10 @@ def open(path, device="cpu", **options) -> Checkpoint:
     - threads: CPU dequantization threads;
     - readers, staging_slots, staging_bytes: threads reading ahead, buffers
       read ahead, bytes per read (CPU and GPU);
-    - batch_bytes: BF16 per batch when iterating."""
+    - batch_bytes: BF16 per batch when iterating;
+    - cache: a directory where a URL's fetched bytes are kept, keyed by URL
+      and object version, and read from on the next load of that version
+      (default: $WEIGHTSTREAM_CACHE_DIR, if set; docs/storage.md)."""
     return Checkpoint(path, device, **options)
 
 
