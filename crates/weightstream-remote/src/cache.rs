@@ -24,7 +24,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use crate::cache_entry::{fnv64, id_block, Entry, ID_BLOCK};
-use crate::source::Pin;
+use crate::pin::Pin;
 
 /// Where the cache is, and how much disk it may take.
 #[derive(Debug, Clone, PartialEq)]

@@ -36,6 +36,7 @@ pub mod gcs;
 pub mod listing;
 pub mod open;
 pub mod options;
+pub mod pin;
 pub mod profile;
 pub mod rawkey;
 pub mod secret;
