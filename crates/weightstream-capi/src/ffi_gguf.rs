@@ -50,10 +50,19 @@ pub unsafe extern "C" fn ws_hf_gguf_metadata(ckpt: *const Checkpoint, n_kv: *mut
     })
 }
 
+/// Entry `index` of the checkpoint's metadata, as `get` reads it, into
+/// `out`; `what` names the list for the not-found message.
+///
 /// # Safety
 /// `ckpt` a live checkpoint, `out` a valid pointer.
-#[no_mangle]
-pub unsafe extern "C" fn ws_hf_gguf_kv(ckpt: *const Checkpoint, index: usize, out: *mut WsMetaKv) -> WsStatus {
+unsafe fn write_entry<T>(
+    ckpt: *const Checkpoint,
+    index: usize,
+    out: *mut T,
+    what: &str,
+    get: impl Fn(&CMeta, usize) -> Option<T>,
+    count: impl Fn(&CMeta) -> usize,
+) -> WsStatus {
     guard(|| {
         // SAFETY: per the contract.
         let c = unsafe { self::ckpt(ckpt) }?;
@@ -61,11 +70,10 @@ pub unsafe extern "C" fn ws_hf_gguf_kv(ckpt: *const Checkpoint, index: usize, ou
             return Err(invalid("out is NULL"));
         }
         let m = c.hf_meta()?;
-        let kv =
-            m.kv(index).ok_or_else(|| Failure::new(WsStatus::NotFound, format!("no metadata key {index}: there are {}", m.counts().0)))?;
-        // SAFETY: out is non-null and writable; its pointers stay valid
-        // until ws_close (the metadata is kept in the checkpoint).
-        unsafe { out.write(kv) };
+        let v = get(&m, index).ok_or_else(|| Failure::new(WsStatus::NotFound, format!("no {what} {index}: there are {}", count(&m))))?;
+        // SAFETY: out is non-null and writable; the pointers in `v` stay
+        // valid until ws_close (the metadata is kept in the checkpoint).
+        unsafe { out.write(v) };
         Ok(())
     })
 }
@@ -73,19 +81,15 @@ pub unsafe extern "C" fn ws_hf_gguf_kv(ckpt: *const Checkpoint, index: usize, ou
 /// # Safety
 /// `ckpt` a live checkpoint, `out` a valid pointer.
 #[no_mangle]
+pub unsafe extern "C" fn ws_hf_gguf_kv(ckpt: *const Checkpoint, index: usize, out: *mut WsMetaKv) -> WsStatus {
+    // SAFETY: the caller's contract is write_entry's.
+    unsafe { write_entry(ckpt, index, out, "metadata key", CMeta::kv, |m| m.counts().0) }
+}
+
+/// # Safety
+/// `ckpt` a live checkpoint, `out` a valid pointer.
+#[no_mangle]
 pub unsafe extern "C" fn ws_hf_gguf_tensor(ckpt: *const Checkpoint, index: usize, out: *mut WsGgufTensor) -> WsStatus {
-    guard(|| {
-        // SAFETY: per the contract.
-        let c = unsafe { self::ckpt(ckpt) }?;
-        if out.is_null() {
-            return Err(invalid("out is NULL"));
-        }
-        let m = c.hf_meta()?;
-        let t = m
-            .tensor(index)
-            .ok_or_else(|| Failure::new(WsStatus::NotFound, format!("no GGUF tensor {index}: there are {}", m.counts().1)))?;
-        // SAFETY: as in ws_hf_gguf_kv.
-        unsafe { out.write(t) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract is write_entry's.
+    unsafe { write_entry(ckpt, index, out, "GGUF tensor", CMeta::tensor, |m| m.counts().1) }
 }
