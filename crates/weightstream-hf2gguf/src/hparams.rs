@@ -118,7 +118,13 @@ pub(crate) fn hparams(cfg: &Config, arch: Arch, meta: &mut Metadata) -> Result<H
         return Err(unsupported(CONFIG, "is_causal", "false: a bidirectional model"));
     }
     let llama3_rope = rope(cfg, &mut w)?;
-    w.f32("attention.layer_norm_rms_epsilon", "rms_norm_eps", cfg.find(&["rms_norm_eps", "norm_eps"]).map(|x| x.1))?;
+    // Every architecture here normalizes with RMSNorm, whose epsilon
+    // llama.cpp requires: convert would take transformers' class default
+    // for a config without one; refused by name instead of assumed.
+    let eps = cfg
+        .find(&["rms_norm_eps", "norm_eps"])
+        .ok_or_else(|| format_err(CONFIG, "rms_norm_eps", "missing (llama.cpp needs the RMSNorm epsilon)"))?;
+    w.f32("attention.layer_norm_rms_epsilon", eps.0, Some(eps.1))?;
     let ln = cfg.find(&["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"]);
     w.f32("attention.layer_norm_epsilon", ln.map_or("layer_norm_eps", |x| x.0), ln.map(|x| x.1))?;
     let n_expert = cfg.int_in(EXPERTS, 0..=u32::MAX as u64)?.unwrap_or(0);

@@ -140,6 +140,9 @@ fn values_llama_cpp_aborts_on_are_refused() {
         refused(&c, Kind::Format, "config.json", key);
     }
     let mut c = llama();
+    c.config.as_object_mut().unwrap().remove("rms_norm_eps");
+    refused(&c, Kind::Format, "config.json", "rms_norm_eps");
+    let mut c = llama();
     c.config.as_object_mut().unwrap().remove("intermediate_size");
     refused(&c, Kind::Format, "config.json", "prefix_dense_intermediate_size");
     let mut c = moe();
