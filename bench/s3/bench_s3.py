@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """Time to all BF16 in host memory, for one model kept in S3 (issue 34,
-item 5): weightstream on its Q4_K_M GGUF, its Q4_0 GGUF and its BF16
-safetensors; the Run:ai Model Streamer on the BF16 safetensors; and a plain
-parallel download of the BF16 bytes (boto3's transfer manager).
+item 5; issue 42, part 3): weightstream on its Q4_K_M GGUF, its Q4_0 GGUF
+and its BF16 safetensors; the Run:ai Model Streamer on the BF16
+safetensors; and a plain parallel download of the BF16 bytes (boto3's
+transfer manager).
 
 The server is a SeaweedFS (tests/s3/seaweed.py) in its own network
 namespace, reached over a veth pair whose server side is shaped with `tc
-tbf` to --rate (default 10gbit) for the "shaped" rounds and left bare for
-the "unshaped" ones; the namespace and the pair are made and removed here
-(root needed; without it the script says so and stops). Runs are
-interleaved (every method once per repetition, order rotated) and each is
-its own process, timed from the first request to the last tensor in
-memory (imports excluded). Prints a Markdown table of median and spread.
+tbf` to each of --rates in turn (default 1gbit and 2gbit: rates this
+2-core machine can fill, so the link, not the CPU, decides) and left bare
+for the "unshaped" round; the namespace and the pair are made and removed
+here (root needed; without it the script says so and stops). Runs are
+interleaved (every method once per repetition and link, order rotated)
+and each is its own process, timed from the first request to the last
+tensor in memory; imports are excluded, torch's included (every method
+that makes tensors needs it; weightstream imports it only when a load
+starts, which would otherwise be timed). Prints a Markdown table of median
+and spread, with each shaped run's share of the link: (bytes moved /
+rate) / time, and the load average before and after.
 
-    sudo .venv-vllm/bin/python bench/s3/bench_s3.py --work /tmp/wsb --reps 5
+    .venv-vllm/bin/python bench/s3/bench_s3.py --work /tmp/wsb --reps 3
 
 The model is generated (bench shape: hidden 2048, 16 layers, FFN 5632,
 vocabulary 32000: 886 M parameters, 1.77 GB as BF16) with random blocks of
@@ -70,6 +76,15 @@ def remove_link():
     sh("ip", "netns", "del", NS, check=False)
 
 
+def bits_per_second(rate: str) -> float:
+    """A tc rate ("1gbit", "500mbit") in bits per second."""
+    units = {"gbit": 1e9, "mbit": 1e6, "kbit": 1e3, "bit": 1.0}
+    for u, f in units.items():
+        if rate.endswith(u):
+            return float(rate[: -len(u)]) * f
+    raise SystemExit(f"--rates: {rate!r}: give gbit, mbit or kbit")
+
+
 def make_model(d: Path) -> dict[str, Path]:
     import numpy as np
     import sample_model as sm
@@ -91,6 +106,8 @@ def make_model(d: Path) -> dict[str, Path]:
 def one(method: str, url: str) -> float:
     """Run in a child process: seconds from start to all BF16 in memory."""
     if method.startswith("ws-"):
+        import torch  # noqa: F401  (imported by the load otherwise, inside the clock)
+
         import weightstream
         t = time.perf_counter()
         tensors = weightstream.load_file(url)
@@ -127,7 +144,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=Path("/tmp/ws-bench-s3"))
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--rate", default="10gbit", help="tc tbf rate of the shaped link")
+    ap.add_argument("--rates", default="1gbit,2gbit", help="tc tbf rates of the shaped links, comma-separated")
     ap.add_argument("--one", nargs=2, metavar=("METHOD", "URL"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -149,6 +166,9 @@ def main():
     shutil.rmtree(a.work / "seaweed", ignore_errors=True)
     make_link()
     results: dict[tuple[str, str], list[float]] = {}
+    rates = [r for r in a.rates.split(",") if r]
+    links = [*rates, "unshaped"]
+    load_before = os.getloadavg()
     try:
         with SeaweedS3(a.work / "seaweed", ip=NS_IP, netns=NS) as server:
             server.make_bucket(BUCKET)
@@ -158,8 +178,8 @@ def main():
             env = server.env()
             env["RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING"] = "0"
             for rep in range(a.reps):
-                for link in ("shaped", "unshaped"):
-                    shape(a.rate if link == "shaped" else None)
+                for link in links:
+                    shape(None if link == "unshaped" else link)
                     order = METHODS[rep % len(METHODS):] + METHODS[:rep % len(METHODS)]
                     for m in order:
                         r = subprocess.run([sys.executable, __file__, "--one", m, urls[m]], capture_output=True, text=True,
@@ -171,19 +191,23 @@ def main():
                         print(f"rep {rep} {link:8} {m:11} {results[(link, m)][-1]:.2f} s", file=sys.stderr, flush=True)
     finally:
         remove_link()
+    load_after = os.getloadavg()
     fmt_of = {"ws-q4_k_m": "q4_k_m", "ws-q4_0": "q4_0"}
     print(f"\n{a.reps} interleaved repetitions; model bytes: Q4_K_M {sizes['q4_k_m'] / 1e9:.3f} GB, "
-          f"Q4_0 {sizes['q4_0'] / 1e9:.3f} GB, BF16 {sizes['bf16'] / 1e9:.3f} GB\n")
-    print("| link | method | bytes moved | median s | min-max s | BF16 GB/s | vs Run:ai BF16 |")
-    print("|---|---|---|---|---|---|---|")
-    for link in ("shaped", "unshaped"):
-        runai = statistics.median(results[(link, "runai-bf16")])
+          f"Q4_0 {sizes['q4_0'] / 1e9:.3f} GB, BF16 {sizes['bf16'] / 1e9:.3f} GB; load average (1, 5, 15 min) "
+          f"before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}\n")
+    print("| link | method | bytes moved | median s | min-max s | BF16 GB/s | share of the link | vs boto3 BF16 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for link in links:
+        boto = statistics.median(results[(link, "boto3-bf16")])
         for m in METHODS:
             xs = results[(link, m)]
             med = statistics.median(xs)
             moved = sizes[fmt_of.get(m, "bf16")]
+            share = "-" if link == "unshaped" else f"{moved * 8 / bits_per_second(link) / med:.2f}"
             print(f"| {link} | {m} | {moved / 1e9:.3f} GB | {med:.2f} | {min(xs):.2f}-{max(xs):.2f} | "
-                  f"{sizes['bf16'] / 1e9 / med:.2f} | {med / runai:.2f}x |")
+                  f"{sizes['bf16'] / 1e9 / med:.2f} | {share} | {med / boto:.2f}x |")
     print("\nraw:", json.dumps({f"{k[0]}/{k[1]}": v for k, v in results.items()}))
 
 

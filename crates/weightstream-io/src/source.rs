@@ -76,6 +76,15 @@ pub trait ByteSource: Send + Sync {
     fn read_ahead(&self) -> bool {
         self.direct_file().is_some()
     }
+    /// Bytes per read-ahead read this source needs to run at full speed,
+    /// where that is more than the CPU ring's default slot: object storage
+    /// costs the server a request per ranged GET, and at 2 MiB parts a
+    /// SeaweedFS server spent twice the CPU of 8 MiB parts on the same
+    /// bytes (docs/PERFORMANCE.md, "Loads from object storage"). The CPU
+    /// ring takes it when no slot size was asked for. Default: none.
+    fn read_size(&self) -> Option<usize> {
+        None
+    }
     /// The file opened with `O_DIRECT`, and whether GPU loads may hand it to
     /// cuFile.
     fn direct_file(&self) -> Option<(&File, GdsUse)> {

@@ -9,7 +9,8 @@ use std::time::Duration;
 pub struct RemoteOptions {
     /// Ranged GETs in flight per object at most.
     pub concurrency: usize,
-    /// Bytes per ranged GET: a read is cut into parts this size, fetched in
+    /// Bytes per ranged GET at most: a read is cut into parts this size
+    /// (and into two at least, when it is 2 MiB or more), fetched in
     /// parallel.
     pub part_size: usize,
     /// Retries of one request (5xx, SlowDown, reset, timeout).
@@ -26,7 +27,10 @@ pub struct RemoteOptions {
 }
 
 pub const DEFAULT_CONCURRENCY: usize = 16;
-pub const DEFAULT_PART_SIZE: usize = 2 << 20;
+/// As boto3's transfer manager and AWS's guidance for ranged GETs: a
+/// request costs the server as much as megabytes of data (measured:
+/// docs/PERFORMANCE.md, "Loads from object storage").
+pub const DEFAULT_PART_SIZE: usize = 8 << 20;
 
 impl Default for RemoteOptions {
     fn default() -> Self {

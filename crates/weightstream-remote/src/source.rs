@@ -159,9 +159,11 @@ impl RemoteSource {
         proves_pin(&self.pin, self.len, meta).err().map(|why| RemoteError::new(RemoteErrorKind::Changed, &self.object, why))
     }
 
-    /// `buf` from `offset`, as parts of `part_size` fetched in parallel.
+    /// `buf` from `offset`, as parts fetched in parallel: `part_size` each
+    /// at most, and two at least for a read of 2 MiB or more, so that the
+    /// GPU ring's 4 MiB reads still keep two GETs in flight each.
     fn fetch(&self, offset: u64, buf: &mut [u8]) -> Result<(), RemoteError> {
-        let part = self.opts.part_size.max(1);
+        let part = split_part(buf.len(), self.opts.part_size);
         let parts = buf.chunks_mut(part).enumerate().map(|(i, c)| (offset + (i * part) as u64, c));
         runtime().block_on(async {
             stream::iter(parts.map(Ok)).try_for_each_concurrent(self.opts.concurrency.max(1), |(at, dst)| self.fetch_part(at, dst)).await
@@ -248,5 +250,39 @@ impl ByteSource for RemoteSource {
 
     fn read_ahead(&self) -> bool {
         true
+    }
+
+    /// Two full parts per read: each reader keeps two GETs in flight.
+    fn read_size(&self) -> Option<usize> {
+        Some(self.opts.part_size.saturating_mul(2))
+    }
+}
+
+/// Bytes per part of a read of `len` bytes: `part_size` at most, half the
+/// read (rounded up to 64 KiB) for reads from 2 MiB up to two parts.
+fn split_part(len: usize, part_size: usize) -> usize {
+    let part = part_size.max(1);
+    if len >= 2 << 20 && len < 2 * part {
+        return len.div_ceil(2).next_multiple_of(64 << 10).min(part);
+    }
+    part
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_part;
+
+    #[test]
+    fn reads_split_into_parts() {
+        const MIB: usize = 1 << 20;
+        // The CPU ring's remote reads (two parts of 8 MiB) and the GPU ring's
+        // 4 MiB reads (two of 2 MiB, as before the 8 MiB default).
+        assert_eq!(split_part(16 * MIB, 8 * MIB), 8 * MIB);
+        assert_eq!(split_part(4 * MIB, 8 * MIB), 2 * MIB);
+        assert_eq!(split_part(3 * MIB + 1, 8 * MIB), 3 * MIB / 2 + (64 << 10));
+        // Small reads (headers) are one GET; a set part size is a ceiling.
+        assert_eq!(split_part(64 << 10, 8 * MIB), 8 * MIB);
+        assert_eq!(split_part(100 * MIB, 8 * MIB), 8 * MIB);
+        assert_eq!(split_part(4 * MIB, 1000), 1000);
     }
 }

@@ -15,16 +15,7 @@ use common::{dir, write_block_gguf, write_fp8_checkpoint};
 use weightstream::{Catalog, Control, CpuExecutor, Error, HostTensor, Job, Plan, PlanOptions, SourceKind, Staging};
 
 fn whole(cat: &Catalog) -> Vec<HostTensor> {
-    let plan = Plan::new(cat, &PlanOptions::default()).unwrap();
-    let mut out = vec![];
-    CpuExecutor::new(&Default::default())
-        .unwrap()
-        .stream(cat, &plan, Control::default(), |t| {
-            out.push(t);
-            Ok(())
-        })
-        .unwrap();
-    out
+    common::stream_all(cat, &Staging::default())
 }
 
 /// The rectangle of a whole result, row-major.

@@ -58,7 +58,7 @@ pub struct Args {
     /// Buffers read ahead [default: CPU twice the readers, GPU 8]
     #[arg(long)]
     pub staging_slots: Option<usize>,
-    /// MiB per read and per buffer [default: CPU 4, GPU 16]
+    /// MiB per read and per buffer [default: CPU 4 (16 from object storage), GPU 4]
     #[arg(long)]
     pub staging_mib: Option<usize>,
     /// Print a JSON report

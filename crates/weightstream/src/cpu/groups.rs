@@ -55,6 +55,10 @@ fn groups(jobs: &[&Job], slot_bytes: usize) -> Vec<Group> {
 /// and 4 KiB alignment each already.
 const MAX_GAP: u64 = 16 << 10;
 
+/// The most a source's read size raises a slot to: the ring holds twice
+/// the readers' count of slots.
+const MAX_READ_SIZE: usize = 64 << 20;
+
 /// Consecutive groups handed over together: the small groups of one job
 /// (the rows of a column slice, a few KiB each) up to a slot's bytes, so
 /// that the pool dequantizes them side by side and, through the ring, one
@@ -134,7 +138,8 @@ impl CpuExecutor {
         tracker: Option<&Tracker>,
         mut on: impl FnMut(&[Group], &[GroupBytes]) -> Result<()>,
     ) -> Result<()> {
-        let groups = groups(jobs, self.slot_bytes);
+        let slot_bytes = self.slot_bytes_for(cat, jobs);
+        let groups = groups(jobs, slot_bytes);
         let source = |g: &Group| &cat.files[jobs[g.job].file].source;
         let check = || tracker.map_or(Ok(()), |t| t.check());
         let done = |gs: &[Group]| {
@@ -144,7 +149,7 @@ impl CpuExecutor {
         };
         let mapped = groups.iter().all(|g| source(g).slice(g.src.clone()).is_some());
         if mapped || groups.iter().all(|g| !source(g).read_ahead()) {
-            let batches = batches(&groups, self.slot_bytes, false);
+            let batches = batches(&groups, slot_bytes, false);
             for (i, b) in batches.iter().enumerate() {
                 check()?;
                 let gs = &groups[b.clone()];
@@ -166,7 +171,7 @@ impl CpuExecutor {
         }
 
         // Each batch's span in one read into one slot.
-        let batches = batches(&groups, self.slot_bytes, true);
+        let batches = batches(&groups, slot_bytes, true);
         let span = |b: &Range<usize>| groups[b.start].src.start..groups[b.end - 1].src.end;
         let shape = RingShape { slots: self.slots.min(batches.len()), workers: self.readers };
         let slot_len = batches
@@ -209,6 +214,21 @@ impl CpuExecutor {
         });
         self.give_ring(slots);
         result
+    }
+
+    /// File bytes per group and per read-ahead read for these jobs: the
+    /// slot size, raised to the largest read size the jobs' read-ahead
+    /// sources ask for (object storage: two full ranged GETs per read)
+    /// unless a slot size was set.
+    fn slot_bytes_for(&self, cat: &Catalog, jobs: &[&Job]) -> usize {
+        if self.slot_bytes_set {
+            return self.slot_bytes;
+        }
+        let wanted = jobs.iter().filter_map(|j| {
+            let s = &cat.files[j.file].source;
+            s.read_ahead().then(|| s.read_size()).flatten()
+        });
+        wanted.fold(self.slot_bytes, usize::max).min(MAX_READ_SIZE)
     }
 
     /// `count` ring buffers of at least `len` bytes: the kept ones when they

@@ -44,6 +44,9 @@ pub struct CpuExecutor {
     readers: usize,
     slots: usize,
     slot_bytes: usize,
+    /// Whether `slot_bytes` was asked for (`staging_bytes`): then sources'
+    /// read sizes do not raise it.
+    slot_bytes_set: bool,
     /// Read-ahead buffers, kept between loads (allocating and first-touching
     /// tens of MiB per call would cost more than small loads themselves).
     ring: Mutex<Vec<AlignedBuf>>,
@@ -60,7 +63,15 @@ impl CpuExecutor {
         }
         let pool = b.build().map_err(|e| Error::Threads(e.to_string()))?;
         let (readers, slots, slot_bytes) = staging.cpu_ring();
-        Ok(CpuExecutor { pool, isa: staging.isa.unwrap_or_else(Isa::detect), readers, slots, slot_bytes, ring: Mutex::new(Vec::new()) })
+        Ok(CpuExecutor {
+            pool,
+            isa: staging.isa.unwrap_or_else(Isa::detect),
+            readers,
+            slots,
+            slot_bytes,
+            slot_bytes_set: staging.slot_bytes.is_some(),
+            ring: Mutex::new(Vec::new()),
+        })
     }
 
     pub fn threads(&self) -> usize {

@@ -109,7 +109,7 @@ pub fn write_fp8_checkpoint(dir: &Path) -> PathBuf {
 
 /// A safetensors file: the 8-byte length, the header JSON padded to 8 bytes,
 /// the data.
-fn safetensors_bytes(header: &serde_json::Map<String, serde_json::Value>, data: Vec<u8>) -> Vec<u8> {
+pub fn safetensors_bytes(header: &serde_json::Map<String, serde_json::Value>, data: Vec<u8>) -> Vec<u8> {
     let mut h = serde_json::to_vec(header).unwrap();
     while h.len() % 8 != 0 {
         h.push(b' ');
@@ -118,4 +118,19 @@ fn safetensors_bytes(header: &serde_json::Map<String, serde_json::Value>, data: 
     bytes.extend(h);
     bytes.extend(data);
     bytes
+}
+
+/// Every tensor of `cat`, streamed by a CPU executor staging as `staging` says.
+pub fn stream_all(cat: &weightstream::Catalog, staging: &weightstream::Staging) -> Vec<weightstream::HostTensor> {
+    use weightstream::{Control, CpuExecutor, Plan, PlanOptions};
+    let plan = Plan::new(cat, &PlanOptions::default()).unwrap();
+    let mut out = vec![];
+    CpuExecutor::new(staging)
+        .unwrap()
+        .stream(cat, &plan, Control::default(), |t| {
+            out.push(t);
+            Ok(())
+        })
+        .unwrap();
+    out
 }
