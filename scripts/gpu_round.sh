@@ -54,7 +54,7 @@ cd "$ROOT"
 CARRY=.gpu-carry
 # The quick round's sweep and end-to-end arguments (also run by 'check').
 QUICK_SWEEP_ARGS="--sizes 256 --timeout 0.4"
-QUICK_E2E_ARGS="--preset 7b-4l --formats q4_0,q8_0,q4_k_m,iq4_xs,fp8,bf16 --sources auto,http --reps 2 --baselines h2d,safetensors --skip-sweep"
+QUICK_E2E_ARGS="--preset 7b-4l --formats q4_0,q8_0,q4_k_m,iq4_xs,fp8,bf16 --sources auto,http,http-cached --reps 2 --baselines h2d,safetensors --skip-sweep"
 mode=${1:-}
 shift || true
 

@@ -170,8 +170,8 @@ def ours(ws: Path, d: Path, preset: str, device: str, reps: int, formats: list[s
         for fmt in formats:
             for source in sources:
                 p = d / FORMATS[fmt].format(p=preset)
-                if source == "http" and p.suffix != ".gguf":
-                    log(f"weightstream {fmt} (http): skipped, an http:// URL names one file (this checkpoint is a directory)")
+                if source.startswith("http") and p.suffix != ".gguf":
+                    log(f"weightstream {fmt} ({source}): skipped, an http:// URL names one file (this checkpoint is a directory)")
                     continue
                 run_one(ws, base, p, fmt, source, device, reps, out)
                 save(out)
@@ -180,9 +180,20 @@ def ours(ws: Path, d: Path, preset: str, device: str, reps: int, formats: list[s
 
 def run_one(ws: Path, base: str, p: Path, fmt: str, source: str, device: str, reps: int, out: dict):
     """One format through one source: `http` reads the file over loopback
-    HTTP (object storage's parallel ranged GETs) from range_server.py."""
-    target, extra = (f"{base}/{p.name}", []) if source == "http" else (p, ["--source", source])
+    HTTP (object storage's parallel ranged GETs) from range_server.py;
+    `http-cached` the same URL through the local cache (docs/storage.md),
+    filled by one untimed load first, so the timed loads read the cache
+    (one HEAD each to check the version)."""
+    if source == "http-cached":
+        cache = p.parent / f"ws-cache-{p.stem}"
+        shutil.rmtree(cache, ignore_errors=True)
+        target, extra = f"{base}/{p.name}", ["--cache", cache]
+        ws_load(ws, target, device, extra)
+    else:
+        target, extra = (f"{base}/{p.name}", []) if source == "http" else (p, ["--source", source])
     runs = [ws_load(ws, target, device, extra) for _ in range(reps)]
+    if source == "http-cached":
+        shutil.rmtree(cache, ignore_errors=True)
     secs = [r["seconds"] for r in runs]
     key = fmt if source == "auto" else f"{fmt} ({source})"
     out[key] = {"format": fmt, "source": source, "file_bytes": runs[0]["src_bytes"], "bf16_bytes": runs[0]["out_bytes"],
@@ -302,9 +313,10 @@ def main():
     ap.add_argument("--preset", default="7b")
     ap.add_argument("--formats", default=",".join(FORMATS), type=lambda s: csv_list(s, FORMATS, "format"),
                     help=f"comma-separated, of {','.join(FORMATS)} (default all)")
-    ap.add_argument("--sources", default="auto", type=lambda s: csv_list(s, ("auto", "read", "mmap", "direct", "gds", "http"), "source"),
+    ap.add_argument("--sources", default="auto", type=lambda s: csv_list(s, ("auto", "read", "mmap", "direct", "gds", "http", "http-cached"), "source"),
                     help="weightstream load --source values, comma-separated (default auto); http: the GGUF files "
-                         "over loopback HTTP (bench/gpu/range_server.py), through the object-storage source")
+                         "over loopback HTTP (bench/gpu/range_server.py), through the object-storage source; "
+                         "http-cached: the same through the local cache, filled by one untimed load first")
     ap.add_argument("--baselines", default=",".join(BASELINES), type=lambda s: csv_list(s, (*BASELINES, "none"), "baseline"),
                     help=f"comma-separated, of {','.join(BASELINES)}, or none (default all)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each load and baseline")

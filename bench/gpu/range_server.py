@@ -25,6 +25,11 @@ def make_server(root: Path, port: int = 0) -> ThreadingHTTPServer:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes: with Nagle's
+        # algorithm on, a reply's last partial segment can wait for the
+        # client's delayed ACK. `gpu_round.sh check`'s tiny Q4_0 GGUF took
+        # 0.257 s over this server with it, 0.020 s without.
+        disable_nagle_algorithm = True
 
         def log_message(self, *a):
             pass
