@@ -812,9 +812,10 @@ def test_transformers_load_model_takes_urls(store, models):
     for only from a local file, are refused with UnsupportedModel naming
     the object (a presigned HTTP URL, which signs one file, needs config=);
     no secret (a key, an Azure SAS signature, a presigned URL's signature)
-    is ever printed.
-    Run in the vLLM venv's Python with this weightstream put first on its
-    path (tests/s3/transformers_loads.py: one process per store)."""
+    is ever printed. transformers' own from_pretrained(gguf_file=URL) under
+    patch() is served by weightstream, the same model. Run in the vLLM
+    venv's Python with this weightstream put first on its path
+    (tests/s3/transformers_loads.py: one process per store)."""
     py = torch_python()
     first = split_first(models)
     same = [(models["kquant.gguf"], url("kquant.gguf", store)),
@@ -845,7 +846,8 @@ def test_transformers_load_model_takes_urls(store, models):
     package = Path(weightstream.__file__).parent.parent
     env = {**store.env(), "PYTHONPATH": str(package)}
     r = subprocess.run([str(py), str(ROOT / "tests" / "s3" / "transformers_loads.py"),
-                        json.dumps({"same": [[str(a), b] for a, b in same], "refused": refused, "run": blocks})],
+                        json.dumps({"same": [[str(a), b] for a, b in same], "refused": refused, "run": blocks,
+                                    "patched": [[str(models["kquant.gguf"]), url("kquant.gguf", store)]]})],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
     assert not [s for s in secrets if s in r.stdout + r.stderr]
@@ -866,3 +868,5 @@ def test_transformers_load_model_takes_urls(store, models):
             assert got["type"] == "UnsupportedModel" and "pass config=" in got["message"], got
             assert weightstream._source_name(u) in got["message"], got
     assert out["run"] == ["LlamaForCausalLM LlamaForCausalLM\n"] * len(blocks), out["run"]
+    (via_patch,) = out["patched"]  # from_pretrained(gguf_file=URL) under patch()
+    assert via_patch["fallbacks"] == [] and via_patch["differ"] == [] and via_patch["tensors"] > 10, via_patch

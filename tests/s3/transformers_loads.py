@@ -4,10 +4,12 @@ in one store's environment: `weightstream.transformers.load_model` of each
 (local path, URL) pair, and of each URL that must be refused. Prints one
 JSON object: per pair, the parameters and buffers whose bits differ and
 the config keys that differ; per refused URL, the error's type, kind and
-message; and the docs' example blocks given, run. One process for all of a store's cases: importing transformers
+message; transformers' from_pretrained(gguf_file=URL) under patch(); and
+the docs' example blocks given, run. One process for all of a store's cases: importing transformers
 is most of its time.
 
-    python transformers_loads.py '{"same": [[local, url], ...], "refused": [url, ...], "run": [[where, code], ...]}'
+    python transformers_loads.py '{"same": [[local, url], ...], "refused": [url, ...],
+                                  "patched": [[local, url], ...], "run": [[where, code], ...]}'
 """
 from __future__ import annotations
 
@@ -38,6 +40,22 @@ def compare(local: str, url: str) -> dict:
             "name_or_path": cb.get("_name_or_path")}
 
 
+def patched(local: str, url: str) -> dict:
+    """transformers' own from_pretrained(gguf_file=url) under patch(): served
+    by weightstream (no FallbackWarning), the same model as load_model(local)."""
+    import warnings
+
+    from transformers import AutoModelForCausalLM
+
+    from weightstream.transformers import FallbackWarning, patch
+    with warnings.catch_warnings(record=True) as caught, patch():
+        warnings.simplefilter("always")
+        got = AutoModelForCausalLM.from_pretrained(".", gguf_file=url, dtype=torch.bfloat16)
+    a, b = tensors(load_model(local, device="cpu")), tensors(got)
+    return {"tensors": len(a), "differ": sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k)),
+            "fallbacks": [str(w.message) for w in caught if issubclass(w.category, FallbackWarning)]}
+
+
 def refusal(url: str) -> dict:
     try:
         load_model(url, device="cpu")
@@ -65,6 +83,7 @@ def main() -> None:
     out = {"weightstream": weightstream.__file__,
            "same": [compare(local, url) for local, url in cases.get("same", [])],
            "refused": [refusal(url) for url in cases.get("refused", [])],
+           "patched": [patched(local, url) for local, url in cases.get("patched", [])],
            "run": run(cases.get("run", []))}
     print(json.dumps(out))
 
