@@ -56,6 +56,10 @@ if [ "$quick" = 0 ]; then
   echo "== aarch64: the NEON kernels' parity suite under qemu-user"
   step arm scripts/test_arm.sh
 fi
+# The vLLM venv's packages before the Python suite: the object-store
+# suite runs the transformers front in its Python (torch, transformers),
+# with this build's weightstream first on the path (tests/python/test_s3.py).
+[ "$quick" = 1 ] || step_join vllm-packages
 echo "== pytest: the CLI against references (tests/python), the Python package (crates/weightstream-py/tests)"
 step pytest "$WS_VENV/bin/python" -m pytest tests/python crates/weightstream-py/tests -q -rs "${DURATIONS[@]}" "$@"
 echo "== the GPU round's CPU self-check (its scripts and arguments on a tiny model: docs/gpu-round.md)"
@@ -65,7 +69,6 @@ if [ "$quick" = 1 ]; then
   exit 0
 fi
 # The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).
-step_join vllm-packages
 step setup-vllm scripts/setup_vllm.sh
 echo "== C API and the llama.cpp adapter (builds llama.cpp once)"
 step c-api scripts/test_c.sh

@@ -14,7 +14,11 @@ object, with no secret printed, no partial output and no hang.
 
 Where an emulator lacks a behaviour, the proxy supplies it: the faults
 for all three, and for GCS the pin (fake-gcs-server ignores If-Match, so
-the replaced-object test relies on `?generation=N`)."""
+the replaced-object test relies on `?generation=N`).
+
+The transformers front (`weightstream.transformers.load_model`) needs
+torch, which this suite's venv lacks: its loads run in the vLLM venv's
+Python, one process per store (tests/s3/transformers_loads.py)."""
 from __future__ import annotations
 
 import json
@@ -33,6 +37,7 @@ from harness import ROOT, SEED, run_ws, ws_bin
 
 sys.path.insert(0, str(ROOT / "tests" / "s3"))
 sys.path.insert(0, str(ROOT / "tests" / "python"))
+import doc_examples  # noqa: E402  (tests/fixtures: the docs' blocks; docs/storage.md's transformers example runs here)
 import hf_tiny  # noqa: E402  (tests/fixtures/hf_tiny.py)
 import packed as packed_fixtures  # noqa: E402  (tests/fixtures/packed.py)
 import sample_model  # noqa: E402
@@ -68,7 +73,30 @@ def models(fixtures, tmp_path_factory) -> dict[str, Path]:
         "mxfp4/": d / "packed" / "mxfp4_gptoss",
         "int/": d / "packed" / "int_ct",
         "hf-llama/": hf_tiny.tiny_llama(d / "hf-llama", SEED),
+        # The transformers front's refusals: safetensors without their
+        # config.json, and a GGUF architecture whose config transformers
+        # derives only from a local file.
+        "noconfig/": no_config(d / "noconfig", d / "hf-llama"),
+        "gptoss/model.gguf": gpt_oss_gguf(d / "gptoss.gguf"),
     }
+
+
+def no_config(out: Path, hf: Path) -> Path:
+    out.mkdir()
+    (out / "model.safetensors").write_bytes((hf / "model.safetensors").read_bytes())
+    return out
+
+
+def gpt_oss_gguf(path: Path) -> Path:
+    import gguf
+    w = gguf.GGUFWriter(str(path), "gpt-oss")
+    w.add_block_count(1)
+    w.add_tensor("token_embd.weight", np.arange(64, dtype=np.float32).reshape(4, 16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
 
 
 SERVERS = {"s3": SeaweedS3, "gcs": FakeGCS, "azure": Azurite}
@@ -732,3 +760,113 @@ def test_the_vllm_plugin_passes_every_store_url_through():
     for u in ["s3://m/k.gguf", "gs://m/k.gguf", "az://m/p/", "abfs://m/k.gguf", "abfss://m@a1.dfs.core.windows.net/k.gguf",
               "https://a1.blob.core.windows.net/m/k.gguf?sv=1&sig=x"]:
         assert find_checkpoint("/nonexistent-config-dir", Options(file=u)) == u
+
+
+# -- the transformers front: weightstream.transformers.load_model on URLs ----
+
+
+def test_side_files_come_from_the_store_typed(store, models, monkeypatch):
+    """What the transformers front reads beside the weights (config.json)
+    comes through weightstream's remote reader: the object's bytes, None
+    for an absent one, and typed errors naming the object (too large, a
+    name outside the prefix, wrong credentials) with no secret printed."""
+    from weightstream._native import read_side_files
+    env_of(store, monkeypatch)
+    local = (models["hf-llama/"] / "config.json").read_bytes()
+    for u in [url("hf-llama/", store), url("hf-llama/model.safetensors", store)]:
+        assert read_side_files(u, ["config.json", "generation_config.json"], 1 << 20) == [local, None], u
+    with pytest.raises(weightstream.WeightstreamError) as e:
+        read_side_files(url("hf-llama/", store), ["config.json"], 10)
+    assert e.value.kind == "remote_server" and url("hf-llama/config.json", store) in str(e.value), e.value
+    with pytest.raises(weightstream.WeightstreamError) as e:
+        read_side_files(url("hf-llama/", store), ["../kquant.gguf"], 1 << 20)
+    assert e.value.kind == "remote_outside", e.value
+    if store.secret is not None:  # fake-gcs-server checks no credentials
+        env_of(store, monkeypatch, secret=WRONG[store.kind])
+        with pytest.raises(weightstream.WeightstreamError) as e:
+            read_side_files(url("hf-llama/", store), ["config.json"], 1 << 20)
+        assert e.value.kind == "remote_denied" and url("hf-llama/config.json", store) in str(e.value), e.value
+        assert not [x for x in (store.secret, WRONG[store.kind]) if x in str(e.value)], e.value
+
+
+def torch_python() -> Path:
+    """A Python with torch and transformers: the vLLM venv's
+    (scripts/setup_vllm.sh; $WEIGHTSTREAM_VLLM_VENV). The object-store
+    suite's venv has neither."""
+    py = Path(os.environ.get("WEIGHTSTREAM_VLLM_VENV", ROOT / ".venv-vllm")) / "bin" / "python"
+    if not py.exists():
+        pytest.skip(f"{py}: no Python with torch and transformers here (scripts/setup_vllm.sh makes it)")
+    return py
+
+
+def split_first(models) -> str:
+    return sorted(p.name for p in models["split-gguf/"].glob("*-00001-of-*.gguf"))[0]
+
+
+def test_transformers_load_model_takes_urls(store, models):
+    """`weightstream.transformers.load_model(url)` of a GGUF object, a split
+    set's first object, a safetensors prefix and a safetensors object (its
+    config.json read from the store) gives the local load's model: every
+    parameter and buffer bit for bit, the same config. Safetensors without
+    config.json, and a GGUF architecture transformers derives its config
+    for only from a local file, are refused with UnsupportedModel naming
+    the object (a presigned HTTP URL, which signs one file, needs config=);
+    no secret (a key, an Azure SAS signature, a presigned URL's signature)
+    is ever printed. transformers' own from_pretrained(gguf_file=URL) under
+    patch() is served by weightstream, the same model. Run in the vLLM
+    venv's Python with this weightstream put first on its path
+    (tests/s3/transformers_loads.py: one process per store)."""
+    py = torch_python()
+    first = split_first(models)
+    same = [(models["kquant.gguf"], url("kquant.gguf", store)),
+            (models["split-gguf/"] / first, url(f"split-gguf/{first}", store)),
+            (models["hf-llama/"], url("hf-llama/", store)),
+            (models["hf-llama/"] / "model.safetensors", url("hf-llama/model.safetensors", store))]
+    refused = [url("noconfig/", store), url("gptoss/model.gguf", store)]
+    secrets = [s for s in (store.secret,) if s]
+    if store.kind == "azure":  # Azure's own spelling, its SAS token the prefix's credential
+        from emulators import AZ_ACCOUNT, account_sas
+        sas = account_sas()
+        https = f"https://{AZ_ACCOUNT}.blob.core.windows.net/{BUCKET}/"
+        same.append((models["hf-llama/"], f"{https}hf-llama/?{sas}"))
+        refused.append(f"{https}noconfig/?{sas}")
+        sig = sas.split("sig=")[1].split("&")[0]
+        secrets += [sig, unquote(sig)]
+    blocks = []
+    if store.kind == "s3":  # presigned HTTP URLs: a GGUF loads; safetensors there have no config.json to read
+        signed = [presigned(store, "kquant.gguf"), presigned(store, "hf-llama/model.safetensors")]
+        same.append((models["kquant.gguf"], signed[0]))
+        refused.append(signed[1])
+        secrets += [q.split("Signature=")[1].split("&")[0] for q in signed]
+        # docs/storage.md's example, under the names it uses (in this process: one import)
+        store.put_tree(BUCKET, "tiny-llama/", models["hf-llama/"])
+        store.put_file(BUCKET, "tiny-llama-q4_k_m.gguf", models["kquant.gguf"])
+        blocks = [[b.where, b.body] for b in doc_examples.blocks_for(__file__)]
+        assert [b[0].split(":")[0] for b in blocks] == ["docs/storage.md"], blocks
+    package = Path(weightstream.__file__).parent.parent
+    env = {**store.env(), "PYTHONPATH": str(package)}
+    r = subprocess.run([str(py), str(ROOT / "tests" / "s3" / "transformers_loads.py"),
+                        json.dumps({"same": [[str(a), b] for a, b in same], "refused": refused, "run": blocks,
+                                    "patched": [[str(models["kquant.gguf"]), url("kquant.gguf", store)]]})],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert not [s for s in secrets if s in r.stdout + r.stderr]
+    out = json.loads(r.stdout.splitlines()[-1])
+    assert out["weightstream"].startswith(str(package)), out["weightstream"]  # this build, not the venv's own
+    for (local, u), got in zip(same, out["same"]):
+        assert got["class"] == "LlamaForCausalLM" and got["tensors"] > 10, (u, got)
+        assert got["differ"] == [] and got["config_differ"] == [], (u, got)
+        assert got["name_or_path"] == weightstream._source_name(u), (u, got)
+    noconfig, gptoss = out["refused"][:2]
+    assert noconfig["type"] == "UnsupportedModel" and url("noconfig/config.json", store) in noconfig["message"], noconfig
+    assert gptoss["type"] == "UnsupportedModel" and url("gptoss/model.gguf", store) in gptoss["message"], gptoss
+    assert "local file" in gptoss["message"], gptoss
+    for u, got in zip(refused[2:], out["refused"][2:]):
+        if store.kind == "azure":
+            assert got["type"] == "UnsupportedModel" and f"{https}noconfig/config.json" in got["message"], got
+        else:
+            assert got["type"] == "UnsupportedModel" and "pass config=" in got["message"], got
+            assert weightstream._source_name(u) in got["message"], got
+    assert out["run"] == ["LlamaForCausalLM LlamaForCausalLM\n"] * len(blocks), out["run"]
+    (via_patch,) = out["patched"]  # from_pretrained(gguf_file=URL) under patch()
+    assert via_patch["fallbacks"] == [] and via_patch["differ"] == [] and via_patch["tensors"] > 10, via_patch

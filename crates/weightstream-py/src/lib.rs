@@ -14,6 +14,8 @@ use pyo3::prelude::*;
 use weightstream::format::SourceKind;
 use weightstream::{Catalog, Control, Error, Loader, Plan, PlanOptions, Staging};
 
+mod side_files;
+
 create_exception!(_native, WeightstreamError, PyRuntimeError, "A weightstream failure: .kind, .file, .tensor, .offset say what and where.");
 
 /// Turn a Rust error into WeightstreamError with its fields as attributes.
@@ -444,6 +446,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_status, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_a_load_thread, m)?)?;
     m.add_function(wrap_pyfunction!(source_name, m)?)?;
+    m.add_function(wrap_pyfunction!(side_files::read_side_files, m)?)?;
+    m.add_function(wrap_pyfunction!(side_files::is_url, m)?)?;
     m.add("WeightstreamError", m.py().get_type::<WeightstreamError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -137,14 +137,28 @@ async fn head(store: &dyn ObjectStore, location: &ObjectPath, scheme: &Scheme) -
     }
 }
 
-/// Small files beside a checkpoint's weights under the prefix `url` (what
-/// `convert --to gguf` reads: the tokenizer files, a README), each fetched
-/// whole; `None` where the prefix holds no such object, and a file larger
-/// than `max` bytes refused before it is fetched.
+/// Small files beside a checkpoint's weights under the prefix `url`, or
+/// beside the object `url` names (what `convert --to gguf` reads: the
+/// tokenizer files, a README; the transformers front's config.json), each
+/// fetched whole; `None` where the directory holds no such object, and a
+/// file larger than `max` bytes refused before it is fetched. Only a
+/// store's URL: an HTTP URL (presigned) reads its own file alone.
 pub fn read_side_files(url: &str, names: &[&str], max: u64, opts: &RemoteOptions) -> Result<Vec<Option<Vec<u8>>>, RemoteError> {
     let url = RemoteUrl::parse(url)?;
-    if !url.is_prefix() || !url.scheme.is_store() {
-        return Err(RemoteError::new(RemoteErrorKind::BadUrl, url.object(), "names no checkpoint directory (a prefix ending in /)"));
+    if !url.scheme.is_store() {
+        return Err(RemoteError::new(
+            RemoteErrorKind::BadUrl,
+            url.object(),
+            "an HTTP URL names one file, with no directory to read beside it",
+        ));
+    }
+    if let Some(bad) = names.iter().find(|n| !crate::url::is_plain_name(n)) {
+        // The directory's own files only (prefix confinement).
+        return Err(RemoteError::new(
+            RemoteErrorKind::Outside,
+            url.object_in_dir(""),
+            format!("'{}' is not a file name in this prefix", bad.escape_debug()),
+        ));
     }
     let store = build(&url, opts)?;
     names

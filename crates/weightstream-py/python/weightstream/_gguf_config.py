@@ -12,7 +12,7 @@ GGUF_SUPPORTED_ARCHITECTURES) in load_gguf_checkpoint's order and with its
 special cases. The tests hold it equal to load_gguf_checkpoint's config for
 every architecture they build. Architectures whose derivation reads
 gguf-py's raw field parts (gpt-oss) or changes the config class (T5) are
-derived by transformers itself (`None` here).
+derived by transformers itself (`None` here), from a local file only.
 """
 from __future__ import annotations
 
@@ -94,3 +94,33 @@ def config_dict(metadata: dict, tensor_names: list[str], token_count: Callable[[
         if count:
             config["vocab_size"] = count
     return config
+
+
+def transformers_config(meta_file: Optional[str], ckpt, metadata: dict, arch: str):
+    """(transformers' own config object, its dict) for the GGUF opened as
+    `ckpt`: `config_dict` over weightstream's parsed metadata, or, for the
+    architectures it leaves to transformers, load_gguf_checkpoint itself on
+    the local file `meta_file` (None for a URL: refused, UnsupportedModel);
+    tie_word_embeddings taken from all tensors of a split set."""
+    from transformers import AutoConfig  # noqa: F401 (CONFIG_MAPPING is filled lazily through it)
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from .transformers import UnsupportedModel
+
+    names = ckpt.keys() + [n for n, _ in ckpt.skipped()]
+    try:
+        d = config_dict(metadata, names, lambda: len(ckpt.metadata().get("tokenizer.ggml.tokens") or []))
+        if d is None and meta_file is not None:
+            d = gguf_utils.load_gguf_checkpoint(meta_file, return_tensors=False)["config"]
+    except ValueError as e:  # "GGUF model with architecture X is not supported yet."
+        raise UnsupportedModel(f"{meta_file or ckpt.path}: {e}") from None
+    if d is None:
+        # gguf-py's reader (under load_gguf_checkpoint) memory-maps a local
+        # file: from a URL that would take a local copy of all of it.
+        raise UnsupportedModel(f"{ckpt.path}: transformers derives the config of GGUF architecture {arch!r} itself, "
+                               "from a local file, which a URL is not (load a local copy)")
+    # load_gguf_checkpoint's own rule, over every file of a split set, not
+    # just the first (where output.weight may not be).
+    d["tie_word_embeddings"] = "output.weight" not in names or arch in ("falcon", "bloom")
+    return CONFIG_MAPPING[d["model_type"]].from_dict(dict(d)), d

@@ -45,7 +45,7 @@ def _why_not(name_or_path, model_args, kwargs) -> tuple[Optional[str], dict]:
     load_model arguments when it can)."""
     path = _local_gguf(name_or_path, kwargs)
     if path is None:
-        return f"{kwargs['gguf_file']!r} is not a local file (a hub download is transformers' to make)", {}
+        return f"{kwargs['gguf_file']!r} is not a local file or an object-storage URL (a hub download is transformers' to make)", {}
     unknown = sorted(k for k in kwargs if k not in _HARMLESS)
     if model_args or unknown:
         return f"arguments weightstream cannot honour: {', '.join(unknown) or 'positional model_args'}", {}
@@ -67,9 +67,10 @@ def _why_not(name_or_path, model_args, kwargs) -> tuple[Optional[str], dict]:
 
 def _local_gguf(name_or_path, kwargs) -> Optional[str]:
     """The GGUF file from_pretrained would read, if it is on this machine
-    (transformers' own order: gguf_file as a path, then inside the repo dir)."""
+    (transformers' own order: gguf_file as a path, then inside the repo dir)
+    or a URL weightstream reads (`s3://`, `gs://`, `az://`, ...)."""
     gguf_file = os.fspath(kwargs["gguf_file"])
-    if os.path.isfile(gguf_file):
+    if _wst._remote.is_url(gguf_file) or os.path.isfile(gguf_file):
         return gguf_file
     if name_or_path is not None:
         local = os.path.join(os.fspath(name_or_path), kwargs.get("subfolder") or "", gguf_file)
@@ -124,7 +125,7 @@ def _auto_from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwa
             except (_wst.UnsupportedModel, ValueError):
                 pass  # transformers' own derivation, and its own message
         return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
-    return _fall_back(cls, kwargs, f"{kwargs['gguf_file']!r} is not a local file (a hub download is transformers' to make)",
+    return _fall_back(cls, kwargs, f"{kwargs['gguf_file']!r} is not a local file or an object-storage URL (a hub download is transformers' to make)",
                       original, (pretrained_model_name_or_path, *model_args))
 
 

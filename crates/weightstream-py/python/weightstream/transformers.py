@@ -3,6 +3,7 @@
     from weightstream.transformers import load_model, patch
 
     model = load_model("model-q4_k_m.gguf")                 # or a split set, or an FP8/NVFP4/... directory
+    model = load_model("s3://bucket/llama-fp8/")            # or gs://, az://, ...: object storage
     with patch():                                            # or patch() once at start-up
         model = AutoModelForCausalLM.from_pretrained(d, gguf_file="model-q4_k_m.gguf", dtype=torch.bfloat16)
 
@@ -31,6 +32,8 @@ from transformers import modeling_gguf_pytorch_utils as _gguf_utils
 from transformers.modeling_utils import _load_parameter_into_model
 
 from . import Checkpoint, WeightstreamError, _parse_device
+from . import _transformers_remote as _remote
+from ._gguf_config import transformers_config as _transformers_config
 
 __all__ = ["load_model", "patch", "unpatch", "UnsupportedModel", "IncompleteCheckpoint", "FallbackWarning"]
 
@@ -106,40 +109,18 @@ class _Plan:
         self.mapping: dict[str, str] = {}
 
 
-def _gguf_config(meta_file: str, ckpt: Checkpoint, metadata: dict, arch: str):
-    """transformers' own config for the GGUF: load_gguf_checkpoint's
-    derivation over weightstream's parsed metadata (_gguf_config.py), or,
-    for the architectures it leaves to transformers, load_gguf_checkpoint
-    itself; tie_word_embeddings taken from all tensors of a split set."""
-    from transformers import AutoConfig  # noqa: F401 (CONFIG_MAPPING is filled lazily through it)
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
-    from ._gguf_config import config_dict
-
-    names = ckpt.keys() + [n for n, _ in ckpt.skipped()]
-    try:
-        d = config_dict(metadata, names, lambda: len(ckpt.metadata().get("tokenizer.ggml.tokens") or []))
-        if d is None:
-            d = _gguf_utils.load_gguf_checkpoint(meta_file, return_tensors=False)["config"]
-    except ValueError as e:  # "GGUF model with architecture X is not supported yet."
-        raise UnsupportedModel(f"{meta_file}: {e}") from None
-    # load_gguf_checkpoint's own rule, over every file of a split set, not
-    # just the first (where output.weight may not be).
-    d["tie_word_embeddings"] = "output.weight" not in names or arch in ("falcon", "bloom")
-    return CONFIG_MAPPING[d["model_type"]].from_dict(dict(d)), d
-
-
 def gguf_config(path):
     """The transformers config of a GGUF file (or split set, or directory
     holding one), as transformers' AutoConfig.from_pretrained(gguf_file=...)
-    derives it, from weightstream's metadata reader (_gguf_config)."""
-    meta_file, _ = _gguf_files(os.fspath(path))
+    derives it, from weightstream's metadata reader (_gguf_config); a URL
+    too (s3://, gs://, az://, ...)."""
+    meta_file = None if _remote.is_url(os.fspath(path)) else _gguf_files(os.fspath(path))[0]
     with Checkpoint(os.fspath(path), "cpu") as ckpt:
         metadata = ckpt.metadata(tokenizer=False)
         # UnsupportedModel for an architecture weightstream does not serve
         # (those on transformers' new GGUF path derive their config there).
         _processor_class(metadata["general.architecture"])
-        return _gguf_config(meta_file, ckpt, metadata, metadata["general.architecture"])[0]
+        return _transformers_config(meta_file, ckpt, metadata, metadata["general.architecture"])[0]
 
 
 def _processor_class(arch: str):
@@ -335,20 +316,24 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
     UnsupportedModel before any tensor is read."""
     path = os.fspath(path)
     dtype = _dtype(dtype)
-    meta_file, is_gguf = _gguf_files(path)
+    url = _remote.is_url(path)
+    # A URL's format is what weightstream found under it (a prefix may hold a split GGUF set).
+    meta_file, is_gguf = (None, False) if url else _gguf_files(path)
     ckpt = Checkpoint(path, "cpu", **options)
-    names = ckpt.keys()
+    is_gguf = is_gguf or (url and ckpt.format() == "gguf")
     if is_gguf:
         # weightstream's own reader parsed the header; the vocabulary stays in Rust.
         metadata = ckpt.metadata(tokenizer=False)
         arch = metadata["general.architecture"]
         _processor_class(arch)
-        cfg, cfg_dict = _gguf_config(meta_file, ckpt, metadata, arch)
+        cfg, cfg_dict = _transformers_config(meta_file, ckpt, metadata, arch)
         if config is not None:  # the caller's, but whether lm_head exists is the file's to say
             cfg = config
             cfg.tie_word_embeddings = cfg_dict["tie_word_embeddings"]
     else:
         cfg = config
+        if cfg is None and url:
+            cfg = _remote.config(path)
         if cfg is None:
             d = path if os.path.isdir(path) else os.path.dirname(path)
             if not os.path.isfile(os.path.join(d, "config.json")):
@@ -360,14 +345,14 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
             del cfg.quantization_config
     if attn_implementation is not None:
         cfg._attn_implementation = attn_implementation
-    cfg.name_or_path = path
+    cfg.name_or_path = ckpt.path  # a URL without its query (an Azure SAS token, a presigned signature)
     model = _build(_model_class(cfg, model_class), cfg, dtype)
     plan = _gguf_plan(model, cfg_dict, arch, ckpt) if is_gguf else _safetensors_plan(model, ckpt)
     targets = set(plan.direct.values()) | set(plan.sources)
     tied = {t for t, s in model.all_tied_weights_keys.items() if s in targets and t not in targets}
     missing = sorted(set(dict(model.named_parameters())) - targets - tied)
     if missing:
-        raise IncompleteCheckpoint(f"{path}: {type(model).__name__} parameters the checkpoint does not hold: "
+        raise IncompleteCheckpoint(f"{ckpt.path}: {type(model).__name__} parameters the checkpoint does not hold: "
                                f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
     return model, ckpt, plan, tied
 
@@ -397,6 +382,15 @@ def load_model(path, *, model_class=None, device="auto", dtype=torch.bfloat16, c
     """A transformers model filled from a GGUF file (or split set, or a
     directory holding one) or a directory of safetensors (FP8, NVFP4, MXFP4,
     INT4/INT8, BF16...) with its config.json.
+
+    `path` may be a URL (docs/storage.md): `s3://`, `gs://`, `az://`,
+    `abfs(s)://` or `https://ACCOUNT.blob.core.windows.net/` naming a GGUF
+    object (a split set's first) or a prefix (`.../model/`) holding a split
+    set or safetensors with their config.json, which is read from the same
+    store (the weights' credentials and typed errors; nothing copied to
+    local disk); a plain `http(s)://` URL names one file (a safetensors one
+    then needs `config=`). GGUF architectures whose config transformers
+    derives itself from a local file (gpt-oss) are refused for URLs.
 
     - model_class: a model class (LlamaForCausalLM) or an Auto class
       (default AutoModelForCausalLM), resolved against the config;

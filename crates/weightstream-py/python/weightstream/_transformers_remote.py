@@ -1,0 +1,63 @@
+"""The transformers front on a URL (`s3://`, `gs://`, `az://`, `abfs(s)://`,
+`https://ACCOUNT.blob.core.windows.net/...`, plain `http(s)://`): what it
+reads beside the weights, config.json, comes from the same store through
+weightstream's remote reader (the credentials, options and typed errors of
+the weights' own reads), into memory: nothing is copied to local disk.
+"""
+from __future__ import annotations
+
+import json
+
+from . import WeightstreamError
+from ._native import is_url, read_side_files
+from ._native import source_name as _source_name
+
+__all__ = ["is_url", "config", "object_beside"]
+
+# A config.json is kilobytes; a larger object under that name is no config.
+_MAX_CONFIG = 16 << 20
+
+
+def object_beside(url: str, name: str) -> str:
+    """How messages name the object `name` beside the checkpoint at `url`:
+    under its prefix, or in the directory of the object it names; never
+    the URL's query (an Azure SAS token, a presigned signature)."""
+    shown = _source_name(url)
+    return shown + name if shown.endswith("/") else shown.rsplit("/", 1)[0] + "/" + name
+
+
+def config(url: str):
+    """transformers' config from the config.json beside the checkpoint at
+    `url`, built as AutoConfig.from_pretrained builds it from a directory
+    (the same class, from_dict over the same dict). UnsupportedModel where
+    there is none, or where it names code to run (auto_map)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from .transformers import UnsupportedModel
+
+    name = object_beside(url, "config.json")
+    try:
+        (data,) = read_side_files(url, ["config.json"], _MAX_CONFIG)
+    except WeightstreamError as e:
+        if e.kind != "remote_bad_url":
+            raise
+        # A plain HTTP URL (a presigned one) signs one file: nothing beside it can be read.
+        raise UnsupportedModel(f"{_source_name(url)}: an HTTP URL names one file, so no config.json beside it can be "
+                               "read; pass config= (a transformers config)") from None
+    if data is None:
+        raise UnsupportedModel(f"{name}: no such object; a safetensors checkpoint is loaded with the config.json "
+                               "beside it (or pass config=)")
+    try:
+        d = json.loads(data)
+    except ValueError as e:
+        raise UnsupportedModel(f"{name}: not JSON ({e})") from None
+    if not isinstance(d, dict) or "model_type" not in d:
+        raise UnsupportedModel(f"{name}: no model_type (transformers cannot tell the architecture)")
+    if "AutoConfig" in (d.get("auto_map") or {}):
+        raise UnsupportedModel(f"{name}: names its own config code (auto_map), which is never fetched and run from a URL")
+    # AutoConfig's own rename (configuration_auto.py): a Mistral config with layer types is Ministral's.
+    if d["model_type"] == "mistral" and "layer_types" in d:
+        d["model_type"] = "ministral"
+    if d["model_type"] not in CONFIG_MAPPING:
+        raise UnsupportedModel(f"{name}: model type {d['model_type']!r} is not one this transformers knows")
+    return CONFIG_MAPPING[d["model_type"]].from_dict(d, name_or_path=_source_name(url), _from_auto=True)
