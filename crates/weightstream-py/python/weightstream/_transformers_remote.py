@@ -26,16 +26,20 @@ def object_beside(url: str, name: str) -> str:
     return shown + name if shown.endswith("/") else shown.rsplit("/", 1)[0] + "/" + name
 
 
-def config(url: str):
+def config(url: str, opened: dict | None = None):
     """transformers' config from the config.json beside the checkpoint at
     `url`, built as AutoConfig.from_pretrained builds it from a directory
-    (the same class, from_dict over the same dict). UnsupportedModel where
-    there is none, or where it names code to run (auto_map)."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
+    (the same class, from_dict over the same dict). `opened`: the one the
+    checkpoint's open already read from the same listing as the weights
+    (`Checkpoint.config()`, a prefix's), used rather than fetched again,
+    so that the config and the weights are never two versions apart.
+    UnsupportedModel where there is none, or where it names code to run
+    (auto_map)."""
     from .transformers import UnsupportedModel
 
     name = object_beside(url, "config.json")
+    if opened is not None:
+        return _from_dict(name, url, opened)
     try:
         (data,) = read_side_files(url, ["config.json"], _MAX_CONFIG)
     except WeightstreamError as e:
@@ -51,6 +55,15 @@ def config(url: str):
         d = json.loads(data)
     except ValueError as e:
         raise UnsupportedModel(f"{name}: not JSON ({e})") from None
+    return _from_dict(name, url, d)
+
+
+def _from_dict(name: str, url: str, d):
+    """The config class of `d`'s model_type, from `d`, as AutoConfig does."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from .transformers import UnsupportedModel
+
     if not isinstance(d, dict) or "model_type" not in d:
         raise UnsupportedModel(f"{name}: no model_type (transformers cannot tell the architecture)")
     if "AutoConfig" in (d.get("auto_map") or {}):

@@ -333,7 +333,7 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
     else:
         cfg = config
         if cfg is None and url:
-            cfg = _remote.config(path)
+            cfg = _remote.config(path, ckpt.config())
         if cfg is None:
             d = path if os.path.isdir(path) else os.path.dirname(path)
             if not os.path.isfile(os.path.join(d, "config.json")):
