@@ -19,12 +19,13 @@ pub struct Arch {
     pub permute_qk: bool,
 }
 
-pub const ARCHS: [Arch; 5] = [
+pub const ARCHS: [Arch; 6] = [
     Arch { hf: "LlamaForCausalLM", name: "llama", permute_qk: true },
     Arch { hf: "MistralForCausalLM", name: "llama", permute_qk: true },
     Arch { hf: "Qwen2ForCausalLM", name: "qwen2", permute_qk: false },
     Arch { hf: "Qwen3ForCausalLM", name: "qwen3", permute_qk: false },
     Arch { hf: "Qwen3MoeForCausalLM", name: "qwen3moe", permute_qk: false },
+    Arch { hf: "Phi3ForCausalLM", name: "phi3", permute_qk: false },
 ];
 
 /// llama.cpp's own limit on layers (LLAMA_MAX_LAYERS).
@@ -57,11 +58,9 @@ pub(crate) fn arch_of(cfg: &Config) -> Result<Arch> {
     let Some(hf) = hf else {
         return Err(unsupported(CONFIG, "architectures", "names no architecture"));
     };
-    ARCHS
-        .iter()
-        .copied()
-        .find(|a| a.hf == hf)
-        .ok_or_else(|| unsupported(CONFIG, "architectures", format!("{hf} is not supported (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE are)")))
+    ARCHS.iter().copied().find(|a| a.hf == hf).ok_or_else(|| {
+        unsupported(CONFIG, "architectures", format!("{hf} is not supported (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Phi-3 are)"))
+    })
 }
 
 struct Writer<'a> {
