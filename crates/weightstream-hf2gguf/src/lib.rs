@@ -14,11 +14,14 @@
 //! The caller reads the files (from a local directory or object storage)
 //! and lists the tensors; [`build`] does the rest.
 
+mod card;
 mod config;
 mod error;
 mod general;
 mod hparams;
 mod meta;
+mod model_card;
+mod model_id;
 mod phi3;
 mod rope_freqs;
 mod special;
@@ -133,8 +136,11 @@ pub fn build(input: &HfInput) -> Result<Metadata> {
     meta.set("general.architecture", Value::Str(arch.name.into()));
     // _name_or_path only when it is a model id, not a filesystem path.
     let name_or_path = cfg.str_of("_name_or_path").filter(|p| p.matches('/').count() <= 1);
-    general::write_head(&mut meta, &[name_or_path.unwrap_or(""), input.dir_name], total);
-    general::write_size_label(&mut meta, &hp, &body);
+    let card = card::Card::parse(input.readme.map(model_card::front_matter).transpose()?.flatten().as_ref(), total)?;
+    if !general::write_head(&mut meta, &card, &[name_or_path, Some(input.dir_name)], total) {
+        general::write_size_label(&mut meta, &hp, &body);
+    }
+    card.write(&mut meta);
     for (k, v) in body.kv {
         meta.set(k, v);
     }

@@ -77,7 +77,75 @@ PRE = {"llama": "llama-bpe", "qwen2": "qwen2", "qwen3": "qwen2", "qwen3moe": "qw
 FORMATS = ("bf16", "fp8", "nvfp4-modelopt", "nvfp4-ct", "int4-ct")
 # CI time: the SentencePiece model in two formats only (its weights take the same paths as llama's).
 ARCH_FORMATS = {"mistral": ("bf16", "fp8"), "phi3": ("bf16", "fp8")}
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json", "README.md")
+# Model cards as real ones begin (gguf-py's Metadata.load reads their YAML
+# front matter into general.license, .tags, .languages, .base_model.*,
+# .dataset.*, and the name fields): a base model as an id, a list of ids
+# and URLs, datasets by id and URL, a license list and link, a pipeline
+# tag, Norway's "no", a model_name that becomes general.name, keys convert
+# ignores (library_name, widget).
+README = {
+    "llama": """---
+license: llama3.1
+language:
+- en
+- de
+- no
+pipeline_tag: text-generation
+tags:
+- facebook
+- meta
+- llama-3
+base_model: meta-llama/Llama-3.1-8B
+datasets:
+- HuggingFaceFW/fineweb-edu
+- https://huggingface.co/datasets/allenai/c4
+extra_gated_prompt: "### LLAMA 3.1 COMMUNITY LICENSE AGREEMENT"
+---
+
+# Tiny Llama
+""",
+    "qwen2": """---
+license: other
+license_name: qwen-research
+license_link: https://huggingface.co/Qwen/Qwen2.5-3B/blob/main/LICENSE
+language: en
+base_model:
+- Qwen/Qwen2.5-0.5B
+- https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct
+- unsloth/Qwen2.5-0.5B-v2.1-bnb-4bit
+- name: Qwen2.5 Math
+  organization: Qwen
+  repo_url: https://huggingface.co/Qwen/Qwen2.5-Math-1.5B
+tags: chat
+library_name: transformers
+---
+# Qwen2.5-0.5B (tiny)
+""",
+    "phi3": """---
+license:
+- mit
+- apache-2.0
+license_link: https://huggingface.co/microsoft/Phi-3-mini-4k-instruct/resolve/main/LICENSE
+language:
+- en
+pipeline_tag: text-generation
+tags:
+- nlp
+- code
+inference:
+  parameters:
+    temperature: 0.0
+widget:
+  - messages:
+      - role: user
+        content: Can you provide ways to eat combinations of bananas and dragonfruits?
+model_name: Phi 3 Tiny Instruct
+base_model: microsoft/Phi-3-mini-4k-instruct
+dataset: https://huggingface.co/microsoft/orca-agentinstruct-1M-v1
+---
+""",
+}
 
 
 # The split regexes of Llama 3's and Qwen2's tokenizer.json (the adapter
@@ -221,6 +289,8 @@ def main(out: Path, llama_src: Path) -> None:
             phi3_config(hf_dir)
         else:
             tokenizer(hf_dir, PRE[arch])
+        if arch in README:
+            (hf_dir / "README.md").write_text(README[arch])
         formats = ARCH_FORMATS.get(arch, FORMATS)
         pairs = {f"{arch}-bf16": (hf_dir, hf_dir)}
         models.fp8_variant(root / "fp8", root / "fp8-ref", hf_dir, weights)
