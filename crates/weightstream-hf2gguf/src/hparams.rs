@@ -118,8 +118,7 @@ pub(crate) fn hparams(cfg: &Config, arch: Arch, meta: &mut Metadata) -> Result<H
     }
     let llama3_rope = rope(cfg, &mut w)?;
     // Every architecture here normalizes with RMSNorm, whose epsilon
-    // llama.cpp requires: convert would take transformers' class default
-    // for a config without one; refused by name instead of assumed.
+    // llama.cpp requires (class_defaults.rs fills transformers' default).
     let eps = cfg
         .find(&["rms_norm_eps", "norm_eps"])
         .ok_or_else(|| format_err(CONFIG, "rms_norm_eps", "missing (llama.cpp needs the RMSNorm epsilon)"))?;

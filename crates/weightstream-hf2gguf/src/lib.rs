@@ -15,6 +15,7 @@
 //! and lists the tensors; [`build`] does the rest.
 
 mod card;
+mod class_defaults;
 mod config;
 mod error;
 mod general;
@@ -108,8 +109,10 @@ fn phi3_vocab(
 
 /// The metadata and tensor map of the checkpoint `input` describes.
 pub fn build(input: &HfInput) -> Result<Metadata> {
-    let cfg = Config::parse(input.config)?;
+    let mut cfg = Config::parse(input.config)?;
     let arch = hparams::arch_of(&cfg)?;
+    // What convert sees: config.json through transformers' config class.
+    class_defaults::fill(&mut cfg, arch);
     if cfg.get("text_config").is_some() {
         return Err(unsupported(CONFIG, "text_config", "a multimodal model: not supported"));
     }

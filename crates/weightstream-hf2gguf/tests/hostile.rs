@@ -140,9 +140,6 @@ fn values_llama_cpp_aborts_on_are_refused() {
         refused(&c, Kind::Format, "config.json", key);
     }
     let mut c = llama();
-    c.config.as_object_mut().unwrap().remove("rms_norm_eps");
-    refused(&c, Kind::Format, "config.json", "rms_norm_eps");
-    let mut c = llama();
     c.config.as_object_mut().unwrap().remove("intermediate_size");
     refused(&c, Kind::Format, "config.json", "prefix_dense_intermediate_size");
     let mut c = moe();
@@ -151,6 +148,32 @@ fn values_llama_cpp_aborts_on_are_refused() {
     let mut c = moe();
     c.config["num_experts_per_tok"] = json!(0);
     refused(&c, Kind::Format, "config.json", "num_experts_per_tok");
+}
+
+/// Fields config.json leaves out are what transformers' config class
+/// gives convert (class_defaults.rs), or refused where they disagree.
+#[test]
+fn absent_fields_take_the_config_class_defaults() {
+    let mut c = llama();
+    for k in ["rms_norm_eps", "max_position_embeddings", "num_key_value_heads", "rope_theta"] {
+        c.config.as_object_mut().unwrap().remove(k);
+    }
+    c.tensors.iter_mut().filter(|t| t.name.contains(".k_proj.") || t.name.contains(".v_proj.")).for_each(|t| t.shape[0] = 64);
+    let m = run(&c).unwrap();
+    assert_eq!(m.get("llama.attention.layer_norm_rms_epsilon"), Some(&Meta::F32(1e-6)));
+    assert_eq!(m.get("llama.context_length"), Some(&Meta::U32(2048)));
+    assert_eq!(m.get("llama.attention.head_count_kv"), Some(&Meta::U32(4)), "LlamaConfig: as many as heads");
+    assert_eq!(m.get("llama.rope.freq_base"), Some(&Meta::F32(10000.0)));
+    // MistralConfig's 8 KV heads do not divide these 4 heads; LlamaConfig's
+    // 32000 tokens are not the embedding's 16 rows.
+    c.config["architectures"] = json!(["MistralForCausalLM"]);
+    refused(&c, Kind::Format, "config.json", "num_key_value_heads");
+    let mut c = llama();
+    c.config.as_object_mut().unwrap().remove("vocab_size");
+    refused(&c, Kind::Format, "tensors", "model.embed_tokens.weight");
+    let mut c = moe();
+    c.config.as_object_mut().unwrap().remove("num_experts_per_tok");
+    refused(&c, Kind::Format, "config.json", "num_experts_per_tok"); // Qwen3MoeConfig's 8 of 4 experts
 }
 
 #[test]

@@ -25,6 +25,10 @@ SentencePiece tokenizer.model and Phi-3's added tokens (phi3-bf16/,
 phi3-fp8/), and its longrope variant (phi3longrope-bf16/: factor tensors
 and attention factor);
 
+qwen3's config.json leaves out max_position_embeddings, rms_norm_eps and
+rope_theta (convert writes Qwen3Config's defaults); llama, qwen2 and phi3
+carry README.md model cards (general.license, .tags, .base_model.*, ...);
+
 and for each of those, NAME.ref-bf16.gguf: what the vendored llama.cpp's
 convert_hf_to_gguf.py --outtype bf16 writes from the reference BF16
 checkpoint. Those are what llama.cpp loads normally; the adapter, given
@@ -233,6 +237,16 @@ def phi3_config(d: Path) -> None:
     (d / "config.json").write_text(json.dumps(config))
 
 
+def class_defaults_config(d: Path) -> None:
+    """config.json without the fields transformers' Qwen3Config fills
+    (max_position_embeddings 32768, rms_norm_eps 1e-6, rope_theta 10000),
+    which convert writes as the class's defaults."""
+    config = json.loads((d / "config.json").read_text())
+    for k in ("max_position_embeddings", "rms_norm_eps", "rope_parameters", "rope_theta"):
+        config.pop(k, None)
+    (d / "config.json").write_text(json.dumps(config))
+
+
 def hf_model(arch: str, out: Path, seed: int) -> dict[str, np.ndarray]:
     import torch
     import transformers
@@ -289,6 +303,8 @@ def main(out: Path, llama_src: Path) -> None:
             phi3_config(hf_dir)
         else:
             tokenizer(hf_dir, PRE[arch])
+        if arch == "qwen3":
+            class_defaults_config(hf_dir)
         if arch in README:
             (hf_dir / "README.md").write_text(README[arch])
         formats = ARCH_FORMATS.get(arch, FORMATS)
