@@ -16,12 +16,12 @@
 #   - Hugging Face checkpoints (tiny llama, qwen2, qwen3, qwen3moe; BF16 and
 #     FP8/NVFP4/INT4 of the same weights; a Mistral with a SentencePiece
 #     tokenizer, BF16 and FP8; a Phi-3 with fused q/k/v and gate/up and
-#     Phi-3's SentencePiece vocabulary, BF16 and FP8, and with longrope
-#     factors) through the adapter: metadata and
+#     Phi-3's SentencePiece vocabulary, BF16 and FP8, with longrope
+#     factors, and with Phi-4's byte-level BPE) through the adapter: metadata and
 #     logits identical to llama.cpp's load of what the vendored
 #     convert_hf_to_gguf.py writes from the reference BF16 checkpoint; an
 #     unknown architecture and an unknown tensor refused, named;
-#   - `weightstream convert --to gguf` of the same 26 checkpoints: every key
+#   - `weightstream convert --to gguf` of the same 27 checkpoints: every key
 #     and every tensor's bytes of convert_hf_to_gguf.py's GGUF; the refused
 #     ones refused, named, nothing written; llama-quantize's Q4_K_M of the
 #     output equal to that of the reference, run by llama.cpp;
@@ -126,8 +126,8 @@ while read -r model; do
     || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
   n=$((n + 1))
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
-# 4 architectures x 5 formats, Mistral (SentencePiece) in BF16 and FP8, Llama 3.1's rope; Phi-3 in BF16 and FP8, its longrope
-[ "$n" -eq 26 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 26"; exit 1; }
+# 4 architectures x 5 formats, Mistral (SentencePiece) in BF16 and FP8, Llama 3.1's rope; Phi-3 in BF16 and FP8, its longrope, Phi-4's BPE tokenizer
+[ "$n" -eq 27 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 27"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker Qwen3 reranker" "unsupported-pooling modules.json"; do
   printf 'test_c: refused:  '
   # shellcheck disable=SC2086
@@ -151,7 +151,7 @@ while read -r model; do
     || { echo "test_c: convert --to gguf of $name differs from convert_hf_to_gguf.py's"; exit 1; }
   n=$((n + 1))
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
-[ "$n" -eq 26 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 26"; exit 1; }
+[ "$n" -eq 27 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 27"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker reranker" "unsupported-pooling modules.json" \
                "unsupported-tensor model.layers.0.mlp.extra_proj.weight" "hostile-heads num_attention_heads" "hostile-vocab tokens"; do
   # shellcheck disable=SC2086

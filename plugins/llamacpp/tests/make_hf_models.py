@@ -22,8 +22,9 @@ tokenizer_config.json), saved as
 and a tiny Mistral with a SentencePiece tokenizer.model (mistral-bf16/,
 mistral-fp8/); a tiny Phi-3 (fused qkv_proj, gate_up_proj) with a
 SentencePiece tokenizer.model and Phi-3's added tokens (phi3-bf16/,
-phi3-fp8/), and its longrope variant (phi3longrope-bf16/: factor tensors
-and attention factor);
+phi3-fp8/), its longrope variant (phi3longrope-bf16/: factor tensors
+and attention factor) and Phi-4's byte-level BPE tokenizer
+(phi4bpe-bf16/: tokenizer_class GPT2Tokenizer);
 
 qwen3's config.json leaves out max_position_embeddings, rms_norm_eps and
 rope_theta (convert writes Qwen3Config's defaults); llama, qwen2 and phi3
@@ -335,6 +336,7 @@ def main(out: Path, llama_src: Path) -> None:
             print(llama3_rope(out, hf_dir))
         if arch == "phi3":
             print(phi3_longrope(out, hf_dir))
+            print(phi4_bpe(out, hf_dir))
     refusals(out)
 
 
@@ -370,6 +372,26 @@ def phi3_longrope(out: Path, phi3: Path) -> Path:
         "short_factor": [1.0, 1.0199999809265137] + [float(x) for x in 1.0 + 0.1 * rng.random(10)]})
     (d / "config.json").write_text(json.dumps(config))
     convert(d, out / "phi3longrope-bf16.ref-bf16.gguf", "")
+    return d
+
+
+def phi4_bpe(out: Path, phi3: Path) -> Path:
+    """The phi3 checkpoint with Phi-4's tokenizer kind: a byte-level BPE
+    tokenizer.json and tokenizer_config.json's tokenizer_class
+    GPT2Tokenizer, which sends convert's Phi-3 set_vocab to _set_vocab_gpt2
+    (no tokenizer.model, no added_tokens.json)."""
+    d = out / "phi4bpe-bf16"
+    shutil.copytree(phi3, d)
+    for f in ("tokenizer.model", "added_tokens.json", "tokenizer.json", "tokenizer_config.json"):
+        (d / f).unlink(missing_ok=True)
+    tokenizer(d, "qwen2")
+    tc = json.loads((d / "tokenizer_config.json").read_text())
+    tc["tokenizer_class"] = "GPT2Tokenizer"
+    (d / "tokenizer_config.json").write_text(json.dumps(tc))
+    config = json.loads((d / "config.json").read_text())
+    config.update(bos_token_id=0, eos_token_id=0, pad_token_id=0)  # <|endoftext|> in this tokenizer
+    (d / "config.json").write_text(json.dumps(config))
+    convert(d, out / "phi4bpe-bf16.ref-bf16.gguf", "qwen2")
     return d
 
 
