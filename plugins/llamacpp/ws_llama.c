@@ -163,6 +163,19 @@ static void fill_mapped(struct fill_ctx *c, struct ggml_tensor *t, struct ws_map
         return;
     }
     const size_t nbytes = ggml_nbytes(t), per = nbytes / e->n_src;
+    if (e->source_rows) { /* a row range of one source: the whole source through a host buffer */
+        int64_t rows = ggml_n_dims(t) == 1 ? t->ne[0] : t->ne[1];
+        size_t row_bytes = nbytes / (size_t)rows, all = row_bytes * (size_t)e->source_rows;
+        char *whole = e->n_src == 1 && e->row_start + (uint64_t)rows <= e->source_rows ? malloc(all) : NULL;
+        ws_status s = whole ? load_host(c, e->src[0], t->type, whole, all) : WS_ERR_OUT_OF_MEMORY;
+        if (s == WS_OK) {
+            ggml_backend_tensor_set(t, whole + e->row_start * row_bytes, 0, nbytes);
+        } else {
+            fail(c, s, "'%s': %s", e->name, whole ? ws_last_error() : "cannot take its rows");
+        }
+        free(whole);
+        return;
+    }
     if (t->type == GGML_TYPE_BF16 && e->permute_heads == 0) {
         for (size_t k = 0; k < e->n_src && c->status == WS_OK; k++) {
             ws_destination d = destination(t);

@@ -101,6 +101,8 @@ ws_status ws_hf_metadata(ws_checkpoint *ckpt, struct gguf_context **out, struct 
         e->n_src = t.n_sources;
         e->permute_heads = t.permute_heads;
         e->data = t.data;
+        e->row_start = t.row_start;
+        e->source_rows = t.source_rows;
         if (!strcmp(t.name, "token_embd.weight")) {
             embd = e;
             embd_t = t;

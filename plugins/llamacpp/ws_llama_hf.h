@@ -20,6 +20,8 @@ struct ws_map_entry {
     size_t n_src;
     uint32_t permute_heads;    /* llama's q/k rows in convert's order: heads to permute by, 0 for none */
     const float *data;         /* a tensor convert computes (rope_freqs.weight), n_src 0; else NULL */
+    uint64_t row_start;        /* rows row_start.. of its one source of source_rows rows; 0, 0: all of it */
+    uint64_t source_rows;
     int filled;                /* set when llama.cpp asked for it */
 };
 

@@ -168,7 +168,9 @@ ws_status ws_load_slice(ws_checkpoint *ckpt, size_t index, const ws_slice *slice
  * --outtype bf16 writes it, for llama.cpp-style loaders
  * (plugins/llamacpp): every key with its GGUF type, and the tensor map:
  * each GGUF tensor's name, type, shape and the checkpoint tensors it is
- * made of. Every input is checked first: a config field out of range or
+ * made of, as llama.cpp creates them for a loader that fills them
+ * (llama_model_init_from_user: a fused tensor it skips there, Phi-3's
+ * attn_qkv, listed as its q, k and v row ranges). Every input is checked first: a config field out of range or
  * disagreeing with a tensor, duplicate token text, an id outside the
  * vocabulary is WS_ERR_FORMAT naming the file and field; an architecture,
  * tokenizer or tensor llama.cpp has no counterpart for, WS_ERR_UNSUPPORTED.
@@ -210,6 +212,9 @@ typedef struct ws_gguf_tensor {
                                      this many heads of d rows, row 2i + j is source row j * d / 2 + i; 0: none */
     const float *data;            /* a tensor convert computes rather than reads (Llama 3's rope_freqs.weight):
                                      its F32 values, n_sources 0; NULL otherwise */
+    uint64_t row_start;           /* a row range of its one source: rows row_start .. row_start + shape[0] of */
+    uint64_t source_rows;         /* a source of this many rows (Phi-3's q, k, v of qkv_proj: llama.cpp creates them
+                                     apart when the loader fills them); 0 and 0: the whole source */
 } ws_gguf_tensor;
 
 ws_status ws_hf_gguf_metadata(ws_checkpoint *ckpt, size_t *n_kv, size_t *n_tensors);

@@ -164,4 +164,8 @@ pub struct WsGgufTensor {
     /// A tensor convert computes (Llama 3's `rope_freqs.weight`): its F32
     /// values, `n_sources` 0; NULL otherwise.
     pub data: *const f32,
+    /// A row range of its one source (Phi-3's q, k, v of `qkv_proj`): the
+    /// first row, and the source's rows; 0 and 0 for the whole source.
+    pub row_start: u64,
+    pub source_rows: u64,
 }

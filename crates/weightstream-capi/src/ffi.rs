@@ -345,6 +345,8 @@ pub fn abi_layout() -> Vec<u64> {
         offset_of!(WsGgufTensor, n_sources) as u64,
         offset_of!(WsGgufTensor, permute_heads) as u64,
         offset_of!(WsGgufTensor, data) as u64,
+        offset_of!(WsGgufTensor, row_start) as u64,
+        offset_of!(WsGgufTensor, source_rows) as u64,
     ]
 }
 

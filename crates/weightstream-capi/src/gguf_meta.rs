@@ -28,6 +28,7 @@ struct Tensor {
     sources: Vec<usize>,
     permute_heads: u32,
     generated: Vec<u32>,
+    rows: Option<(u64, u64)>,
 }
 
 /// The built metadata of one checkpoint, as C reads it.
@@ -49,6 +50,7 @@ fn c_string(s: &str, what: &str) -> Result<CString, Failure> {
 impl CMeta {
     pub(crate) fn new(m: Metadata) -> Result<CMeta, Failure> {
         let mut kv = Vec::with_capacity(m.kv.len());
+        let tensors = m.user_init_tensors();
         for (key, value) in m.kv {
             let key = c_string(&key, "metadata key")?;
             let string = match &value {
@@ -62,8 +64,8 @@ impl CMeta {
             let string_ptrs = strings.iter().map(|s| s.as_ptr()).collect();
             kv.push(Kv { key, value, string, strings, string_ptrs });
         }
-        let tensors = m
-            .tensors
+        // As llama.cpp creates them for a loader that fills them: fused ones as their parts.
+        let tensors = tensors
             .into_iter()
             .map(|t| {
                 Ok(Tensor {
@@ -73,6 +75,7 @@ impl CMeta {
                     sources: t.sources,
                     permute_heads: t.permute_heads,
                     generated: t.generated,
+                    rows: t.rows,
                 })
             })
             .collect::<Result<_, Failure>>()?;
@@ -124,6 +127,8 @@ impl CMeta {
             permute_heads: t.permute_heads,
             // f32 bits: u32 and f32 have one size and alignment.
             data: if t.generated.is_empty() { std::ptr::null() } else { t.generated.as_ptr() as *const f32 },
+            row_start: t.rows.map_or(0, |r| r.0),
+            source_rows: t.rows.map_or(0, |r| r.1),
         })
     }
 }

@@ -89,6 +89,7 @@ static void check_layout(void) {
         sizeof(ws_gguf_tensor), offsetof(ws_gguf_tensor, ggml_type), offsetof(ws_gguf_tensor, n_dims),
         offsetof(ws_gguf_tensor, shape), offsetof(ws_gguf_tensor, sources), offsetof(ws_gguf_tensor, n_sources),
         offsetof(ws_gguf_tensor, permute_heads), offsetof(ws_gguf_tensor, data),
+        offsetof(ws_gguf_tensor, row_start), offsetof(ws_gguf_tensor, source_rows),
     };
     CHECK(n == sizeof c / sizeof c[0], "the library reports %zu layout values, the header %zu", n, sizeof c / sizeof c[0]);
     for (size_t i = 0; i < n && i < sizeof c / sizeof c[0]; i++) {

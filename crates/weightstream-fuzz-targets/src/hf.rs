@@ -1,8 +1,10 @@
 //! `hf_metadata`: Hugging Face checkpoint directories through
 //! weightstream-hf2gguf, the builder whose C predecessor let hostile
 //! configs abort the host process (issue 41). The input is a list of
-//! mutations of one valid tiny checkpoint (a config field set to an edge
-//! value, a token or tensor changed, a file replaced by raw bytes), so
+//! mutations of one valid tiny checkpoint (a Llama, a Qwen3-MoE or a
+//! Phi-3 with longrope factors: a config field set to an edge value, a
+//! token or tensor changed, a file replaced by raw bytes: config.json,
+//! tokenizer.json, tokenizer.model, README.md, tokenizer_config.json), so
 //! the fuzzer spends its time past the parsers. `build` must return, never
 //! panic, and whatever it accepts must be what llama.cpp can take: token
 //! texts distinct, as many tokens as embedding rows, every source a valid
@@ -36,6 +38,9 @@ const FIELDS: &[&str] = &[
     "text_config",
     "is_causal",
     "_name_or_path",
+    "partial_rotary_factor",
+    "original_max_position_embeddings",
+    "sliding_window",
 ];
 
 fn edge(b: u8) -> Value {
@@ -61,6 +66,30 @@ fn edge(b: u8) -> Value {
 
 fn t(name: String, shape: &[u64]) -> TensorIn {
     TensorIn { name, shape: shape.to_vec() }
+}
+
+/// The tiny Llama as a Phi-3: q/k/v and gate/up fused, Phi-4's byte-level
+/// BPE path (tokenizer_config.json's GPT2Tokenizer), longrope over 0.75
+/// of each head (6 factors each).
+fn phi3() -> (Value, Value, Vec<TensorIn>) {
+    let (mut config, tok, mut ts) = base(false);
+    config["architectures"] = json!(["Phi3ForCausalLM"]);
+    config["partial_rotary_factor"] = json!(0.75);
+    config["max_position_embeddings"] = json!(512);
+    config["original_max_position_embeddings"] = json!(128);
+    config["rope_scaling"] = json!({"type": "longrope", "long_factor": [1.0, 1.5, 2.0, 2.5, 3.0, 0.1], "short_factor": [1, 1, 1, 1, 1, 1]});
+    ts.retain(|t| !t.name.contains("_proj."));
+    for l in 0..2 {
+        for (s, shape) in [
+            ("self_attn.qkv_proj.weight", [128u64, 64]),
+            ("self_attn.o_proj.weight", [64, 64]),
+            ("mlp.gate_up_proj.weight", [256, 64]),
+            ("mlp.down_proj.weight", [64, 128]),
+        ] {
+            ts.push(t(format!("model.layers.{l}.{s}"), &shape));
+        }
+    }
+    (config, tok, ts)
 }
 
 /// The valid tiny checkpoint (a Llama; or with `moe`, its 4-expert Qwen3-MoE).
@@ -114,8 +143,10 @@ fn base(moe: bool) -> (Value, Value, Vec<TensorIn>) {
 
 pub fn hf_metadata(data: &[u8]) {
     let Some((&first, rest)) = data.split_first() else { return };
-    let (mut config, mut tok, mut tensors) = base(first & 1 == 1);
-    let mut raw: [Option<Vec<u8>>; 3] = [None, None, None]; // config, tokenizer.json, tokenizer.model
+    // A Llama, a Qwen3-MoE, a Phi-3 (whose converter reads tokenizer_config.json).
+    let (mut config, mut tok, mut tensors) = if first % 3 == 2 { phi3() } else { base(first % 3 == 1) };
+    let tc = (first % 3 == 2).then(|| br#"{"tokenizer_class": "GPT2Tokenizer"}"#.to_vec());
+    let mut raw: [Option<Vec<u8>>; 5] = Default::default(); // config, tokenizer.json, tokenizer.model, README.md, tokenizer_config.json
     let mut ops = rest.chunks(3);
     for op in ops.by_ref() {
         let [kind, a, b] = [op[0], *op.get(1).unwrap_or(&0), *op.get(2).unwrap_or(&0)];
@@ -149,7 +180,7 @@ pub fn hf_metadata(data: &[u8]) {
             // The rest of the input as one file's raw bytes.
             _ => {
                 let bytes: Vec<u8> = ops.by_ref().flatten().copied().collect();
-                raw[a as usize % 3] = Some(bytes);
+                raw[a as usize % 5] = Some(bytes);
                 break;
             }
         }
@@ -161,6 +192,8 @@ pub fn hf_metadata(data: &[u8]) {
         config: &cfg,
         tokenizer_json: Some(&tj),
         tokenizer_model: raw[2].as_deref(),
+        readme: raw[3].as_deref(),
+        tokenizer_config: raw[4].as_deref().or(tc.as_deref()),
         tensors: &tensors,
         ..Default::default()
     };
@@ -179,7 +212,9 @@ pub fn hf_metadata(data: &[u8]) {
     keys.sort();
     assert!(keys.windows(2).all(|w| w[0] != w[1]), "a key twice");
     for m in &meta.tensors {
-        assert!(!m.sources.is_empty() && m.sources.iter().all(|&s| s < tensors.len()), "{}: bad sources", m.name);
+        // Read from sources, or computed (rope factors).
+        assert!(!m.sources.is_empty() || !m.generated.is_empty(), "{}: no data", m.name);
+        assert!(m.sources.iter().all(|&s| s < tensors.len()), "{}: bad sources", m.name);
     }
     for (k, v) in &meta.kv {
         if let (true, Meta::U32(id)) = (k.ends_with("_token_id"), v) {

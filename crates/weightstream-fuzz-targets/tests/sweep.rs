@@ -38,9 +38,10 @@ fn hf_metadata_sweep() {
     // Few: each input builds and parses whole JSON files (about 0.7 ms,
     // 25 times that under the leak check's valgrind); the fuzz step and
     // scripts/fuzz.sh run the target on many more.
-    // The two unmutated checkpoints (a Llama, a Qwen3-MoE) must build.
+    // The three unmutated checkpoints (a Llama, a Qwen3-MoE, a Phi-3) must build.
     weightstream_fuzz_targets::hf_metadata(&[0]);
     weightstream_fuzz_targets::hf_metadata(&[1]);
+    weightstream_fuzz_targets::hf_metadata(&[2]);
     for data in inputs(2000, 13) {
         weightstream_fuzz_targets::hf_metadata(&data);
     }

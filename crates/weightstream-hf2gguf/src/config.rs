@@ -45,6 +45,12 @@ impl Config {
         self.int_in(keys, range)?.ok_or_else(|| format_err(CONFIG, keys[0], "missing (llama.cpp needs it)"))
     }
 
+    /// Set `key` to `value` where config.json does not name it at all (a
+    /// null stays null: transformers keeps it so).
+    pub(crate) fn set_default(&mut self, key: &str, value: Json) {
+        self.root.entry(key).or_insert(value);
+    }
+
     pub(crate) fn str_of(&self, key: &str) -> Option<&str> {
         self.get(key).and_then(Json::as_str)
     }

@@ -3,44 +3,49 @@
 //! size label its metadata heuristics derive from config.json's
 //! `_name_or_path` (a model id) or the directory's name (gguf-py's
 //! `Metadata.get_model_id_components`, `id_to_title`), and from the
-//! parameter count (`size_label`). A README model card's keys (license,
-//! tags, languages, base models) are not written yet.
+//! parameter count (`size_label`), after what the README model card says
+//! (card.rs).
 
-use regex::Regex;
-
+use crate::card::{Card, NAME_FIELDS};
 use crate::hparams::Hparams;
 use crate::meta::{Metadata, Value};
+use crate::model_id::{components, id_to_title};
 
-/// `general.type` and the name keys, from the model ids in order (the
-/// first to give a field wins: `_name_or_path`, then the directory's name,
-/// as Metadata.apply_metadata_heuristic fills them).
-pub(crate) fn write_head(meta: &mut Metadata, ids: &[&str], total_params: u64) {
+/// `general.type` and the name keys: the card's (card.rs), then what the
+/// model ids in order give (the first to give a field wins: `_name_or_path`,
+/// then the directory's name, as Metadata.apply_metadata_heuristic fills
+/// them). Returns whether the size label is set (convert then computes none).
+pub(crate) fn write_head(meta: &mut Metadata, card: &Card, ids: &[Option<&str>], total_params: u64) -> bool {
     meta.set("general.type", Value::Str("model".into()));
-    let mut name = None;
-    let mut fields: [Option<String>; 4] = Default::default();
-    for c in ids.iter().filter_map(|id| components(id, total_params)) {
-        name.get_or_insert_with(|| id_to_title(&c.full_name));
-        for (slot, v) in fields.iter_mut().zip([c.basename, c.finetune, c.version, c.size_label]) {
-            if slot.is_none() {
-                *slot = v;
+    let mut f = card.names.clone();
+    let [name, version, org, finetune, basename, size] = [0, 2, 3, 5, 6, 7];
+    for c in ids.iter().flatten().filter_map(|id| components(id, total_params)) {
+        f[name].get_or_insert_with(|| id_to_title(&c.full_name));
+        if f[org].is_none() {
+            f[org] = c.org.as_deref().map(id_to_title);
+        }
+        for (i, v) in [(basename, c.basename), (finetune, c.finetune), (version, c.version), (size, c.size_label)] {
+            if f[i].is_none() {
+                f[i] = v;
             }
         }
     }
-    if let Some(n) = name {
-        meta.set("general.name", Value::Str(n));
+    // prepare_metadata: the directory's name itself, if nothing named the model.
+    if let (None, Some(Some(dir))) = (&f[name], ids.last()) {
+        f[name] = Some(dir.to_string());
     }
-    for (key, v) in ["general.basename", "general.finetune", "general.version", "general.size_label"].into_iter().zip(fields) {
-        if let Some(v) = v {
-            meta.set(key, Value::Str(v));
+    let size_set = f[size].is_some();
+    for ((key, _), v) in NAME_FIELDS.iter().zip(f) {
+        // gguf-py's add_string skips an empty value.
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            meta.set(format!("general.{key}"), Value::Str(v));
         }
     }
+    size_set
 }
 
 /// convert's size label from the parameter count when the name gave none.
 pub(crate) fn write_size_label(meta: &mut Metadata, hp: &Hparams, mapped: &Metadata) {
-    if meta.get("general.size_label").is_some() {
-        return;
-    }
     let (total, shared, expert) = params(mapped, hp);
     if total == 0 {
         return;
@@ -86,154 +91,10 @@ fn rounded(n: u64) -> String {
     format!("{scaled:.fix$}{suffix}")
 }
 
-/// Metadata.id_to_title: words title-cased unless acronyms or versions.
-fn id_to_title(s: &str) -> String {
-    let version = Regex::new(r"^(v\d+(?:\.\d+)*|\d.*)$").expect("a valid regex");
-    s.trim()
-        .replace('-', " ")
-        .split_whitespace()
-        .map(|w| if is_lower(w) && !version.is_match(w) { title(w) } else { w.to_string() })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Python's str.islower: some cased character, none upper case.
-fn is_lower(w: &str) -> bool {
-    w.chars().any(char::is_lowercase) && !w.chars().any(char::is_uppercase)
-}
-
-/// Python's str.title: each run of letters capitalized at its start.
-fn title(w: &str) -> String {
-    let mut out = String::with_capacity(w.len());
-    let mut prev_cased = false;
-    for c in w.chars() {
-        if prev_cased {
-            out.extend(c.to_lowercase());
-        } else {
-            out.extend(c.to_uppercase());
-        }
-        prev_cased = c.is_alphabetic();
-    }
-    out
-}
-
-struct Components {
-    full_name: String,
-    basename: Option<String>,
-    finetune: Option<String>,
-    version: Option<String>,
-    size_label: Option<String>,
-}
-
-const VERSION: usize = 1;
-const TYPE: usize = 2;
-const SIZE: usize = 4;
-const FINETUNE: usize = 8;
-const BASENAME: usize = 16;
-
-/// Metadata.get_model_id_components for a model id without spaces.
-fn components(model_id: &str, total_params: u64) -> Option<Components> {
-    if model_id.is_empty() {
-        return None;
-    }
-    if model_id.contains(' ') {
-        return Some(Components { full_name: model_id.into(), basename: None, finetune: None, version: None, size_label: None });
-    }
-    let full = model_id.split_once('/').map_or(model_id, |(_, n)| n).to_string();
-    let re = |p: &str| Regex::new(&format!("(?i)^(?:{p})$")).expect("a valid regex");
-    let (ver, ty, size, ft) = (
-        re(r"(v|iter)?\d+([.]\d+)*"),
-        re(r"i?q\d(_\w)*|b?fp?(16|32)"),
-        re(r"(([A]|\d+[x])?\d+([._]\d+)?[KMBT][\d]?|small|mini|medium|large|x?xl)"),
-        re(r"chat|instruct|vision|lora"),
-    );
-    let mut parts: Vec<String> = full.split('-').filter(|p| !p.is_empty()).map(str::to_string).collect();
-    let mut types = vec![0usize; parts.len()];
-    for i in 0..parts.len() {
-        let part = parts[i].clone();
-        if ver.is_match(&part) {
-            types[i] |= VERSION;
-        } else if ty.is_match(&part) {
-            types[i] |= TYPE;
-            parts[i] = part.to_uppercase();
-        } else if i > 0 && size.is_match(&part) {
-            let mut p: Vec<char> = part.replace('_', ".").chars().collect();
-            if p.last().is_some_and(|c| c.is_ascii_digit()) && p.len() >= 2 {
-                // bloom-7b1 notation: 7b1 -> 7.1b
-                let n = p.len();
-                let (a, b) = (p[n - 2], p[n - 1]);
-                p.truncate(n - 2);
-                p.extend(['.', b, a]);
-            }
-            let n = p.len();
-            if n > 1 && p[n - 2].is_ascii_digit() && "kmbt".contains(p[n - 1]) {
-                p[n - 1] = p[n - 1].to_ascii_uppercase();
-            }
-            let mut s: String = p.iter().collect();
-            if total_params != 0 {
-                let (num, unit) = s.split_at(s.len() - 1);
-                if let (Ok(x), Some(k)) = (num.parse::<f64>(), " KMBT".find(unit)) {
-                    let label = x * 1000f64.powi(k as i32);
-                    let t = total_params as f64;
-                    if (label - t).abs() > (7 * total_params / 8) as f64 {
-                        types[i] |= FINETUNE; // likely a context length
-                        s = format!("{}{}", num, unit.to_lowercase());
-                    }
-                }
-            }
-            if types[i] == 0 {
-                types[i] |= SIZE;
-            }
-            parts[i] = s;
-        } else if i > 0 && ft.is_match(&part) {
-            types[i] |= FINETUNE;
-        }
-    }
-    // Word-based size labels drop out when a number-based one is present.
-    if parts.iter().zip(&types).any(|(n, t)| t & SIZE != 0 && n.chars().any(|c| c.is_ascii_digit())) {
-        for (n, t) in parts.iter().zip(types.iter_mut()) {
-            if *t & SIZE != 0 && n.chars().all(char::is_alphabetic) {
-                *t &= !SIZE;
-            }
-        }
-    }
-    let mut at_start = true;
-    for (p, t) in parts.iter().zip(types.iter_mut()) {
-        if at_start && ((*t == 0 && p.chars().next().is_some_and(char::is_alphabetic)) || *t & VERSION != 0) {
-            *t |= BASENAME;
-        } else {
-            at_start = false;
-            if *t == 0 {
-                *t |= FINETUNE;
-            }
-        }
-    }
-    for t in types.iter_mut().rev() {
-        if *t & BASENAME != 0 && t.count_ones() > 1 {
-            *t &= !BASENAME;
-        } else {
-            break;
-        }
-    }
-    let join = |want: usize, not: usize| {
-        let mut seen: Vec<&str> = vec![];
-        for (p, t) in parts.iter().zip(&types) {
-            if t & want != 0 && t & not == 0 && !(want == SIZE && seen.contains(&p.as_str())) {
-                seen.push(p);
-            }
-        }
-        (!seen.is_empty()).then(|| seen.join("-"))
-    };
-    let (mut basename, finetune, version, size_label) = (join(BASENAME, 0), join(FINETUNE, 0), join(VERSION, BASENAME), join(SIZE, 0));
-    if size_label.is_none() && finetune.is_none() && version.is_none() {
-        basename = None; // too ambiguous
-    }
-    Some(Components { full_name: full, basename, finetune, version, size_label })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model_id::components;
 
     #[test]
     fn names_as_gguf_py_derives_them() {

@@ -19,12 +19,13 @@ pub struct Arch {
     pub permute_qk: bool,
 }
 
-pub const ARCHS: [Arch; 5] = [
+pub const ARCHS: [Arch; 6] = [
     Arch { hf: "LlamaForCausalLM", name: "llama", permute_qk: true },
     Arch { hf: "MistralForCausalLM", name: "llama", permute_qk: true },
     Arch { hf: "Qwen2ForCausalLM", name: "qwen2", permute_qk: false },
     Arch { hf: "Qwen3ForCausalLM", name: "qwen3", permute_qk: false },
     Arch { hf: "Qwen3MoeForCausalLM", name: "qwen3moe", permute_qk: false },
+    Arch { hf: "Phi3ForCausalLM", name: "phi3", permute_qk: false },
 ];
 
 /// llama.cpp's own limit on layers (LLAMA_MAX_LAYERS).
@@ -57,11 +58,9 @@ pub(crate) fn arch_of(cfg: &Config) -> Result<Arch> {
     let Some(hf) = hf else {
         return Err(unsupported(CONFIG, "architectures", "names no architecture"));
     };
-    ARCHS
-        .iter()
-        .copied()
-        .find(|a| a.hf == hf)
-        .ok_or_else(|| unsupported(CONFIG, "architectures", format!("{hf} is not supported (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE are)")))
+    ARCHS.iter().copied().find(|a| a.hf == hf).ok_or_else(|| {
+        unsupported(CONFIG, "architectures", format!("{hf} is not supported (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Phi-3 are)"))
+    })
 }
 
 struct Writer<'a> {
@@ -119,8 +118,7 @@ pub(crate) fn hparams(cfg: &Config, arch: Arch, meta: &mut Metadata) -> Result<H
     }
     let llama3_rope = rope(cfg, &mut w)?;
     // Every architecture here normalizes with RMSNorm, whose epsilon
-    // llama.cpp requires: convert would take transformers' class default
-    // for a config without one; refused by name instead of assumed.
+    // llama.cpp requires (class_defaults.rs fills transformers' default).
     let eps = cfg
         .find(&["rms_norm_eps", "norm_eps"])
         .ok_or_else(|| format_err(CONFIG, "rms_norm_eps", "missing (llama.cpp needs the RMSNorm epsilon)"))?;

@@ -14,11 +14,16 @@
 //! The caller reads the files (from a local directory or object storage)
 //! and lists the tensors; [`build`] does the rest.
 
+mod card;
+mod class_defaults;
 mod config;
 mod error;
 mod general;
 mod hparams;
 mod meta;
+mod model_card;
+mod model_id;
+mod phi3;
 mod rope_freqs;
 mod special;
 mod tensors;
@@ -77,10 +82,37 @@ fn utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(bytes).map_err(|e| error::format_err(file, "(whole file)", format!("not UTF-8: {e}")))
 }
 
+/// Phi3MiniModel.set_vocab: tokenizer_config.json's `tokenizer_class`
+/// (which it requires when the file exists) picks Phi-4's byte-level BPE
+/// (`GPT2Tokenizer`) or else the SentencePiece tokenizer.model.
+fn phi3_vocab(
+    input: &HfInput,
+    tc: Option<&serde_json::Value>,
+    tok: Option<&vocab_bpe::TokenizerJson>,
+    n_vocab: u32,
+) -> Result<vocab::Vocab> {
+    if let Some(tc) = tc {
+        let class = tc
+            .get("tokenizer_class")
+            .ok_or_else(|| not_found("tokenizer_config.json", "tokenizer_class", "missing (convert reads it for Phi-3)"))?;
+        if class.as_str() == Some("GPT2Tokenizer") {
+            let tok = tok.ok_or_else(|| not_found(vocab_bpe::TOKENIZER_JSON, "(whole file)", "missing for a GPT2Tokenizer"))?;
+            return vocab_bpe::vocab(tok, n_vocab);
+        }
+    }
+    let model = input
+        .tokenizer_model
+        .ok_or_else(|| not_found(vocab_spm::TOKENIZER_MODEL, "(whole file)", "missing: Phi-3's vocabulary is SentencePiece"))?;
+    let decoder = tc.and_then(|t| t.get("added_tokens_decoder"));
+    vocab_spm::vocab_phi3(model, input.added_tokens, decoder, tok.map_or(&[][..], |t| &t.added_tokens[..]), n_vocab)
+}
+
 /// The metadata and tensor map of the checkpoint `input` describes.
 pub fn build(input: &HfInput) -> Result<Metadata> {
-    let cfg = Config::parse(input.config)?;
+    let mut cfg = Config::parse(input.config)?;
     let arch = hparams::arch_of(&cfg)?;
+    // What convert sees: config.json through transformers' config class.
+    class_defaults::fill(&mut cfg, arch);
     if cfg.get("text_config").is_some() {
         return Err(unsupported(CONFIG, "text_config", "a multimodal model: not supported"));
     }
@@ -94,19 +126,29 @@ pub fn build(input: &HfInput) -> Result<Metadata> {
     // Hyperparameters and tensors first (the name heuristics need the
     // parameter count), written after the general keys as convert orders them.
     let mut body = Metadata::default();
-    let hp = hparams::hparams(&cfg, arch, &mut body)?;
+    // Phi-3's converter writes its own keys, not the common ones.
+    let hp = if arch.name == "phi3" { phi3::hparams(&cfg, &mut body)? } else { hparams::hparams(&cfg, arch, &mut body)? };
     body.tensors = tensors::map(input.tensors, arch, &hp)?;
+    if arch.name == "phi3" {
+        body.unfused = tensors::unfused(&body.tensors, &hp);
+        let factors = phi3::rope_factors(&cfg, &hp, &mut body)?;
+        body.tensors.extend(factors);
+    }
     let total = general::params(&body, &hp).0;
     let mut meta = Metadata::default();
     meta.set("general.architecture", Value::Str(arch.name.into()));
     // _name_or_path only when it is a model id, not a filesystem path.
     let name_or_path = cfg.str_of("_name_or_path").filter(|p| p.matches('/').count() <= 1);
-    general::write_head(&mut meta, &[name_or_path.unwrap_or(""), input.dir_name], total);
-    general::write_size_label(&mut meta, &hp, &body);
+    let card = card::Card::parse(input.readme.map(model_card::front_matter).transpose()?.flatten().as_ref(), total)?;
+    if !general::write_head(&mut meta, &card, &[name_or_path, Some(input.dir_name)], total) {
+        general::write_size_label(&mut meta, &hp, &body);
+    }
+    card.write(&mut meta);
     for (k, v) in body.kv {
         meta.set(k, v);
     }
     meta.tensors = body.tensors;
+    meta.unfused = body.unfused;
     // The vocabulary is the embedding's rows (config.json's vocab_size, where
     // given, was checked equal to them): nothing below is sized from an
     // unchecked value.
@@ -129,12 +171,21 @@ pub fn build(input: &HfInput) -> Result<Metadata> {
             meta.set("tokenizer.ggml.add_space_prefix", Value::Bool(aps));
         }
     }
-    // convert tries SentencePiece first, then tokenizer.json.
-    let vocab = match (input.tokenizer_model, &tok) {
-        (Some(model), _) => vocab_spm::vocab(model, input.added_tokens, tc.as_ref().and_then(|t| t.get("added_tokens_decoder")), n_vocab)?,
-        (None, Some(tok)) => vocab_bpe::vocab(tok, n_vocab)?,
-        (None, None) => {
-            return Err(not_found("tokenizer.json", "(whole file)", "no tokenizer.json or tokenizer.model: llama.cpp needs a vocabulary"))
+    let decoder = tc.as_ref().and_then(|t| t.get("added_tokens_decoder"));
+    let vocab = if arch.name == "phi3" {
+        phi3_vocab(input, tc.as_ref(), tok.as_ref(), n_vocab)?
+    } else {
+        // convert tries SentencePiece first, then tokenizer.json.
+        match (input.tokenizer_model, &tok) {
+            (Some(model), _) => vocab_spm::vocab(model, input.added_tokens, decoder, n_vocab)?,
+            (None, Some(tok)) => vocab_bpe::vocab(tok, n_vocab)?,
+            (None, None) => {
+                return Err(not_found(
+                    "tokenizer.json",
+                    "(whole file)",
+                    "no tokenizer.json or tokenizer.model: llama.cpp needs a vocabulary",
+                ))
+            }
         }
     };
     vocab.write(&mut meta)?;

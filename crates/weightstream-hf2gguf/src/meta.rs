@@ -34,6 +34,10 @@ pub struct MappedTensor {
     /// A tensor convert computes rather than reads (Llama 3's
     /// `rope_freqs.weight`): its F32 values' bits; `sources` is empty.
     pub generated: Vec<u32>,
+    /// A part of its one source: (first row, the source's rows); this
+    /// tensor's outermost dimension is how many rows it takes. Only in
+    /// [`Metadata::user_init_tensors`].
+    pub rows: Option<(u64, u64)>,
 }
 
 /// The keys and the tensors convert writes. Tied embeddings have no
@@ -42,6 +46,11 @@ pub struct MappedTensor {
 pub struct Metadata {
     pub kv: Vec<(String, Value)>,
     pub tensors: Vec<MappedTensor>,
+    /// Fused tensors llama.cpp does not create when the caller fills the
+    /// tensors (`llama_model_init_from_user` skips them as
+    /// TENSOR_SKIP_IF_VIRTUAL: Phi-3's `attn_qkv`), with the parts it
+    /// creates instead, each a row range of the fused tensor's source.
+    pub unfused: Vec<(String, Vec<MappedTensor>)>,
 }
 
 impl Metadata {
@@ -59,5 +68,19 @@ impl Metadata {
 
     pub fn tensor(&self, name: &str) -> Option<&MappedTensor> {
         self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// The tensors as llama.cpp creates them for a caller that fills them
+    /// (the C adapter): [`Metadata::tensors`] with each fused one replaced
+    /// by its parts. A GGUF file holds [`Metadata::tensors`].
+    pub fn user_init_tensors(&self) -> Vec<MappedTensor> {
+        let mut out = vec![];
+        for t in &self.tensors {
+            match self.unfused.iter().find(|(name, _)| *name == t.name) {
+                Some((_, parts)) => out.extend(parts.iter().cloned()),
+                None => out.push(t.clone()),
+            }
+        }
+        out
     }
 }

@@ -40,6 +40,20 @@ const LAYER: &[(&str, &str, u8)] = &[
     ("mlp.down_proj.weight", "ffn_down.weight", 0),
     ("mlp.gate.weight", "ffn_gate_inp.weight", 0),
 ];
+/// Phi-3's (the tensors its GGUF architecture lists): the norms, q/k/v
+/// and o of LAYER, and q/k/v fused as `attn_qkv` and gate/up fused as
+/// `ffn_up` (gate rows first), kept fused as llama.cpp's phi3 takes them.
+const PHI3_FROM_LAYER: [&str; 7] = [
+    "input_layernorm.weight",
+    "post_attention_layernorm.weight",
+    "self_attn.q_proj.weight",
+    "self_attn.k_proj.weight",
+    "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight",
+    "mlp.down_proj.weight",
+];
+const PHI3_FUSED: [(&str, &str, u8); 2] =
+    [("self_attn.qkv_proj.weight", "attn_qkv.weight", 0), ("mlp.gate_up_proj.weight", "ffn_up.weight", 0)];
 const EXPERT: [(&str, &str); 3] =
     [("gate_proj.weight", "ffn_gate_exps.weight"), ("up_proj.weight", "ffn_up_exps.weight"), ("down_proj.weight", "ffn_down_exps.weight")];
 
@@ -54,7 +68,11 @@ fn gguf_name(hf: &str, arch: Arch) -> Option<(String, Option<u64>, u8, Option<u6
     let rest = hf.strip_prefix("model.layers.")?;
     let (bid, rest) = rest.split_once('.')?;
     let bid: u64 = decimal(bid)?;
-    if let Some(&(_, g, qk)) = LAYER.iter().find(|(h, _, _)| *h == rest) {
+    let entry = match arch.name {
+        "phi3" if !PHI3_FROM_LAYER.contains(&rest) => PHI3_FUSED.iter().find(|(h, _, _)| *h == rest),
+        _ => LAYER.iter().find(|(h, _, _)| *h == rest),
+    };
+    if let Some(&(_, g, qk)) = entry {
         return Some((format!("blk.{bid}.{g}"), None, if arch.permute_qk { qk } else { 0 }, Some(bid)));
     }
     let (xid, part) = rest.strip_prefix("mlp.experts.")?.split_once('.')?;
@@ -123,7 +141,7 @@ pub(crate) fn map(tensors: &[TensorIn], arch: Arch, hp: &Hparams) -> Result<Vec<
             }
             shape.insert(0, hp.n_expert as u64); // torch.stack(experts): a new outermost dimension
         }
-        check_shape(&name, &first.name, &first.shape, hp)?;
+        check_shape(&name, &first.name, &first.shape, hp, arch)?;
         let permute_heads = match qk {
             1 => hp.n_head,
             2 => hp.n_kv,
@@ -136,6 +154,7 @@ pub(crate) fn map(tensors: &[TensorIn], arch: Arch, hp: &Hparams) -> Result<Vec<
             sources: sources.values().copied().collect(),
             permute_heads,
             generated: vec![],
+            rows: None,
         });
     }
     // Llama 3's rope scaling: the factors convert computes, as a tensor (rope_freqs.rs).
@@ -148,6 +167,7 @@ pub(crate) fn map(tensors: &[TensorIn], arch: Arch, hp: &Hparams) -> Result<Vec<
             sources: vec![],
             permute_heads: 0,
             generated,
+            rows: None,
         });
     }
     for required in ["token_embd.weight", "output_norm.weight"] {
@@ -158,9 +178,27 @@ pub(crate) fn map(tensors: &[TensorIn], arch: Arch, hp: &Hparams) -> Result<Vec<
     Ok(out)
 }
 
+/// Phi-3's `attn_qkv` as the q, k and v row ranges llama.cpp creates
+/// instead when the caller fills the tensors (meta.rs: `unfused`).
+pub(crate) fn unfused(tensors: &[MappedTensor], hp: &Hparams) -> Vec<(String, Vec<MappedTensor>)> {
+    let (q, kv) = (hp.n_head as u64 * hp.head_dim as u64, hp.n_kv as u64 * hp.head_dim as u64);
+    let fused = tensors.iter().filter(|t| t.name.ends_with(".attn_qkv.weight") && t.shape.len() == 2);
+    fused
+        .map(|t| {
+            let parts = [("attn_q", 0, q), ("attn_k", q, kv), ("attn_v", q + kv, kv)].map(|(part, start, n)| MappedTensor {
+                name: t.name.replace("attn_qkv", part),
+                shape: vec![n, t.shape[1]],
+                rows: Some((start, q + 2 * kv)),
+                ..t.clone()
+            });
+            (t.name.clone(), parts.to_vec())
+        })
+        .collect()
+}
+
 /// The shapes llama.cpp will size from the hyperparameters: a disagreement
 /// is refused here, naming the tensor and the config fields.
-fn check_shape(gguf: &str, hf: &str, shape: &[u64], hp: &Hparams) -> Result<()> {
+fn check_shape(gguf: &str, hf: &str, shape: &[u64], hp: &Hparams, arch: Arch) -> Result<()> {
     let (embd, q, kv) = (hp.n_embd as u64, hp.n_head as u64 * hp.head_dim as u64, hp.n_kv as u64 * hp.head_dim as u64);
     let suffix = gguf.split_once('.').map_or(gguf, |(b, rest)| if b == "blk" { rest.split_once('.').map_or(rest, |x| x.1) } else { gguf });
     let want: Option<(Vec<u64>, &str)> = match suffix {
@@ -175,6 +213,8 @@ fn check_shape(gguf: &str, hf: &str, shape: &[u64], hp: &Hparams) -> Result<()> 
         "attn_k.bias" | "attn_v.bias" => Some((vec![kv], "num_key_value_heads x head_dim")),
         "attn_q_norm.weight" | "attn_k_norm.weight" => Some((vec![hp.head_dim as u64], "head_dim")),
         "ffn_gate_inp.weight" => Some((vec![hp.n_expert as u64, embd], "num_experts, hidden_size")),
+        "attn_qkv.weight" => Some((vec![q + 2 * kv, embd], "(num_attention_heads + 2 x num_key_value_heads) x head_dim, hidden_size")),
+        "ffn_up.weight" if arch.name == "phi3" => Some((vec![2 * hp.n_ff as u64, embd], "2 x intermediate_size, hidden_size")),
         "ffn_gate.weight" | "ffn_up.weight" => Some((vec![hp.n_ff as u64, embd], "intermediate_size, hidden_size")),
         "ffn_down.weight" => Some((vec![embd, hp.n_ff as u64], "hidden_size, intermediate_size")),
         "ffn_gate_exps.weight" | "ffn_up_exps.weight" if hp.n_ff_expert > 0 => {

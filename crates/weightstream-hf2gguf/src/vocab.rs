@@ -40,6 +40,19 @@ pub(crate) fn looks_special(t: &str) -> bool {
         || (t.len() >= 8 && t.starts_with("<unused") && t.ends_with('>'))
 }
 
+/// Python's truthiness of a JSON value (`if x:`).
+pub(crate) fn truthy(v: &serde_json::Value) -> bool {
+    use serde_json::Value as J;
+    match v {
+        J::Null => false,
+        J::Bool(b) => *b,
+        J::Number(n) => n.as_f64() != Some(0.0),
+        J::String(s) => !s.is_empty(),
+        J::Array(a) => !a.is_empty(),
+        J::Object(o) => !o.is_empty(),
+    }
+}
+
 /// `s` with every U+2581 (▁) a space: convert pre-normalizes user-defined
 /// tokens so.
 pub(crate) fn spaces(s: &str) -> String {

@@ -20,7 +20,15 @@ tokenizer_config.json), saved as
   checkpoints of their reference dequantizations);
 
 and a tiny Mistral with a SentencePiece tokenizer.model (mistral-bf16/,
-mistral-fp8/);
+mistral-fp8/); a tiny Phi-3 (fused qkv_proj, gate_up_proj) with a
+SentencePiece tokenizer.model and Phi-3's added tokens (phi3-bf16/,
+phi3-fp8/), its longrope variant (phi3longrope-bf16/: factor tensors
+and attention factor) and Phi-4's byte-level BPE tokenizer
+(phi4bpe-bf16/: tokenizer_class GPT2Tokenizer);
+
+qwen3's config.json leaves out max_position_embeddings, rms_norm_eps and
+rope_theta (convert writes Qwen3Config's defaults); llama, qwen2 and phi3
+carry README.md model cards (general.license, .tags, .base_model.*, ...);
 
 and for each of those, NAME.ref-bf16.gguf: what the vendored llama.cpp's
 convert_hf_to_gguf.py --outtype bf16 writes from the reference BF16
@@ -67,11 +75,82 @@ ARCHS = {
 # Mistral (the llama architecture) with a SentencePiece tokenizer.model, as
 # Llama 2 and Mistral up to v0.3 have: convert reads it with sentencepiece.
 ARCHS["mistral"] = ("MistralConfig", "MistralForCausalLM", {"head_dim": 32, "sliding_window": None})
+# Phi-3 (fused qkv_proj and gate_up_proj) with a SentencePiece tokenizer.model
+# and Phi-3's added tokens; config.json as Phi-3-mini-4k writes it (phi3_config).
+ARCHS["phi3"] = ("Phi3Config", "Phi3ForCausalLM", {"sliding_window": 255})
 PRE = {"llama": "llama-bpe", "qwen2": "qwen2", "qwen3": "qwen2", "qwen3moe": "qwen2"}
 FORMATS = ("bf16", "fp8", "nvfp4-modelopt", "nvfp4-ct", "int4-ct")
 # CI time: the SentencePiece model in two formats only (its weights take the same paths as llama's).
-ARCH_FORMATS = {"mistral": ("bf16", "fp8")}
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+ARCH_FORMATS = {"mistral": ("bf16", "fp8"), "phi3": ("bf16", "fp8")}
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json", "README.md")
+# Model cards as real ones begin (gguf-py's Metadata.load reads their YAML
+# front matter into general.license, .tags, .languages, .base_model.*,
+# .dataset.*, and the name fields): a base model as an id, a list of ids
+# and URLs, datasets by id and URL, a license list and link, a pipeline
+# tag, Norway's "no", a model_name that becomes general.name, keys convert
+# ignores (library_name, widget).
+README = {
+    "llama": """---
+license: llama3.1
+language:
+- en
+- de
+- no
+pipeline_tag: text-generation
+tags:
+- facebook
+- meta
+- llama-3
+base_model: meta-llama/Llama-3.1-8B
+datasets:
+- HuggingFaceFW/fineweb-edu
+- https://huggingface.co/datasets/allenai/c4
+extra_gated_prompt: "### LLAMA 3.1 COMMUNITY LICENSE AGREEMENT"
+---
+
+# Tiny Llama
+""",
+    "qwen2": """---
+license: other
+license_name: qwen-research
+license_link: https://huggingface.co/Qwen/Qwen2.5-3B/blob/main/LICENSE
+language: en
+base_model:
+- Qwen/Qwen2.5-0.5B
+- https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct
+- unsloth/Qwen2.5-0.5B-v2.1-bnb-4bit
+- name: Qwen2.5 Math
+  organization: Qwen
+  repo_url: https://huggingface.co/Qwen/Qwen2.5-Math-1.5B
+tags: chat
+library_name: transformers
+---
+# Qwen2.5-0.5B (tiny)
+""",
+    "phi3": """---
+license:
+- mit
+- apache-2.0
+license_link: https://huggingface.co/microsoft/Phi-3-mini-4k-instruct/resolve/main/LICENSE
+language:
+- en
+pipeline_tag: text-generation
+tags:
+- nlp
+- code
+inference:
+  parameters:
+    temperature: 0.0
+widget:
+  - messages:
+      - role: user
+        content: Can you provide ways to eat combinations of bananas and dragonfruits?
+model_name: Phi 3 Tiny Instruct
+base_model: microsoft/Phi-3-mini-4k-instruct
+dataset: https://huggingface.co/microsoft/orca-agentinstruct-1M-v1
+---
+""",
+}
 
 
 # The split regexes of Llama 3's and Qwen2's tokenizer.json (the adapter
@@ -126,6 +205,49 @@ def spm_tokenizer(out: Path) -> None:
         "added_tokens_decoder": special, "tokenizer_class": "LlamaTokenizer", "chat_template": "{{ bos_token }}{{ messages }}"}))
 
 
+def phi3_tokenizer(out: Path) -> None:
+    """The SentencePiece model of spm_tokenizer with Phi-3's added tokens
+    past its 320 pieces: in added_tokens.json (one past vocab_size, which
+    convert skips), tokenizer_config.json's added_tokens_decoder and
+    tokenizer.json's added_tokens, special or not, as Phi-3-mini's files
+    list them; convert's Phi-3 path types them CONTROL or USER_DEFINED."""
+    spm_tokenizer(out)
+    added = [("<unk>", 0, True), ("<s>", 1, True), ("</s>", 2, True), ("<|endoftext|>", 320, True),
+             ("<|assistant|>", 321, True), ("<|placeholder1|>", 322, False), ("<|end|>", 323, True), ("<|user|>", 324, True)]
+    (out / "added_tokens.json").write_text(json.dumps({"<|endoftext|>": 320, "<|assistant|>": 321, "<|placeholder1|>": 322,
+                                                        "<|end|>": 323, "<|system|>": 325, "<|beyond|>": 400}))
+    tc = json.loads((out / "tokenizer_config.json").read_text())
+    tc["added_tokens_decoder"] = {str(i): {"content": c, "special": sp, "normalized": False, "lstrip": False, "rstrip": not sp}
+                                  for c, i, sp in added[:-1]}
+    tc.update(add_bos_token=False, eos_token="<|endoftext|>", pad_token="<|endoftext|>", tokenizer_class="LlamaTokenizer",
+              chat_template="{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}{% endfor %}")
+    (out / "tokenizer_config.json").write_text(json.dumps(tc))
+    (out / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "added_tokens": [{"id": i, "content": c, "special": sp, "single_word": False, "lstrip": False,
+                                            "rstrip": not sp, "normalized": False} for c, i, sp in added],
+        "normalizer": None, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+        "model": {"type": "BPE", "vocab": {}, "merges": []}}))
+
+
+def phi3_config(d: Path) -> None:
+    """config.json as Phi-3-mini-4k-instruct's reads (rope_scaling null,
+    rope_theta and original_max_position_embeddings at the top)."""
+    config = json.loads((d / "config.json").read_text())
+    config.pop("rope_parameters", None)
+    config.update(rope_scaling=None, rope_theta=10000.0, original_max_position_embeddings=256)
+    (d / "config.json").write_text(json.dumps(config))
+
+
+def class_defaults_config(d: Path) -> None:
+    """config.json without the fields transformers' Qwen3Config fills
+    (max_position_embeddings 32768, rms_norm_eps 1e-6, rope_theta 10000),
+    which convert writes as the class's defaults."""
+    config = json.loads((d / "config.json").read_text())
+    for k in ("max_position_embeddings", "rms_norm_eps", "rope_parameters", "rope_theta"):
+        config.pop(k, None)
+    (d / "config.json").write_text(json.dumps(config))
+
+
 def hf_model(arch: str, out: Path, seed: int) -> dict[str, np.ndarray]:
     import torch
     import transformers
@@ -133,6 +255,8 @@ def hf_model(arch: str, out: Path, seed: int) -> dict[str, np.ndarray]:
     config_cls, model_cls, extra = ARCHS[arch]
     torch.manual_seed(seed)
     ids = {"bos_token_id": 1, "eos_token_id": 2} if arch == "mistral" else {"bos_token_id": 0, "eos_token_id": 0}
+    if arch == "phi3":
+        ids = {"bos_token_id": 1, "eos_token_id": 320, "pad_token_id": 320}
     config = getattr(transformers, config_cls)(**{**COMMON, **extra}, **ids)
     model = getattr(transformers, model_cls)(config).to(torch.bfloat16)
     with torch.no_grad():
@@ -175,8 +299,15 @@ def main(out: Path, llama_src: Path) -> None:
         weights = hf_model(arch, hf_dir, seed)
         if arch == "mistral":
             spm_tokenizer(hf_dir)
+        elif arch == "phi3":
+            phi3_tokenizer(hf_dir)
+            phi3_config(hf_dir)
         else:
             tokenizer(hf_dir, PRE[arch])
+        if arch == "qwen3":
+            class_defaults_config(hf_dir)
+        if arch in README:
+            (hf_dir / "README.md").write_text(README[arch])
         formats = ARCH_FORMATS.get(arch, FORMATS)
         pairs = {f"{arch}-bf16": (hf_dir, hf_dir)}
         models.fp8_variant(root / "fp8", root / "fp8-ref", hf_dir, weights)
@@ -203,6 +334,9 @@ def main(out: Path, llama_src: Path) -> None:
             print(out / name)  # the list scripts/test_c.sh runs
         if arch == "llama":
             print(llama3_rope(out, hf_dir))
+        if arch == "phi3":
+            print(phi3_longrope(out, hf_dir))
+            print(phi4_bpe(out, hf_dir))
     refusals(out)
 
 
@@ -220,6 +354,44 @@ def llama3_rope(out: Path, llama: Path) -> Path:
                               "original_max_position_embeddings": 64}
     (d / "config.json").write_text(json.dumps(config))
     convert(d, out / "llama3rope-bf16.ref-bf16.gguf", PRE["llama"])
+    return d
+
+
+def phi3_longrope(out: Path, phi3: Path) -> Path:
+    """The phi3 checkpoint as Phi-4-mini's config has it: longrope with
+    long and short factors (of many digits, rounded to f32 by convert),
+    partial_rotary_factor 0.75 at the top (24 of 32 dimensions rotated: 12
+    factors each), a context 4x the original (convert's attention factor
+    sqrt(1 + ln 4 / ln 256)) and no sliding window (convert writes 0)."""
+    d = out / "phi3longrope-bf16"
+    shutil.copytree(phi3, d)
+    config = json.loads((d / "config.json").read_text())
+    rng = np.random.default_rng(3)
+    config.update(max_position_embeddings=1024, partial_rotary_factor=0.75, sliding_window=None, rope_scaling={
+        "type": "longrope", "long_factor": [float(x) for x in 1.0 + 3.0 * rng.random(12)],
+        "short_factor": [1.0, 1.0199999809265137] + [float(x) for x in 1.0 + 0.1 * rng.random(10)]})
+    (d / "config.json").write_text(json.dumps(config))
+    convert(d, out / "phi3longrope-bf16.ref-bf16.gguf", "")
+    return d
+
+
+def phi4_bpe(out: Path, phi3: Path) -> Path:
+    """The phi3 checkpoint with Phi-4's tokenizer kind: a byte-level BPE
+    tokenizer.json and tokenizer_config.json's tokenizer_class
+    GPT2Tokenizer, which sends convert's Phi-3 set_vocab to _set_vocab_gpt2
+    (no tokenizer.model, no added_tokens.json)."""
+    d = out / "phi4bpe-bf16"
+    shutil.copytree(phi3, d)
+    for f in ("tokenizer.model", "added_tokens.json", "tokenizer.json", "tokenizer_config.json"):
+        (d / f).unlink(missing_ok=True)
+    tokenizer(d, "qwen2")
+    tc = json.loads((d / "tokenizer_config.json").read_text())
+    tc["tokenizer_class"] = "GPT2Tokenizer"
+    (d / "tokenizer_config.json").write_text(json.dumps(tc))
+    config = json.loads((d / "config.json").read_text())
+    config.update(bos_token_id=0, eos_token_id=0, pad_token_id=0)  # <|endoftext|> in this tokenizer
+    (d / "config.json").write_text(json.dumps(config))
+    convert(d, out / "phi4bpe-bf16.ref-bf16.gguf", "qwen2")
     return d
 
 
