@@ -39,6 +39,7 @@ static ws_status set_kv(struct gguf_context *meta, const ws_meta_kv *kv) {
         case WS_META_STRING_ARRAY: gguf_set_arr_str(meta, kv->key, (const char **)kv->strings, kv->n); break;
         case WS_META_F32_ARRAY: gguf_set_arr_data(meta, kv->key, GGUF_TYPE_FLOAT32, kv->f32s, kv->n); break;
         case WS_META_I32_ARRAY: gguf_set_arr_data(meta, kv->key, GGUF_TYPE_INT32, kv->i32s, kv->n); break;
+        case WS_META_I32: gguf_set_val_i32(meta, kv->key, kv->i32); break;
         default: return WS_ERR_INTERNAL;
     }
     return WS_OK;

@@ -183,7 +183,8 @@ typedef enum ws_meta_type {
     WS_META_STRING = 3,
     WS_META_STRING_ARRAY = 4,
     WS_META_F32_ARRAY = 5,
-    WS_META_I32_ARRAY = 6
+    WS_META_I32_ARRAY = 6,
+    WS_META_I32 = 7
 } ws_meta_type;
 
 /* One key; the field of its type is set, the others zero. */
@@ -198,6 +199,7 @@ typedef struct ws_meta_kv {
     const char *const *strings;   /* WS_META_STRING_ARRAY */
     const float *f32s;            /* WS_META_F32_ARRAY */
     const int32_t *i32s;          /* WS_META_I32_ARRAY */
+    int32_t i32;                  /* WS_META_I32 (last: the fields above keep their offsets) */
 } ws_meta_kv;
 
 /* One GGUF tensor and where its data comes from. */

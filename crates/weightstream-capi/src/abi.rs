@@ -134,6 +134,7 @@ pub const WS_META_STRING: u32 = 3;
 pub const WS_META_STRING_ARRAY: u32 = 4;
 pub const WS_META_F32_ARRAY: u32 = 5;
 pub const WS_META_I32_ARRAY: u32 = 6;
+pub const WS_META_I32: u32 = 7;
 
 /// One metadata key and its value (`ws_meta_kv` in weightstream.h): the
 /// field of `type` is set, the others zero.
@@ -149,6 +150,9 @@ pub struct WsMetaKv {
     pub strings: *const *const c_char,
     pub f32s: *const f32,
     pub i32s: *const i32,
+    /// WS_META_I32 (the sampling keys' top_k, mirostat, penalty_last_n);
+    /// last, so the fields before it keep their offsets.
+    pub i32: i32,
 }
 
 /// One GGUF tensor and where its data comes from (`ws_gguf_tensor`).

@@ -337,6 +337,7 @@ pub fn abi_layout() -> Vec<u64> {
         offset_of!(WsMetaKv, strings) as u64,
         offset_of!(WsMetaKv, f32s) as u64,
         offset_of!(WsMetaKv, i32s) as u64,
+        offset_of!(WsMetaKv, i32) as u64,
         size_of::<WsGgufTensor>() as u64,
         offset_of!(WsGgufTensor, ggml_type) as u64,
         offset_of!(WsGgufTensor, n_dims) as u64,

@@ -9,7 +9,9 @@ use std::ffi::{c_char, CString};
 use weightstream::hf2gguf::{Metadata, TensorType, Value};
 
 use crate::abi::{Failure, WsGgufTensor, WsMetaKv, WsStatus, WS_MAX_DIMS};
-use crate::abi::{WS_META_BOOL, WS_META_F32, WS_META_F32_ARRAY, WS_META_I32_ARRAY, WS_META_STRING, WS_META_STRING_ARRAY, WS_META_U32};
+use crate::abi::{
+    WS_META_BOOL, WS_META_F32, WS_META_F32_ARRAY, WS_META_I32, WS_META_I32_ARRAY, WS_META_STRING, WS_META_STRING_ARRAY, WS_META_U32,
+};
 
 /// A value as C reads it: its strings NUL-terminated, arrays as pointers
 /// into vectors this owns (their heap buffers never move once built).
@@ -99,9 +101,11 @@ impl CMeta {
             strings: std::ptr::null(),
             f32s: std::ptr::null(),
             i32s: std::ptr::null(),
+            i32: 0,
         };
         match &k.value {
             Value::U32(v) => (out.r#type, out.u32) = (WS_META_U32, *v),
+            Value::I32(v) => (out.r#type, out.i32) = (WS_META_I32, *v),
             Value::F32(v) => (out.r#type, out.f32) = (WS_META_F32, *v),
             Value::Bool(v) => (out.r#type, out.boolean) = (WS_META_BOOL, *v),
             Value::Str(_) => (out.r#type, out.string) = (WS_META_STRING, k.string.as_ref().map_or(std::ptr::null(), |s| s.as_ptr())),

@@ -85,7 +85,7 @@ static void check_layout(void) {
         sizeof(ws_status),
         sizeof(ws_meta_kv), offsetof(ws_meta_kv, type), offsetof(ws_meta_kv, u32), offsetof(ws_meta_kv, f32),
         offsetof(ws_meta_kv, boolean), offsetof(ws_meta_kv, string), offsetof(ws_meta_kv, n),
-        offsetof(ws_meta_kv, strings), offsetof(ws_meta_kv, f32s), offsetof(ws_meta_kv, i32s),
+        offsetof(ws_meta_kv, strings), offsetof(ws_meta_kv, f32s), offsetof(ws_meta_kv, i32s), offsetof(ws_meta_kv, i32),
         sizeof(ws_gguf_tensor), offsetof(ws_gguf_tensor, ggml_type), offsetof(ws_gguf_tensor, n_dims),
         offsetof(ws_gguf_tensor, shape), offsetof(ws_gguf_tensor, sources), offsetof(ws_gguf_tensor, n_sources),
         offsetof(ws_gguf_tensor, permute_heads), offsetof(ws_gguf_tensor, data),

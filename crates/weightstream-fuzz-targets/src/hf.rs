@@ -4,7 +4,8 @@
 //! mutations of one valid tiny checkpoint (a Llama, a Qwen3-MoE or a
 //! Phi-3 with longrope factors: a config field set to an edge value, a
 //! token or tensor changed, a file replaced by raw bytes: config.json,
-//! tokenizer.json, tokenizer.model, README.md, tokenizer_config.json), so
+//! tokenizer.json, tokenizer.model, README.md, tokenizer_config.json,
+//! generation_config.json), so
 //! the fuzzer spends its time past the parsers. `build` must return, never
 //! panic, and whatever it accepts must be what llama.cpp can take: token
 //! texts distinct, as many tokens as embedding rows, every source a valid
@@ -146,7 +147,8 @@ pub fn hf_metadata(data: &[u8]) {
     // A Llama, a Qwen3-MoE, a Phi-3 (whose converter reads tokenizer_config.json).
     let (mut config, mut tok, mut tensors) = if first % 3 == 2 { phi3() } else { base(first % 3 == 1) };
     let tc = (first % 3 == 2).then(|| br#"{"tokenizer_class": "GPT2Tokenizer"}"#.to_vec());
-    let mut raw: [Option<Vec<u8>>; 5] = Default::default(); // config, tokenizer.json, tokenizer.model, README.md, tokenizer_config.json
+    // config, tokenizer.json, tokenizer.model, README.md, tokenizer_config.json, generation_config.json
+    let mut raw: [Option<Vec<u8>>; 6] = Default::default();
     let mut ops = rest.chunks(3);
     for op in ops.by_ref() {
         let [kind, a, b] = [op[0], *op.get(1).unwrap_or(&0), *op.get(2).unwrap_or(&0)];
@@ -180,7 +182,7 @@ pub fn hf_metadata(data: &[u8]) {
             // The rest of the input as one file's raw bytes.
             _ => {
                 let bytes: Vec<u8> = ops.by_ref().flatten().copied().collect();
-                raw[a as usize % 5] = Some(bytes);
+                raw[a as usize % raw.len()] = Some(bytes);
                 break;
             }
         }
@@ -194,6 +196,7 @@ pub fn hf_metadata(data: &[u8]) {
         tokenizer_model: raw[2].as_deref(),
         readme: raw[3].as_deref(),
         tokenizer_config: raw[4].as_deref().or(tc.as_deref()),
+        generation_config: raw[5].as_deref(),
         tensors: &tensors,
         ..Default::default()
     };

@@ -25,6 +25,7 @@ mod model_card;
 mod model_id;
 mod phi3;
 mod rope_freqs;
+mod sampling;
 mod special;
 mod tensors;
 mod vocab;
@@ -54,6 +55,8 @@ pub struct HfInput<'a> {
     pub added_tokens: Option<&'a [u8]>,
     pub chat_template_jinja: Option<&'a [u8]>,
     pub readme: Option<&'a [u8]>,
+    /// Its sampling defaults become `general.sampling.*` (sampling.rs).
+    pub generation_config: Option<&'a [u8]>,
     /// modules.json is present (a sentence-transformers model).
     pub has_modules_json: bool,
     pub tensors: &'a [TensorIn],
@@ -63,8 +66,16 @@ pub struct HfInput<'a> {
 pub const MAX_VOCAB: u32 = 1 << 24;
 
 /// The files [`build`] reads, by name in the checkpoint directory.
-pub const FILES: [&str; 7] =
-    ["config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json", "chat_template.jinja", "README.md"];
+pub const FILES: [&str; 8] = [
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "README.md",
+    "generation_config.json",
+];
 
 /// Qwen3Model._is_qwen3_reranker: "# qwen3-reranker" in README.md, or the
 /// directory's or `_name_or_path`'s name, lowercased.
@@ -144,6 +155,7 @@ pub fn build(input: &HfInput) -> Result<Metadata> {
         general::write_size_label(&mut meta, &hp, &body);
     }
     card.write(&mut meta);
+    sampling::write(input.generation_config, &mut meta)?;
     for (k, v) in body.kv {
         meta.set(k, v);
     }

@@ -107,6 +107,7 @@ pub fn hf_metadata(cat: &Catalog, tensors: &[TensorIn]) -> Result<Metadata> {
         added_tokens: f("added_tokens.json"),
         chat_template_jinja: f("chat_template.jinja"),
         readme: f("README.md"),
+        generation_config: f("generation_config.json"),
         has_modules_json: files[FILES.len()].is_some(),
         tensors,
     };

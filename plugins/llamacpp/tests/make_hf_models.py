@@ -29,6 +29,8 @@ and attention factor) and Phi-4's byte-level BPE tokenizer
 qwen3's config.json leaves out max_position_embeddings, rms_norm_eps and
 rope_theta (convert writes Qwen3Config's defaults); llama, qwen2 and phi3
 carry README.md model cards (general.license, .tags, .base_model.*, ...);
+llama and qwen3 carry generation_config.json sampling defaults
+(general.sampling.*);
 
 and for each of those, NAME.ref-bf16.gguf: what the vendored llama.cpp's
 convert_hf_to_gguf.py --outtype bf16 writes from the reference BF16
@@ -83,6 +85,13 @@ FORMATS = ("bf16", "fp8", "nvfp4-modelopt", "nvfp4-ct", "int4-ct")
 # CI time: the SentencePiece model in two formats only (its weights take the same paths as llama's).
 ARCH_FORMATS = {"mistral": ("bf16", "fp8"), "phi3": ("bf16", "fp8")}
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json", "README.md")
+# generation_config.json's sampling defaults, as Llama 3.1 Instruct's and
+# Qwen3's are (gguf-py writes them as general.sampling.*; "do_sample" and
+# the token ids it ignores).
+GENERATION = {
+    "llama": {"do_sample": True, "temperature": 0.6, "top_p": 0.9},
+    "qwen3": {"do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95, "repetition_penalty": 1.05},
+}
 # Model cards as real ones begin (gguf-py's Metadata.load reads their YAML
 # front matter into general.license, .tags, .languages, .base_model.*,
 # .dataset.*, and the name fields): a base model as an id, a list of ids
@@ -308,6 +317,9 @@ def main(out: Path, llama_src: Path) -> None:
             class_defaults_config(hf_dir)
         if arch in README:
             (hf_dir / "README.md").write_text(README[arch])
+        if arch in GENERATION:
+            gen = hf_dir / "generation_config.json"
+            gen.write_text(json.dumps({**(json.loads(gen.read_text()) if gen.exists() else {}), **GENERATION[arch]}, indent=2))
         formats = ARCH_FORMATS.get(arch, FORMATS)
         pairs = {f"{arch}-bf16": (hf_dir, hf_dir)}
         models.fp8_variant(root / "fp8", root / "fp8-ref", hf_dir, weights)

@@ -10,6 +10,7 @@ use super::MAX_TENSOR_NAME_LEN;
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteValue {
     U32(u32),
+    I32(i32),
     F32(f32),
     Bool(bool),
     Str(String),
@@ -51,6 +52,10 @@ fn value(out: &mut Vec<u8>, v: &WriteValue) {
     match v {
         WriteValue::U32(x) => {
             out.extend(T_U32.to_le_bytes());
+            out.extend(x.to_le_bytes());
+        }
+        WriteValue::I32(x) => {
+            out.extend(T_I32.to_le_bytes());
             out.extend(x.to_le_bytes());
         }
         WriteValue::F32(x) => {
