@@ -97,7 +97,8 @@ fn entry_of(id: &str, total_params: u64) -> Vec<(&'static str, String)> {
     if ["http://", "https://", "ssh://"].iter().any(|p| id.starts_with(p)) {
         e.push(("repo_url", id.to_string()));
         // gguf-py's pattern, its unescaped dot and `$` (which also matches before a final newline) kept.
-        let re = Regex::new(r"^https?://huggingface.co/([^/]+/[^/]+)\n?\z").expect("a valid regex");
+        static HF_URL: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+        let re = HF_URL.get_or_init(|| Regex::new(r"^https?://huggingface.co/([^/]+/[^/]+)\n?\z").expect("a valid regex"));
         if let Some(m) = id.contains("huggingface.co").then(|| re.captures(id)).flatten() {
             from_id(&m[1], &mut e, false);
         }

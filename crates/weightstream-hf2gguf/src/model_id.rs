@@ -3,11 +3,14 @@
 //! organization, basename, finetune, version and size label, as convert
 //! names the model (general.rs) and its base models and datasets (card.rs).
 
+use std::sync::OnceLock;
+
 use regex::Regex;
 
 /// Metadata.id_to_title: words title-cased unless acronyms or versions.
 pub(crate) fn id_to_title(s: &str) -> String {
-    let version = Regex::new(r"^(v\d+(?:\.\d+)*|\d.*)$").expect("a valid regex");
+    static VERSION: OnceLock<Regex> = OnceLock::new();
+    let version = VERSION.get_or_init(|| Regex::new(r"^(v\d+(?:\.\d+)*|\d.*)$").expect("a valid regex"));
     s.trim()
         .replace('-', " ")
         .split_whitespace()
@@ -61,13 +64,19 @@ pub(crate) fn components(model_id: &str, total_params: u64) -> Option<Components
     let (org, full) = model_id.split_once('/').map_or((None, model_id), |(o, n)| (Some(o), n));
     let org = org.filter(|o| !o.starts_with('.')).map(str::to_string);
     let full = full.to_string();
-    let re = |p: &str| Regex::new(&format!("(?i)^(?:{p})$")).expect("a valid regex");
-    let (ver, ty, size, ft) = (
-        re(r"(v|iter)?\d+([.]\d+)*"),
-        re(r"i?q\d(_\w)*|b?fp?(16|32)"),
-        re(r"(([A]|\d+[x])?\d+([._]\d+)?[KMBT][\d]?|small|mini|medium|large|x?xl)"),
-        re(r"chat|instruct|vision|lora"),
-    );
+    // Compiled once: a build names several ids (the model, its base
+    // models and datasets), and the hf_metadata fuzz target builds
+    // thousands of checkpoints.
+    static PARTS: OnceLock<[Regex; 4]> = OnceLock::new();
+    let [ver, ty, size, ft] = PARTS.get_or_init(|| {
+        let re = |p: &str| Regex::new(&format!("(?i)^(?:{p})$")).expect("a valid regex");
+        [
+            re(r"(v|iter)?\d+([.]\d+)*"),
+            re(r"i?q\d(_\w)*|b?fp?(16|32)"),
+            re(r"(([A]|\d+[x])?\d+([._]\d+)?[KMBT][\d]?|small|mini|medium|large|x?xl)"),
+            re(r"chat|instruct|vision|lora"),
+        ]
+    });
     let mut parts: Vec<String> = full.split('-').filter(|p| !p.is_empty()).map(str::to_string).collect();
     let mut types = vec![0usize; parts.len()];
     for i in 0..parts.len() {
