@@ -32,7 +32,7 @@ import numpy as np
 
 SIZES_MIB = [1, 4, 16, 64, 256, 1024]
 OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16",
-                 "f16", "f32", "gptq_q4_0", "gptq_q8_0"]
+                 "f16", "f32", "gptq_q4_0", "gptq_q8_0", "fp4_mxfp4", "fp4_nvfp4"]
 BLOCK = 256
 
 FUNCTIONS = {}
@@ -105,6 +105,8 @@ def inputs(kernel: str, n: int):
         return "ws_f32", src, {}, src.nbytes
     if kernel.startswith("gptq_"):
         return gptq_inputs(kernel.removeprefix("gptq_"), n)
+    if kernel.startswith("fp4_"):
+        return fp4_inputs(kernel.removeprefix("fp4_"), n)
     return scaled_inputs(kernel, n)
 
 
@@ -121,6 +123,20 @@ def gptq_inputs(fmt_name: str, n: int):
     values = {"dst": qweight, "scales": scales, "rows": n // cols, "width": cols, "col_start": 0, "format": fmt["ggml_id"],
               "block_elems": fmt["elements"], "block_bytes": fmt["bytes"], "bits": bits, "group": 32}
     return "ws_gptq", src, values, src.nbytes
+
+
+def fp4_inputs(fmt_name: str, n: int):
+    """`inputs` for the keep-quantized mode's FP4 repack (cuda/fp4.cu): n
+    elements of MXFP4 or NVFP4 blocks, rows of 4096 input features, into
+    compressed-tensors' packed codes (the `dst` it returns: bytes as u32
+    words) and scale bytes, both written."""
+    fmt = BLOCK_FORMATS[fmt_name]
+    group, cols = (32 if fmt_name == "mxfp4" else 16), 4096
+    src = cp.random.randint(0, 256, n // fmt["elements"] * fmt["bytes"], dtype=cp.uint8)
+    values = {"dst": cp.empty(n // 8, dtype=cp.uint32), "scales": cp.empty(n // group, dtype=cp.uint8), "rows": n // cols,
+              "width": cols, "col_start": 0, "format": fmt["ggml_id"], "block_elems": fmt["elements"],
+              "block_bytes": fmt["bytes"], "group": group}
+    return "ws_fp4", src, values, src.nbytes
 
 
 def scaled_inputs(kernel: str, n: int):
@@ -179,12 +195,12 @@ def register(args):
             return
         fn, src, values, read = inputs(kernel, n)
         state.add_global_memory_reads(read)
-        # The repack writes qweight (its `dst`) and scales instead of BF16.
-        written = values["dst"].nbytes + values["scales"].nbytes if fn == "ws_gptq" else dst.nbytes
+        # The repacks write their codes (their `dst`) and scales instead of BF16.
+        written = values["dst"].nbytes + values["scales"].nbytes if fn in ("ws_gptq", "ws_fp4") else dst.nbytes
         state.add_global_memory_writes(written)
         f = FUNCTIONS[fn]
         grid, block = geometry(-(-n // 8))
-        packed = launch_args.pack(ARGS[fn], {"src": src, "dst": dst, "n": n, **values})  # values' dst wins (gptq)
+        packed = launch_args.pack(ARGS[fn], {"src": src, "dst": dst, "n": n, **values})  # values' dst wins (the repacks)
         params = tuple(np.uint64(v) if isinstance(v, int) else v for v in packed)
 
         def launch(l):

@@ -67,6 +67,17 @@ int ws_host_gptq(const uint8_t* src, uint32_t* qweight, uint64_t n, uint16_t* sc
     return 0;
 }
 
+// The FP4 repack (fp4.cu) over its whole grid. Returns 0, or -1 for a
+// format without a target (the kernel writes nothing then).
+int ws_host_fp4(const uint8_t* src, uint32_t* packed, uint64_t n, uint8_t* scales, uint64_t rows, uint64_t width,
+                uint64_t col_start, uint32_t format, uint32_t block_elems, uint32_t block_bytes, uint32_t group, uint32_t g,
+                uint32_t b) {
+    if (format != ws::mxfp4::GGML_ID && format != ws::nvfp4::GGML_ID) return -1;
+    ws::Fp4Params p{rows, width, col_start, format, block_elems, block_bytes, group};
+    grid(g, b, [&](ws::Coords c) { ws::fp4_thread(src, packed, n, scales, p, c); });
+    return 0;
+}
+
 // n / d by the kernels' multiply-high division (scale_grid.cuh), for the
 // divisor tests.
 uint64_t ws_host_quotient(uint64_t n, uint64_t d, uint64_t magic, uint64_t shifts) {

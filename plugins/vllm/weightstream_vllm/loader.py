@@ -14,12 +14,14 @@
   are handed over as [E, in, out], the layout of the BF16 gpt-oss checkpoints.
 - Tensors are produced on the model's device: by the GPU kernels when vLLM
   runs on CUDA, by the CPU kernels otherwise.
-- `keep: quantized` (keep_quantized.py): GGUF linear weights whose
-  blocks map exactly onto GPTQ (Q4_0, Q1_0, Q2_0, TQ1_0, TQ2_0; on a GPU
-  also Q8_0, Q5_0, IQ4_NL) stay quantized, served by vLLM's own kernels.
+- `keep: quantized` (keep_quantized.py, kept_tensors.py): GGUF linear
+  weights whose blocks map exactly onto GPTQ (Q4_0, Q1_0, Q2_0, TQ1_0,
+  TQ2_0; on a GPU also Q8_0, Q5_0, IQ4_NL) or compressed-tensors' FP4 (on a
+  GPU: NVFP4, MXFP4) stay quantized, served by vLLM's own kernels.
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Optional
 
@@ -33,7 +35,7 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
 
-from . import LOAD_FORMAT, gguf_names, keep_quantized, parallel, sharding
+from . import LOAD_FORMAT, gguf_names, keep_quantized, kept_tensors, parallel, sharding
 from .options import Options, find_checkpoint
 
 # Under "vllm." so that messages go through vLLM's own handler and level
@@ -93,13 +95,18 @@ def expert_layout(ck, name: str, t):
     return t.transpose(1, 2) if is_packed_expert_stack(ck, name) else t
 
 
+KV_CACHE_SCALE = re.compile(r"\.attn\.(q|k|v|prob)_(scale|zero_point)$")
+
+
 @register_model_loader(LOAD_FORMAT)
 class WeightstreamModelLoader(BaseModelLoader):
     def __init__(self, load_config: LoadConfig):
         super().__init__(load_config)
         self.options = Options.parse(load_config.model_loader_extra_config)
-        # Checkpoint name -> keep_quantized.Kept: the weights served as GPTQ.
+        # Checkpoint name -> keep_quantized.Kept: the weights served
+        # quantized, under compressed-tensors' config where `_ct`.
         self._kept: dict = {}
+        self._ct = False
 
     def download_model(self, model_config: ModelConfig) -> None:
         find_checkpoint(model_config.model, self.options)
@@ -153,18 +160,21 @@ class WeightstreamModelLoader(BaseModelLoader):
             packed = getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", None) or {}
             device = str(vllm_config.device_config.device)
             kept = keep_quantized.choose(ck, names, packed, vllm_config.parallel_config.tensor_parallel_size, device)
+            linear = [hf.rpartition(".")[0] for n, hf, *rest in names
+                      if hf.endswith(".weight") and len(ck.shape(n)) == 2 and not (rest and rest[0] is not None)]
         if not kept:
             logger.warning("weightstream: keep=quantized: no weight of %s has an exact quantized layout on %s "
-                           "(Q4_0, Q1_0, Q2_0, TQ1_0, TQ2_0 everywhere; Q8_0, Q5_0, IQ4_NL on a GPU): every weight "
-                           "is served as BF16", ck.path, device)
+                           "(Q4_0, Q1_0, Q2_0, TQ1_0, TQ2_0 everywhere; Q8_0, Q5_0, IQ4_NL, NVFP4, MXFP4 on a GPU): "
+                           "every weight is served as BF16", ck.path, device)
             return
-        self._kept = kept
-        vllm_config.quant_config = keep_quantized.quant_config(kept, packed)
-        model_config.quantization = "auto_gptq"
-        layouts = sorted({(k.bits, k.group) for k in kept.values()})
-        logger.info("weightstream: keep=quantized: %d weights stay quantized (GPTQ %s), the rest is served as %s",
-                    len(kept), ", ".join(f"{b}-bit group {g}" for b, g in layouts), model_config.dtype)
-        if model_config.dtype != torch.float16:
+        self._kept, self._ct = kept, keep_quantized.uses_compressed_tensors(kept)
+        vllm_config.quant_config = keep_quantized.quant_config(kept, packed, linear)
+        model_config.quantization = "compressed-tensors" if self._ct else "auto_gptq"
+        by_layout = {(k.layout != "gptq", k.bits, k.group): k for k in kept.values()}  # integers first
+        layouts = [by_layout[key].describe() for key in sorted(by_layout)]
+        logger.info("weightstream: keep=quantized: %d weights stay quantized (%s %s), the rest is served as %s",
+                    len(kept), "compressed-tensors" if self._ct else "GPTQ", ", ".join(layouts), model_config.dtype)
+        if model_config.dtype != torch.float16 and any(k.layout == "gptq" for k in kept.values()):
             logger.warning("weightstream: keep=quantized under %s: GGUF block scales are fp16 and vLLM holds GPTQ "
                            "scales in the model's dtype, so each is rounded to it; --dtype float16 keeps them exact",
                            model_config.dtype)
@@ -181,7 +191,10 @@ class WeightstreamModelLoader(BaseModelLoader):
                 logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
             where = parallel.layout(model)
             loaded = self._load(ck, model, model_config, target, where)
-        expected = {n for n, _ in model.named_parameters()}
+        # compressed-tensors' config (keep=quantized with FP4) gives attention
+        # layers KV-cache scales, which keep their defaults unless a
+        # checkpoint holds some (a GGUF never does).
+        expected = {n for n, _ in model.named_parameters() if not (self._ct and KV_CACHE_SCALE.search(n))}
         if loaded is not None:
             missing = sorted(expected - set(loaded))
             if missing:
@@ -219,9 +232,9 @@ class WeightstreamModelLoader(BaseModelLoader):
         kept_reports = []
         if self._kept:
             names = [n for n in names if n[0] not in self._kept]
-            regions = keep_quantized.regions(model, ck, self._kept) if where.splits() else {}
-            kept_reports.append(model.load_weights(keep_quantized.tensors(ck, self._kept, regions, rows_per_head, unpermute,
-                                                                           target)))
+            regions = kept_tensors.regions(model, ck, self._kept, self._ct) if where.splits() else {}
+            kept_reports.append(model.load_weights(kept_tensors.tensors(ck, self._kept, regions, rows_per_head, unpermute,
+                                                                         target, self._ct)))
         t0 = time.perf_counter()
         planned = sharding.plan(ck, model, names, rows_per_head,
                                 transposed=lambda n: ck.format() != "gguf" and is_packed_expert_stack(ck, n))

@@ -286,8 +286,15 @@ class Checkpoint:
         exactly (Q4_0: `(4, 32)`, uint4b8; Q8_0: `(8, 32)`, uint8b128; the
         table in docs/vllm.md), or None: the keep-quantized mode of the vLLM plugin serves the others
         as BF16."""
-        t = self._native.gptq_target(self._index_of(name))
-        return None if t is None else tuple(t)
+        t = self._native.repack_target(self._index_of(name))
+        return None if t is None or t[0] != "gptq" else (t[1], t[2])
+
+    def fp4_target(self, name: str) -> Optional[int]:
+        """The group of the FP4 layout (compressed-tensors' `nvfp4-` and
+        `mxfp4-pack-quantized`) the tensor's blocks map onto exactly (NVFP4:
+        16, E4M3FN scales; MXFP4: 32, E8M0 scales), or None."""
+        t = self._native.repack_target(self._index_of(name))
+        return None if t is None or t[0] != "fp4" else t[2]
 
     def get_gptq(self, name: str, rows=None, cols=None, device=None):
         """Rows (output features) and columns (input features, whole groups)
@@ -300,29 +307,22 @@ class Checkpoint:
         unless `device`: on a CUDA device the rows' bytes are copied there
         and moved by a kernel (bitwise the CPU's result). torch tensors, or
         numpy arrays on the CPU where torch is not installed."""
-        kind, index = (self._kind, self._index) if device is None else _parse_device(device)
-        target = self.gptq_target(name)
-        if target is None:
-            raise _error("unsupported", f"{name!r} is {self.dtype(name)}: only Q4_0, Q8_0, Q5_0, IQ4_NL, Q1_0, Q2_0, "
-                                        "TQ1_0 and TQ2_0 map onto GPTQ exactly")
-        bits, group = target
-        r0, r1, c0, c1 = self._slice_of(name, rows, cols)
-        qshape, sshape = ((c1 - c0) * bits // 32, r1 - r0), ((c1 - c0) // group, r1 - r0)
-        torch = _torch()
-        if kind == "cuda":
-            if torch is None:
-                raise _error("invalid_argument", "device='cuda' needs PyTorch: install torch, or repack with device='cpu'")
-            dev = torch.device("cuda", index)
-            qweight, scales = torch.empty(qshape, dtype=torch.int32, device=dev), torch.empty(sshape, dtype=torch.float16, device=dev)
-            self.bytes_read += self._native.repack_gptq(self._index_of(name), (r0, r1, c0, c1), *_address(qweight),
-                                                        *_address(scales), index, self._stream(kind, index))
-            return qweight, scales
-        import numpy as np
+        from ._repack import get
 
-        qweight, scales = np.empty(qshape, dtype=np.int32), np.empty(sshape, dtype=np.float16)
-        self.bytes_read += self._native.repack_gptq(self._index_of(name), (r0, r1, c0, c1), *_address(qweight),
-                                                    *_address(scales))
-        return (qweight, scales) if torch is None else (torch.from_numpy(qweight), torch.from_numpy(scales))
+        return get(self, name, "gptq", rows, cols, device)
+
+    def get_fp4(self, name: str, rows=None, cols=None, device=None):
+        """As `get_gptq`, for a GGUF MXFP4 or NVFP4 weight (`fp4_target`),
+        in compressed-tensors' FP4 layout: `(weight_packed, weight_scale)`,
+        weight_packed uint8 `[rows, cols / 2]` (input features 2i and 2i+1
+        in the low and high nibble of byte i: E2M1 codes), weight_scale
+        uint8 `[rows, cols / group]` (NVFP4: E4M3FN bits, with a global
+        scale of 1; MXFP4: E8M0 exponents). Element (r, k) is
+        `e2m1(code) * scale`, exactly the block's; a scale byte with no
+        exact image (0xFF) is refused, naming its file offset."""
+        from ._repack import get
+
+        return get(self, name, "fp4", rows, cols, device)
 
     def get_tensor(self, name: str, device=None):
         """One tensor as BF16 (on this checkpoint's device unless `device`)."""
