@@ -84,6 +84,9 @@ prepare() {
   test_binary weightstream gpu_sources "$CARRY/bin/gpu-sources-tests" --no-default-features
   cp target/release/weightstream "$CARRY/bin/weightstream"
   strip --strip-debug "$CARRY/bin/"* 2>/dev/null || true
+  # xz-compressed (the CLI: 20 MB to 5 MB), symbols kept for backtraces;
+  # the device half unpacks them (unpack_bins).
+  xz -T2 -6 "$CARRY/bin/"*
   # The wheel stripped (its library is 65 MB with line tables, 17 MB zipped).
   (cd crates/weightstream-py && "$WS_VENV/bin/python" -m maturin build --release --locked --strip -q -o "$ROOT/$CARRY/wheels")
   local out_dir
@@ -351,6 +354,7 @@ device() {
     esac
   done
   [ ${#steps[@]} -gt 0 ] || steps=("${all[@]}")
+  unpack_bins "$CARRY/bin"
   [ -x "$CARRY/bin/weightstream" ] || { echo "gpu_round: $CARRY is missing: run 'scripts/gpu_round.sh prepare' here and carry it" >&2; exit 1; }
   mkdir -p "$out"
   rm -f "$out/summary.txt" "$out/report.md" "$out/logs.tar.gz" "$out"/*.log
@@ -402,6 +406,20 @@ device() {
   done
 }
 
+# unpack_bins DIR: each DIR/NAME.xz (prepare compresses the carried
+# binaries) unpacked to an executable DIR/NAME, with python3's lzma (the
+# GPU machine's image need not have xz).
+unpack_bins() {
+  local f
+  for f in "$1"/*.xz; do
+    [ -e "$f" ] || continue
+    python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst:
+    shutil.copyfileobj(src, dst)' "$f" "${f%.xz}"
+    chmod +x "${f%.xz}"
+  done
+}
+
 check() {
   if [ -n "${WEIGHTSTREAM_BIN:-}" ] && [ -x "$WEIGHTSTREAM_BIN" ]; then
     source scripts/env.sh
@@ -425,6 +443,10 @@ check() {
     --model "$tmp/models/tiny-llama-q4_0.gguf" --reps 2 --files-only --out "$tmp/storage.json" >/dev/null 2>&1
   "$WS_VENV/bin/python" bench/gpu/report.py --e2e "$tmp/e2e.json" --storage "$tmp/storage.json" --out "$tmp/report.md" >/dev/null
   "$WS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python/test_gpu_report.py tests/python/test_sweep_args.py
+  # The carried binaries unpack and run as the device half unpacks them.
+  mkdir -p "$tmp/bin" && cp "$WEIGHTSTREAM_BIN" "$tmp/bin/weightstream" && xz -T2 -1 "$tmp/bin/weightstream"
+  PATH="$WS_VENV/bin:$PATH" unpack_bins "$tmp/bin"
+  "$tmp/bin/weightstream" --version >/dev/null || { echo "gpu_round: an unpacked binary does not run" >&2; exit 1; }
   echo "gpu_round: the device half's scripts ran on a tiny model on the CPU ($tmp)"
 }
 
