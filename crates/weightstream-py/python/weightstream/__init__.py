@@ -16,7 +16,6 @@ torch-allocated tensors, ordered after torch's current stream.
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import logging
@@ -31,6 +30,8 @@ from ._native import __version__
 
 __all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "__version__"]
 
+from ._buffers import _address, _empty, _error, _parse_device, _torch  # noqa: F401 (also the submodules' names)
+
 _END_OF_BATCH = object()
 _log = logging.getLogger("weightstream")
 
@@ -40,73 +41,6 @@ def _log_notes(notes) -> None:
     (info), or a source used instead of the one asked for (a warning)."""
     for text, fallback in notes:
         _log.log(logging.WARNING if fallback else logging.INFO, "%s", text)
-
-
-@functools.lru_cache(maxsize=None)
-def _torch():
-    """torch, or None where it is not installed: looked for once. (Without
-    the cache a load without torch tried the import again for every
-    tensor it allocated, and a Ctrl-C landing inside the import machinery
-    was swallowed there, "Exception ignored in ... _get_module_lock": the
-    load ran on to its end. An interrupted import is not cached.)"""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-def _parse_device(device) -> tuple[str, int]:
-    """'auto' | 'cpu' | 'cuda' | 'cuda:N' | torch.device -> (kind, index).
-    'auto' means what it means to the CLI: GPU 0 if there is a usable one
-    (and torch, to hold its tensors), else the CPU."""
-    s = str(device)
-    if s == "auto":
-        torch = _torch()
-        usable = torch is not None and torch.cuda.is_available() and cuda_status()[0]
-        return ("cuda", 0) if usable else ("cpu", 0)
-    if s == "cpu":
-        return "cpu", 0
-    if s == "cuda":
-        torch = _torch()
-        return "cuda", torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
-    if s.startswith("cuda:") and s[5:].isdigit():
-        return "cuda", int(s[5:])
-    raise ValueError(f"device {device!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'")
-
-
-def _error(kind: str, message: str) -> WeightstreamError:
-    """A WeightstreamError raised here, with the attributes the native ones
-    carry (every error has a `kind`)."""
-    e = WeightstreamError(message)
-    e.kind, e.file, e.tensor, e.offset = kind, None, None, None
-    return e
-
-
-def _empty(shape, kind: str, index: int):
-    """An uninitialised BF16 tensor (torch) or array (numpy) of `shape`."""
-    torch = _torch()
-    if torch is not None:
-        dev = torch.device("cpu") if kind == "cpu" else torch.device("cuda", index)
-        return torch.empty(tuple(shape), dtype=torch.bfloat16, device=dev)
-    if kind != "cpu":
-        raise _error("invalid_argument", "device='cuda' needs PyTorch: install torch, or load with device='cpu'")
-    import numpy as np
-
-    try:
-        import ml_dtypes
-
-        dtype = ml_dtypes.bfloat16
-    except ImportError:
-        dtype = np.uint16  # the BF16 bit patterns
-    return np.empty(tuple(shape), dtype=dtype)
-
-
-def _address(t) -> tuple[int, int]:
-    """(data address, bytes) of a contiguous tensor or array."""
-    if hasattr(t, "data_ptr"):
-        return t.data_ptr(), t.numel() * t.element_size()
-    return t.ctypes.data, t.nbytes
 
 
 class Checkpoint:

@@ -20,7 +20,7 @@ def _shapes(layout: str, bits: int, group: int, r0: int, r1: int, c0: int, c1: i
 
 
 def get(ck, name: str, layout: str, rows, cols, device):
-    from . import _address, _error, _parse_device, _torch
+    from ._buffers import _address, _error, _parse_device, _torch
 
     kind, index = (ck._kind, ck._index) if device is None else _parse_device(device)
     target = ck._native.repack_target(ck._index_of(name))
