@@ -6,6 +6,7 @@
 //! included), over several geometries, into poisoned outputs with a guard
 //! after each so an unwritten word or a write past the end shows.
 
+use weightstream_blocks::block::{mxfp4, nvfp4};
 use weightstream_blocks::BlockFormat;
 use weightstream_io::testing::random_bytes;
 use weightstream_kernels::{geometry, host_grid, Fp4Args, Launch, BLOCK_DIM};
@@ -17,7 +18,7 @@ const GUARD: usize = 19;
 fn blocks(format: BlockFormat, n: usize, seed: u64) -> Vec<u8> {
     let l = format.layout();
     let mut raw = random_bytes(n * l.bytes, seed);
-    let (at, k) = if format == BlockFormat::MXFP4 { (0, 1) } else { (0, 4) };
+    let (at, k) = if format == BlockFormat::MXFP4 { (mxfp4::E, 1) } else { (nvfp4::D, 4) };
     let mut next = 0u8;
     for b in raw.chunks_exact_mut(l.bytes) {
         for x in &mut b[at..at + k] {

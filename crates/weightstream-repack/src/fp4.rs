@@ -130,12 +130,12 @@ pub fn repack(
     }
     let row_bytes = ncols / l.elems * l.bytes;
     let (width, groups) = (cols.len() / 2, cols.len() / t.group);
-    for (what, got, want) in
-        [("raw", raw.len(), nrows * row_bytes), ("packed", packed.len(), nrows * width), ("scales", scales.len(), nrows * groups)]
-    {
-        if got != want {
-            return Err(Fp4Error::Size { what, got, want });
-        }
+    if let Some((what, got, want)) = crate::wrong_size([
+        ("raw", raw.len(), nrows * row_bytes),
+        ("packed", packed.len(), nrows * width),
+        ("scales", scales.len(), nrows * groups),
+    ]) {
+        return Err(Fp4Error::Size { what, got, want });
     }
     check_scales(format, raw)?;
     if width == 0 {

@@ -91,15 +91,12 @@ pub fn repack(
     }
     let groups = cols.len() / t.group;
     let row_bytes = ncols / layout.elems * layout.bytes;
-    let sizes = [
+    if let Some((what, got, want)) = crate::wrong_size([
         ("raw bytes", raw.len(), nrows * row_bytes),
         ("qweight", qweight.len(), cols.len() / t.pack() * nrows),
         ("scales", scales.len(), groups * nrows),
-    ];
-    for (what, got, want) in sizes {
-        if got != want {
-            return Err(RepackError::Size { what, got, want });
-        }
+    ]) {
+        return Err(RepackError::Size { what, got, want });
     }
     if nrows == 0 || groups == 0 {
         return Ok(());

@@ -22,3 +22,9 @@ use std::ops::Range;
 pub(crate) fn whole_groups(cols: &Range<usize>, ncols: usize, group: usize, elems: usize) -> bool {
     cols.start <= cols.end && cols.end <= ncols && cols.start % group == 0 && cols.end % group == 0 && ncols % elems == 0
 }
+
+/// The first of `sizes` (buffer, length it has, length the slice needs)
+/// whose lengths differ.
+pub(crate) fn wrong_size<const N: usize>(sizes: [(&'static str, usize, usize); N]) -> Option<(&'static str, usize, usize)> {
+    sizes.into_iter().find(|&(_, got, want)| got != want)
+}

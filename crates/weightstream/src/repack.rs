@@ -141,12 +141,6 @@ pub unsafe fn gptq_into_device(
     let r = region(cat, job, &rows, &cols)?;
     let t = gptq::target(r.format).ok_or_else(|| repack_error(cat, job, r.offset, gptq::RepackError::NoTarget(r.format).to_string()))?;
     let (k, nrows) = (r.within.len(), r.nrows);
-    for (what, (addr, got), want) in [("qweight", qweight, k / t.pack() * nrows * 4), ("scales", scales, k / t.group * nrows * 2)] {
-        if got != want as u64 || (addr == 0 && want != 0) {
-            let e = gptq::RepackError::Size { what, got: got as usize, want };
-            return Err(repack_error(cat, job, r.offset, format!("{e} (bytes)")));
-        }
-    }
     let launch = Launch::Gptq(GptqArgs {
         format: r.format,
         scales: scales.0,
@@ -156,28 +150,51 @@ pub unsafe fn gptq_into_device(
         bits: t.bits,
         group: t.group as u32,
     });
+    let outs = [("qweight", qweight, k / t.pack() * nrows * 4), ("scales", scales, k / t.group * nrows * 2)];
+    // SAFETY: the caller vouches for qweight, scales and stream.
+    unsafe { launch_region(cat, gpu, job, &r, &launch, outs, stream) }
+}
+
+/// Check the device buffers (`(name, (address, bytes), bytes needed)`; the
+/// first is the launch's destination) against the region, then copy the
+/// region's rows to the device and run `launch` over them.
+///
+/// # Safety
+/// As [`gptq_into_device`], for the buffers and `stream`.
+unsafe fn launch_region(
+    cat: &Catalog,
+    gpu: &GpuExecutor,
+    job: &Job,
+    r: &Region,
+    launch: &Launch,
+    outs: [(&str, (u64, u64), usize); 2],
+    stream: u64,
+) -> Result<u64> {
+    for (what, (addr, got), want) in outs {
+        if got != want as u64 || (addr == 0 && want != 0) {
+            return Err(repack_error(cat, job, r.offset, format!("buffer sizes: {what} holds {got} bytes, {want} needed")));
+        }
+    }
     let n = (r.nrows * r.within.len()) as u64;
-    // SAFETY: the caller vouches for qweight, scales and stream; the
-    // source buffer holds exactly the region's rows (region() read them).
-    unsafe { gpu.launch_from_host(&r.raw, &launch, qweight.0, n, stream, &format!("blocks of '{}' to repack", job.name))? };
+    // SAFETY: the caller vouches for the buffers and stream; the source
+    // buffer holds exactly the region's rows (region() read them).
+    unsafe { gpu.launch_from_host(&r.raw, launch, outs[0].1 .0, n, stream, &format!("blocks of '{}' to repack", job.name))? };
     Ok(r.raw.len() as u64)
 }
 
-/// The region's FP4 target, its scale bytes checked (a byte without an
-/// exact image is refused with its file offset, before anything moves).
-fn fp4_region(cat: &Catalog, job: &Job, r: &Region) -> Result<Fp4Target> {
-    let t = fp4::target(r.format).ok_or_else(|| repack_error(cat, job, r.offset, fp4::Fp4Error::NoTarget(r.format).to_string()))?;
-    fp4::check_scales(r.format, &r.raw).map_err(|e| match e {
+/// An FP4 repack's error for the file: a scale byte without an exact image
+/// at its place in the file, anything else at the region's first byte.
+fn fp4_error(cat: &Catalog, job: &Job, r: &Region, e: fp4::Fp4Error) -> Error {
+    let offset = match e {
+        // `at` counts the rows' bytes as read (a column range's rows
+        // gathered segment by segment): the byte's place in the file.
         fp4::Fp4Error::Scale { at, .. } => {
-            // `at` counts the rows' bytes as read (a column range's rows
-            // gathered segment by segment): the byte's place in the file.
             let row_len = r.raw.len() / r.nrows.max(1);
-            let offset = r.offset + (at / row_len) as u64 * r.row_bytes + r.row_skip + (at % row_len) as u64;
-            repack_error(cat, job, offset, e.to_string())
+            r.offset + (at / row_len) as u64 * r.row_bytes + r.row_skip + (at % row_len) as u64
         }
-        other => repack_error(cat, job, r.offset, other.to_string()),
-    })?;
-    Ok(t)
+        _ => r.offset,
+    };
+    repack_error(cat, job, offset, e.to_string())
 }
 
 /// Rows `rows` and columns `cols` (whole groups) of whole-tensor job `job`
@@ -185,9 +202,8 @@ fn fp4_region(cat: &Catalog, job: &Job, r: &Region) -> Result<Fp4Target> {
 /// (`[rows, cols / group]` bytes), on the CPU. Returns the file bytes read.
 pub fn fp4_into(cat: &Catalog, job: &Job, rows: Range<u64>, cols: Range<u64>, packed: &mut [u8], scales: &mut [u8]) -> Result<u64> {
     let r = region(cat, job, &rows, &cols)?;
-    fp4_region(cat, job, &r)?;
-    fp4::repack(r.format, &r.raw, r.nrows, r.width, r.within.clone(), packed, scales)
-        .map_err(|e| repack_error(cat, job, r.offset, e.to_string()))?;
+    // The kernel checks the scale bytes before it moves anything.
+    fp4::repack(r.format, &r.raw, r.nrows, r.width, r.within.clone(), packed, scales).map_err(|e| fp4_error(cat, job, &r, e))?;
     Ok(r.raw.len() as u64)
 }
 
@@ -209,14 +225,10 @@ pub unsafe fn fp4_into_device(
     stream: u64,
 ) -> Result<u64> {
     let r = region(cat, job, &rows, &cols)?;
-    let t = fp4_region(cat, job, &r)?;
-    let (k, nrows) = (r.within.len(), r.nrows);
-    for (what, (addr, got), want) in [("packed", packed, k / 2 * nrows), ("scales", scales, k / t.group * nrows)] {
-        if got != want as u64 || (addr == 0 && want != 0) {
-            let e = fp4::Fp4Error::Size { what, got: got as usize, want };
-            return Err(repack_error(cat, job, r.offset, e.to_string()));
-        }
-    }
+    let t = fp4::target(r.format).ok_or(fp4::Fp4Error::NoTarget(r.format)).map_err(|e| fp4_error(cat, job, &r, e))?;
+    // The device kernel maps every scale byte: the ones without an image
+    // are refused here, before the launch.
+    fp4::check_scales(r.format, &r.raw).map_err(|e| fp4_error(cat, job, &r, e))?;
     let launch = Launch::Fp4(Fp4Args {
         format: r.format,
         scales: scales.0,
@@ -225,9 +237,8 @@ pub unsafe fn fp4_into_device(
         col_start: r.within.start as u64,
         group: t.group as u32,
     });
-    let n = (r.nrows * r.within.len()) as u64;
-    // SAFETY: the caller vouches for packed, scales and stream; the source
-    // buffer holds exactly the region's rows (region() read them).
-    unsafe { gpu.launch_from_host(&r.raw, &launch, packed.0, n, stream, &format!("blocks of '{}' to repack", job.name))? };
-    Ok(r.raw.len() as u64)
+    let k = r.within.len();
+    let outs = [("packed", packed, k / 2 * r.nrows), ("scales", scales, k / t.group * r.nrows)];
+    // SAFETY: the caller vouches for packed, scales and stream.
+    unsafe { launch_region(cat, gpu, job, &r, &launch, outs, stream) }
 }

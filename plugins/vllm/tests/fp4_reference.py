@@ -79,8 +79,8 @@ def ct_tensors(raw: np.ndarray, rows: int, cols: int, qtype, n_head: int) -> dic
         out["weight_global_scale"] = torch.ones(1, dtype=torch.float32)
     else:
         out["weight_scale"] = torch.from_numpy(s).to(torch.float8_e8m0fnu).view(torch.uint8)
-    assert torch.equal(out["weight_scale"].float() if qtype == Q.NVFP4 else torch.from_numpy(s),
-                       torch.from_numpy(s)), "scales exact"
+    stored = out["weight_scale"] if qtype == Q.NVFP4 else out["weight_scale"].view(torch.float8_e8m0fnu)
+    assert torch.equal(stored.float(), torch.from_numpy(s)), "every scale stored exactly"
     return out
 
 

@@ -113,7 +113,7 @@ def choose(ck, names: list[tuple], packed: dict, tp: int, device: str) -> dict[s
             if any(g is None or (g.layout, g.bits, g.group) != (kept.layout, kept.bits, kept.group) for g in group):
                 for p in parts:
                     by_module.pop(base + p, None)
-    if uses_compressed_tensors({k.module: k for k in by_module.values()}):
+    if uses_compressed_tensors(by_module):
         # compressed-tensors quantizes linear layers only, not the head.
         by_module.pop("lm_head", None)
     return {k.ck_name: k for k in by_module.values()}
