@@ -358,6 +358,7 @@ fn open_safetensors(
         Ok(b)
     };
     pair_packed(&mut tensors, &read_small, |i| paths[i].as_path())?;
+    crate::packed::check_against_config(config.as_ref(), config_path, &tensors, |i| paths[i].as_path())?;
     if let Some(q) = &quant {
         crate::quant_config::check(q, config_path, &tensors, |i| paths[i].as_path())?;
     }

@@ -69,6 +69,25 @@ impl<'j> JobKernel<'j> {
                         });
                     }
                 }
+                if s.scale.dtype == ScaleDtype::E4M3 {
+                    if let Some(k) = raw.iter().position(|&b| b & 0x80 != 0) {
+                        // NVFP4's group scales are positive (the producers
+                        // take amax / 6); MixFP4 checkpoints use the sign
+                        // bit as a selector between element formats, which
+                        // no NVFP4 decoder reads: decoding it as a sign
+                        // would give negated, wrong weights.
+                        return Err(Error::BadScale {
+                            file: file_path(cat, s.file),
+                            tensor: job.name.clone(),
+                            offset: range.start + k as u64,
+                            reason: format!(
+                                "group scale {k} of '{}' is negative (byte {:#04x}): NVFP4 scales are positive; \
+                                 a sign bit set there is another format's selector (MixFP4), which weightstream does not read",
+                                cat.tensors[s.tensor].name, raw[k]
+                            ),
+                        });
+                    }
+                }
                 let read = scales_to_f32(s.scale.dtype, &raw).ok_or_else(|| Error::BadScale {
                     file: file_path(cat, s.file),
                     tensor: job.name.clone(),

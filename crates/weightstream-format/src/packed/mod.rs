@@ -29,7 +29,10 @@ use crate::error::{ErrorKind, FormatError, Result};
 use crate::safetensors::StDtype;
 
 mod companions;
+mod config_shapes;
 mod int;
+
+pub use config_shapes::check_against_config;
 
 use companions::refuse_unused_companions;
 use int::resolve_int;

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import logging
+import numbers
 import queue
 import threading
 from typing import Any, Iterator, Optional, Union
@@ -30,7 +31,7 @@ from ._native import __version__
 
 __all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "__version__"]
 
-from ._buffers import _address, _empty, _error, _parse_device, _torch  # noqa: F401 (also the submodules' names)
+from ._buffers import _address, _check_destination, _empty, _error, _parse_device, _torch  # noqa: F401 (also the submodules' names)
 
 _END_OF_BATCH = object()
 _log = logging.getLogger("weightstream")
@@ -41,6 +42,17 @@ def _log_notes(notes) -> None:
     (info), or a source used instead of the one asked for (a warning)."""
     for text, fallback in notes:
         _log.log(logging.WARNING if fallback else logging.INFO, "%s", text)
+
+
+def _rows_per_head(name: str, u) -> int:
+    """`load_into`'s un-permutation for `name`: None or 0 (none), or a
+    positive whole number of rows per head; anything else refused (2.5
+    would have been truncated to 2, -1 overflowed in the native call)."""
+    if u is None:
+        return 0
+    if isinstance(u, bool) or not isinstance(u, numbers.Integral) or u < 0:
+        raise ValueError(f"load_into: unpermute for {name!r} is {u!r}: the rows per head, a whole number >= 0 (0 or None: none)")
+    return int(u)
 
 
 class Checkpoint:
@@ -182,8 +194,8 @@ class Checkpoint:
         kind, index = (self._kind, self._index) if device is None else _parse_device(device)
         sl = self._slice_of(name, rows, cols)
         i = self._index_of(name)
-        if out is not None and hasattr(out, "is_contiguous") and not out.is_contiguous():
-            raise ValueError("get_slice: out must be contiguous")
+        if out is not None:
+            _check_destination(out, kind, index, "get_slice: out")
         t = _empty(self._native.slice_shape(i, sl), kind, index) if out is None else out
         self._run([i], [t], kind, index, self._stream(kind, index), slices=[sl])
         return t
@@ -202,15 +214,12 @@ class Checkpoint:
         kind, index = (self._kind, self._index) if device is None else _parse_device(device)
         names, outs = list(names), list(outs)
         slices = [None] * len(names) if slices is None else list(slices)
-        unpermute = None if unpermute is None else [int(u or 0) for u in unpermute]
+        unpermute = None if unpermute is None else [_rows_per_head(n, u) for n, u in zip(names, unpermute)]
         if not len(names) == len(outs) == len(slices) or (unpermute is not None and len(unpermute) != len(names)):
             raise ValueError(f"load_into: {len(names)} names, {len(outs)} outs, {len(slices)} slices"
                              + ("" if unpermute is None else f", {len(unpermute)} un-permutations"))
         for n, t in zip(names, outs):
-            if hasattr(t, "is_contiguous") and not t.is_contiguous():
-                raise ValueError(f"load_into: the out for {n!r} is not contiguous")
-            if hasattr(t, "data_ptr") and str(t.dtype) != "torch.bfloat16":
-                raise ValueError(f"load_into: the out for {n!r} is {t.dtype}, not torch.bfloat16")
+            _check_destination(t, kind, index, f"load_into: the out for {n!r}")
         idx = [self._index_of(n) for n in names]
         sl = [None if s is None else self._slice_of(n, *s) for n, s in zip(names, slices)]
         return self._run(idx, outs, kind, index, self._stream(kind, index), slices=sl, unpermute=unpermute)

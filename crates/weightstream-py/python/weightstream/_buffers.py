@@ -68,6 +68,42 @@ def _empty(shape, kind: str, index: int):
     return np.empty(tuple(shape), dtype=dtype)
 
 
+def _check_destination(t, kind: str, index: int, what: str) -> None:
+    """Refuse (ValueError) a destination the native load cannot write as
+    documented: it writes BF16 forward from the buffer's first address, so
+    anything else (a float16 array, a reversed or strided view, a read-only
+    array over `bytes`, a tensor on another device) would come back
+    silently wrong, or crash the process. `what` names it in the message
+    ("get_slice: out", "load_into: the out for 'x'")."""
+    torch = _torch()
+    if torch is not None and isinstance(t, torch.Tensor):
+        if t.dtype != torch.bfloat16:
+            raise ValueError(f"{what} is {t.dtype}, not torch.bfloat16")
+        if not t.is_contiguous():
+            raise ValueError(f"{what} is not contiguous (strides {tuple(t.stride())} for shape {tuple(t.shape)})")
+        want = "cpu" if kind == "cpu" else f"cuda:{index}"
+        dev = t.device.type if t.device.type == "cpu" else f"cuda:{t.device.index}"
+        if dev != want:
+            raise ValueError(f"{what} is on {dev}, and this load writes on {want}")
+        return
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is None or not isinstance(t, np.ndarray):
+        raise ValueError(f"{what} is a {type(t).__module__}.{type(t).__name__}, not a torch tensor or numpy array")
+    # ml_dtypes.bfloat16, or the raw BF16 bit patterns as uint16 (what a
+    # load without ml_dtypes returns).
+    if t.dtype.name not in ("bfloat16", "uint16"):
+        raise ValueError(f"{what} is a numpy {t.dtype} array, not bfloat16 (ml_dtypes) or uint16 (BF16 bits)")
+    if not t.flags.c_contiguous:
+        raise ValueError(f"{what} is not C-contiguous (strides {t.strides} for shape {t.shape})")
+    if not t.flags.writeable:
+        raise ValueError(f"{what} is read-only")
+    if kind != "cpu":
+        raise ValueError(f"{what} is a numpy array (host memory), and this load writes on cuda:{index}")
+
+
 def _address(t) -> tuple[int, int]:
     """(data address, bytes) of a contiguous tensor or array."""
     if hasattr(t, "data_ptr"):

@@ -14,6 +14,7 @@ import transformers as _hf
 from transformers.modeling_utils import PreTrainedModel
 
 from . import transformers as _wst
+from ._native import source_name as _source_name
 
 # While patched: PreTrainedModel's from_pretrained, and each Auto class's.
 _ORIGINAL: list = []
@@ -40,12 +41,23 @@ def _device_of(device_map) -> Optional[str]:
     return s if s == "cpu" or s == "cuda" or re.fullmatch(r"cuda:\d+", s) else None
 
 
+def _shown(gguf_file) -> str:
+    """How messages name `gguf_file`: a URL without its query (an Azure SAS
+    `sig=`, a presigned `X-Amz-Signature`), as every other message does."""
+    f = os.fspath(gguf_file)
+    return repr(_source_name(f) if _wst._remote.is_url(f) else f)
+
+
+def _not_here(kwargs) -> str:
+    return f"{_shown(kwargs['gguf_file'])} is not a local file or an object-storage URL (a hub download is transformers' to make)"
+
+
 def _why_not(name_or_path, model_args, kwargs) -> tuple[Optional[str], dict]:
     """(the reason this call cannot go through weightstream, or None; the
     load_model arguments when it can)."""
     path = _local_gguf(name_or_path, kwargs)
     if path is None:
-        return f"{kwargs['gguf_file']!r} is not a local file or an object-storage URL (a hub download is transformers' to make)", {}
+        return _not_here(kwargs), {}
     unknown = sorted(k for k in kwargs if k not in _HARMLESS)
     if model_args or unknown:
         return f"arguments weightstream cannot honour: {', '.join(unknown) or 'positional model_args'}", {}
@@ -70,6 +82,7 @@ def _local_gguf(name_or_path, kwargs) -> Optional[str]:
     (transformers' own order: gguf_file as a path, then inside the repo dir)
     or a URL weightstream reads (`s3://`, `gs://`, `az://`, ...)."""
     gguf_file = os.fspath(kwargs["gguf_file"])
+    _wst._remote.refuse_hub_link(gguf_file)
     if _wst._remote.is_url(gguf_file) or os.path.isfile(gguf_file):
         return gguf_file
     if name_or_path is not None:
@@ -80,7 +93,13 @@ def _local_gguf(name_or_path, kwargs) -> Optional[str]:
 
 
 def _fall_back(cls, kwargs, reason, original, args):
-    warnings.warn(f"weightstream.transformers: {cls.__name__}.from_pretrained(gguf_file={kwargs['gguf_file']!r}) "
+    if _wst._remote.is_url(os.fspath(kwargs["gguf_file"])):
+        # transformers' own loader reads no URL: handed one it fails with
+        # an OSError that quotes it whole, query (credential) included.
+        raise _wst.UnsupportedModel(f"{cls.__name__}.from_pretrained(gguf_file={_shown(kwargs['gguf_file'])}): "
+                                    f"weightstream cannot serve it ({reason}), and transformers' own loader "
+                                    "reads no URLs") from None
+    warnings.warn(f"weightstream.transformers: {cls.__name__}.from_pretrained(gguf_file={_shown(kwargs['gguf_file'])}) "
                   f"goes to transformers' own loader: {reason}", _wst.FallbackWarning, stacklevel=4)
     _LOCAL.falling_back = True  # one warning: the Auto class's call ends in the model class's
     try:
@@ -113,20 +132,26 @@ def _auto_from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwa
     if kwargs.get("gguf_file") is None or getattr(_LOCAL, "falling_back", False):
         return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
     path = _local_gguf(pretrained_model_name_or_path, kwargs)
-    if path is not None:
-        if kwargs.get("config") is None and _why_not(pretrained_model_name_or_path, model_args, kwargs)[0] is None:
-            # The Auto class would derive the config with transformers'
-            # load_gguf_checkpoint, which parses the whole vocabulary with
-            # gguf-py (2 s for 32000 tokens here) before the model class's
-            # from_pretrained, which weightstream serves, even runs: give it
-            # the same config from weightstream's metadata reader.
-            try:
-                kwargs = dict(kwargs, config=_wst.gguf_config(path))
-            except (_wst.UnsupportedModel, ValueError):
-                pass  # transformers' own derivation, and its own message
-        return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
-    return _fall_back(cls, kwargs, f"{kwargs['gguf_file']!r} is not a local file or an object-storage URL (a hub download is transformers' to make)",
-                      original, (pretrained_model_name_or_path, *model_args))
+    if path is None:
+        return _fall_back(cls, kwargs, _not_here(kwargs), original, (pretrained_model_name_or_path, *model_args))
+    # A URL: transformers' Auto class cannot derive a config from one, so
+    # the model class's from_pretrained (which warns) would never run: the
+    # fallback, and its warning, happen here.
+    url = _wst._remote.is_url(path)
+    reason = _why_not(pretrained_model_name_or_path, model_args, kwargs)[0]
+    if reason is None and kwargs.get("config") is None:
+        # The Auto class would derive the config with transformers'
+        # load_gguf_checkpoint, which parses the whole vocabulary with
+        # gguf-py (2 s for 32000 tokens here) before the model class's
+        # from_pretrained, which weightstream serves, even runs: give it
+        # the same config from weightstream's metadata reader.
+        try:
+            kwargs = dict(kwargs, config=_wst.gguf_config(path))
+        except (_wst.UnsupportedModel, ValueError) as e:
+            reason = str(e) if url else None  # else transformers' own derivation, and its own message
+    if reason is not None and url:
+        return _fall_back(cls, kwargs, reason, original, (pretrained_model_name_or_path, *model_args))
+    return original(cls, pretrained_model_name_or_path, *model_args, **kwargs)
 
 
 def _auto_classes() -> list:
@@ -161,7 +186,8 @@ def patch() -> _Patch:
     the `with` block. Calls it cannot serve bit-exactly (an architecture it
     does not map, a hub id not on disk, arguments it cannot honour, no
     dtype) go to transformers' own loader with one FallbackWarning naming
-    the reason."""
+    the reason; for a URL, which transformers' loader cannot read, they
+    raise UnsupportedModel instead, naming the object without its query."""
     if not _ORIGINAL:
         _ORIGINAL.append(PreTrainedModel.__dict__["from_pretrained"])
         PreTrainedModel.from_pretrained = classmethod(_from_pretrained)

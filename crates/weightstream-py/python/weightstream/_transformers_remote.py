@@ -7,15 +7,42 @@ the weights' own reads), into memory: nothing is copied to local disk.
 from __future__ import annotations
 
 import json
+import re
 
 from . import WeightstreamError
+from ._buffers import _error
 from ._native import is_url, read_side_files
 from ._native import source_name as _source_name
 
-__all__ = ["is_url", "config", "object_beside"]
+__all__ = ["is_url", "config", "object_beside", "refuse_hub_link"]
 
 # A config.json is kilobytes; a larger object under that name is no config.
 _MAX_CONFIG = 16 << 20
+
+
+# A Hugging Face download link: https://huggingface.co/ORG/NAME/resolve/REV/FILE
+# (or /blob/, the page's own link), hf.co the same.
+_HUB_LINK = re.compile(r"https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?!datasets/|spaces/)([^/?#]+/[^/?#]+)/"
+                       r"(?:resolve|blob)/([^/?#]+)/([^?#]+)(?:[?#].*)?")
+
+
+def refuse_hub_link(url: str) -> None:
+    """Raise a `remote_redirect` WeightstreamError, before any request, for
+    a Hugging Face download link, saying what to pass instead: the hub
+    answers one with a redirect to its CDN, which weightstream does not
+    follow (a redirect could take a request, and its credentials,
+    anywhere), so the load would only fail there, naming the redirect."""
+    m = _HUB_LINK.fullmatch(url)
+    if m is None:
+        return
+    repo, rev, name = m.groups()
+    extra = "" if rev == "main" else f", revision={rev!r}"
+    raise _error("remote_redirect",
+                 f"{_source_name(url)} is a Hugging Face download link, which redirects to the hub's CDN "
+                 f"(weightstream follows no redirects): pass the repo id and the file name instead, "
+                 f"from_pretrained({repo!r}, gguf_file={name!r}{extra}) (transformers downloads it), or, "
+                 f"for weightstream to load it, its local copy: huggingface_hub.hf_hub_download({repo!r}, "
+                 f"{name!r}{extra})")
 
 
 def object_beside(url: str, name: str) -> str:

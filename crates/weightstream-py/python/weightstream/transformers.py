@@ -317,6 +317,8 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
     path = os.fspath(path)
     dtype = _dtype(dtype)
     url = _remote.is_url(path)
+    if url:
+        _remote.refuse_hub_link(path)
     # A URL's format is what weightstream found under it (a prefix may hold a split GGUF set).
     meta_file, is_gguf = (None, False) if url else _gguf_files(path)
     ckpt = Checkpoint(path, "cpu", **options)

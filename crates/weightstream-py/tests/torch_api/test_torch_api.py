@@ -98,3 +98,36 @@ def test_cuda_loads_equal_cpu_loads_bitwise(samples, kind):
         assert gpu[name].device.type == "cuda" and gpu[name].dtype == torch.bfloat16
         assert torch.equal(bits(gpu[name]), bits(t)), name
         assert torch.equal(bits(streamed[name]), bits(t)), name
+
+
+@pytest.mark.parametrize("call", ["load_into", "get_slice"])
+def test_torch_destinations_that_are_not_contiguous_bf16_are_refused(samples, call):
+    """Issue 55 item 4, torch half (numpy's: tests/test_destinations.py):
+    float16, int16 and float32 tensors, transposed, strided and (where
+    there is a GPU) other-device ones are refused with a ValueError and
+    left untouched; before, float16/int16 `out=` were filled with BF16 bit
+    patterns."""
+    name = "blk.0.ffn_down.weight"
+    with weightstream.open(samples["q8_0"]) as ck:
+        shape = tuple(ck.slice_shape(name))
+        wide = torch.full((shape[0], shape[1] * 2), 3, dtype=torch.bfloat16)
+        bad = {"float16": torch.full(shape, 3, dtype=torch.float16),
+               "int16": torch.full(shape, 3, dtype=torch.int16),
+               "float32 of the same bytes": torch.full((shape[0], shape[1] // 2), 3, dtype=torch.float32),
+               "transposed": torch.full(shape[::-1], 3, dtype=torch.bfloat16).t(),
+               "strided": wide[:, ::2]}
+        if torch.cuda.is_available():
+            bad["on the GPU"] = torch.full(shape, 3, dtype=torch.bfloat16, device="cuda")
+        for what, out in bad.items():
+            with pytest.raises(ValueError):
+                if call == "load_into":
+                    ck.load_into([name], [out])
+                else:
+                    ck.get_slice(name, out=out)
+            assert bool((out == 3).all()), what
+        good = torch.empty(shape, dtype=torch.bfloat16)
+        if call == "load_into":
+            ck.load_into([name], [good])
+        else:
+            assert ck.get_slice(name, out=good) is good
+        assert torch.equal(bits(good), bits(ck.get_tensor(name)))
