@@ -80,3 +80,8 @@ def test_ratchet_fails_a_listed_kernel_that_got_slower(tmp_path, monkeypatch, ca
 
 def test_ratchet_fails_a_listed_name_that_is_no_kernel(tmp_path, monkeypatch):
     assert check(tmp_path, monkeypatch, {"q4_0": 0.613, "q9_9": 0.5}, {"q4_0": 0.613}) == 1
+
+
+def test_ratchet_fails_a_listed_kernel_whose_gain_is_not_recorded(tmp_path, monkeypatch, capsys):
+    assert check(tmp_path, monkeypatch, {"q4_0": 0.613}, {"q4_0": 0.70}) == 1
+    assert "record the new number" in capsys.readouterr().err
