@@ -15,8 +15,8 @@ way /work/shared/gpu/DESK-CHECK.md §1.1 counted it by hand:
   through both sides of every lane-divergent `if` (`fold_selects`), and
   otherwise the cheapest way at every branch (the one-scale group, the
   finite-scale path: each fast case is the shorter code);
-- an inner loop on that path (a `for (j < count)` nvcc did not unroll) is
-  counted once per trip; its trips are the outputs per iteration divided by
+- an inner loop on that path (a `for (j < count)` nvcc did not unroll; none
+  in today's kernels, whose count loops all unroll) is counted once per trip; its trips are the outputs per iteration divided by
   the outputs one trip converts, which is the number of NaN tests in its
   body (every f32 -> BF16 conversion, common.cuh `f32_to_bf16`, compares its
   magnitude with 0x7f800000 once).
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 # barriers, uniform-datapath instructions) issue but use none of these.
 ALU = {"LOP3", "LOP", "SHF", "SHL", "SHR", "IADD3", "IADD", "ISETP", "PRMT", "SEL", "LEA", "I2FP", "F2FP", "FSEL",
        "FSETP", "FMNMX", "IMNMX", "VIMNMX", "IABS", "POPC", "FLO", "BREV", "PLOP3", "P2R", "R2P", "MOV", "BMSK",
-       "SGXT", "FCHK", "ISCADD", "LEA.HI"}
+       "SGXT", "FCHK", "ISCADD"}
 FMA = {"FMUL", "FADD", "FFMA", "FMUL32I", "FADD32I", "FFMA32I", "HADD2", "HMUL2", "HFMA2", "VIADD", "IMUL"}
 IMAD_PREFIX = "IMAD"  # IMAD, IMAD.MOV, IMAD.WIDE, IMAD.SHL, IMAD.IADD, IMAD.U32: the heavy FMA half
 XU = {"I2F", "F2I", "MUFU", "F2F", "FRND"}
@@ -59,9 +59,7 @@ class Insn:
         return self.op.split(".")[0]
 
     def pipe(self) -> str:
-        b = self.base
-        if b == "I2F" and ".F32" not in self.op and self.op != "I2F":
-            return "xu"  # I2F.U16, I2F.S8, ...: the XU conversion
+        b = self.base  # I2FP (ALU) and I2F (XU) are different bases
         if b in ALU:
             return "alu"
         if b.startswith(IMAD_PREFIX):
@@ -240,14 +238,15 @@ def hot_path(insns: list[Insn], tests_per_output: int = 1) -> HotPath:
     widest_load = max((x.load_bytes() for s in body for x in bb[s].insns), default=0)
     need = {s: (1 if s in has_wide else 0) | (2 if any(x.load_bytes() == widest_load for x in bb[s].insns) else 0)
             for s in body}
-    # The full-group path: the most BF16 conversions, up to the outputs one
-    # widest store writes (times `tests_per_output`: 2 where the launch
-    # rounds through F16 first, whose round_f16 has the same NaN test) (an unrolled `for (j < count)` leaves its chain
-    # early when count < 8; counting past them would prefer an optional
-    # extra rounding), then the fewest instructions, from the header to the
-    # latch through a widest store and a widest load (mask bits 1 and 2),
-    # over forward edges only (a DAG in address order), never through a
-    # narrower store. States: (block, mask, conversions so far).
+    # The full-group path: the most BF16 conversions (an unrolled `for (j <
+    # count)` leaves its chain early when count < 8), up to the outputs one
+    # widest store writes (counting past them would prefer an optional extra
+    # rounding) times `tests_per_output` (2 where the launch rounds through
+    # F16 first: round_f16 makes the same NaN test); then the fewest
+    # instructions. From the header to the latch through a widest store and
+    # a widest load (mask bits 1 and 2), over forward edges only (a DAG in
+    # address order), never through a narrower store. States: (block, mask,
+    # conversions so far, capped).
     target = widest // 2 * tests_per_output
     conv = {s: sum(conversions(x) for x in bb[s].insns) for s in body}
     start = (header, need[header], min(target, conv[header]))
@@ -269,8 +268,7 @@ def hot_path(insns: list[Insn], tests_per_output: int = 1) -> HotPath:
     states = [end]
     while states[-1] in prev:
         states.append(prev[states[-1]])
-    best = (cost[end], [k[0] for k in reversed(states)])
-    path = best[1]
+    path = [k[0] for k in reversed(states)]
     out: list[Insn] = [x for s in path for x in bb[s].insns]
     outputs = sum(x.store_bytes() for x in out) // 2
     trips = []
