@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up, then run every test: formatting and clippy (warnings are errors),
-# Rust unit and integration tests (kernel
+# the GPU kernels' speed model from their SASS (bench/gpu/sass_budget.py), Rust unit and integration tests (kernel
 # host-grid parity included), the CPU kernels' parity suite built for
 # aarch64 and run under qemu (scripts/test_arm.sh), the Python suite against the real gguf-py
 # and safetensors packages and the Python package's own tests, the C API and
@@ -10,9 +10,10 @@
 #
 #   scripts/test.sh          everything (CI runs this: .ci/run)
 #   scripts/test.sh quick    the inner loop, a few minutes: fmt, clippy,
-#                            cargo test, the Python suite and the package's
-#                            tests (no vLLM, transformers, C API, qemu,
-#                            valgrind, podman or fuzzing)
+#                            the kernels' SASS speed model, cargo test, the
+#                            Python suite and the package's tests (no vLLM,
+#                            transformers, C API, qemu, valgrind, podman or
+#                            fuzzing)
 #
 # Every step prints its wall time as it ends, and a table of all of them is
 # printed when the command ends (passed or not); the table is also written
@@ -43,6 +44,8 @@ DURATIONS=(--durations=15 --durations-min=2)
 echo "== cargo fmt --check and clippy -D warnings (lints: Cargo.toml [workspace.lints])"
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --release --locked --workspace --all-targets -- -D warnings
+echo "== the kernels' speed model: sm_90 SASS instructions per output vs the 0.90-of-D2D budget (docs/gpu-round.md)"
+step sass-budget "$WS_VENV/bin/python" bench/gpu/sass_budget.py --check
 echo "== cargo test"
 # The ISA parity suite fails if a CPU path this machine's /proc/cpuinfo
 # lists was skipped; the step after it prints which paths ran. (Only here:
