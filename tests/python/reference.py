@@ -11,6 +11,24 @@ import numpy as np
 CANONICAL_NAN = 0x7FC0
 
 
+CANONICAL_NAN_F16 = 0x7E00
+
+
+def to_f16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> IEEE float16 bits, round to nearest even (numpy's
+    astype: subnormals, past 65504 infinity), NaN canonical."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bits = x.astype(np.float16).view(np.uint16).copy()
+    bits[np.isnan(x)] = CANONICAL_NAN_F16
+    return bits
+
+
+def to_out_bits(x: np.ndarray, out: str = "BF16") -> np.ndarray:
+    """float32 values rounded once to the output dtype ("BF16" or "F16")."""
+    return to_bf16_bits(x) if out == "BF16" else to_f16_bits(x)
+
+
 def to_bf16_bits(x: np.ndarray) -> np.ndarray:
     """float32 -> BF16 bits, round to nearest even (ml_dtypes), NaN canonical."""
     x = np.asarray(x, dtype=np.float32)
@@ -20,17 +38,17 @@ def to_bf16_bits(x: np.ndarray) -> np.ndarray:
     return bits
 
 
-def gguf_quant(raw: bytes, qtype: gguf.GGMLQuantizationType) -> np.ndarray:
-    """Block-format bytes (Q4_0 ... Q6_K) -> BF16 bits via gguf-py's dequantize."""
+def gguf_quant(raw: bytes, qtype: gguf.GGMLQuantizationType, out: str = "BF16") -> np.ndarray:
+    """Block-format bytes (Q4_0 ... Q6_K) -> BF16 (or F16) bits via gguf-py's dequantize."""
     with np.errstate(invalid="ignore", over="ignore"):
         f = gguf.quants.dequantize(np.frombuffer(raw, dtype=np.uint8), qtype)
-    return to_bf16_bits(f.astype(np.float32).ravel())
+    return to_out_bits(f.astype(np.float32).ravel(), out)
 
 
 FP8 = {"F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2}
 
 
-def fp8(raw: bytes, dtype: str, shape, scales: np.ndarray | None, block) -> np.ndarray:
+def fp8(raw: bytes, dtype: str, shape, scales: np.ndarray | None, block, out: str = "BF16") -> np.ndarray:
     """FP8 codes times their scale: one float32 multiply, then BF16.
 
     `scales` is the float32 scale grid, `block` (rows, cols) per scale value.
@@ -46,7 +64,7 @@ def fp8(raw: bytes, dtype: str, shape, scales: np.ndarray | None, block) -> np.n
         s = np.repeat(np.repeat(scales.reshape(-(-rows // br), -(-cols // bc)), br, 0), bc, 1)[:rows, :cols]
     with np.errstate(invalid="ignore", over="ignore"):
         x = (w * s).astype(np.float32)
-    return to_bf16_bits(x.ravel())
+    return to_out_bits(x.ravel(), out)
 
 
 def scale_values(raw: bytes, dtype: str) -> np.ndarray:
@@ -60,11 +78,11 @@ def scale_values(raw: bytes, dtype: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=np_dtype).astype(np.float32)
 
 
-def floats(raw: bytes, dtype: str) -> np.ndarray:
-    if dtype == "BF16":
+def floats(raw: bytes, dtype: str, out: str = "BF16") -> np.ndarray:
+    if dtype == out:
         return np.frombuffer(raw, dtype=np.uint16).copy()  # copied bit for bit
-    np_dtype = {"F32": np.float32, "F16": np.float16}[dtype]
-    return to_bf16_bits(np.frombuffer(raw, dtype=np_dtype).astype(np.float32))
+    np_dtype = {"F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}[dtype]
+    return to_out_bits(np.frombuffer(raw, dtype=np_dtype).astype(np.float32), out)
 
 
 # E2M1 (FP4) by code, -0.0 at code 8, as the safetensors 4-bit schemes'
@@ -83,7 +101,8 @@ def packed_scales(raw: bytes, kind: str) -> np.ndarray:
         return np.ldexp(np.float32(1.0), e - 127).astype(np.float32)
 
 
-def e2m1(raw: bytes, rows: int, cols: int, scales: np.ndarray, group: int, global_value=None, op=None) -> np.ndarray:
+def e2m1(raw: bytes, rows: int, cols: int, scales: np.ndarray, group: int, global_value=None, op=None,
+         out: str = "BF16") -> np.ndarray:
     """E2M1 pairs (low nibble first) times their group scale, the global
     scale folded into each group scale first (ModelOpt: s * g; compressed-
     tensors: s / g), each a float32 operation, then BF16."""
@@ -98,10 +117,11 @@ def e2m1(raw: bytes, rows: int, cols: int, scales: np.ndarray, group: int, globa
         elif op == "div":
             s = (s / np.float32(global_value)).astype(np.float32)
         x = (E2M1[codes] * np.repeat(s, group, axis=1)[:, :cols]).astype(np.float32)
-    return to_bf16_bits(x.ravel())
+    return to_out_bits(x.ravel(), out)
 
 
-def packed_int(words: bytes, bits: int, rows: int, cols: int, scales: np.ndarray, scale_dtype, zeros: bytes | None) -> np.ndarray:
+def packed_int(words: bytes, bits: int, rows: int, cols: int, scales: np.ndarray, scale_dtype, zeros: bytes | None,
+               out: str = "BF16") -> np.ndarray:
     """compressed-tensors pack-quantized: values with a 2^(bits-1) offset,
     the first in the low bits of little-endian int32 words; zero points
     packed along the rows the same way. (q - zero) * scale computed in the
@@ -124,7 +144,7 @@ def packed_int(words: bytes, bits: int, rows: int, cols: int, scales: np.ndarray
         x = ((q.astype(np.float32) - np.repeat(z, group, axis=1)) * np.repeat(sf, group, axis=1)).astype(np.float32)
         if s.dtype == np.float16:
             x = x.astype(np.float16).astype(np.float32)
-    return to_bf16_bits(x.ravel())
+    return to_out_bits(x.ravel(), out)
 
 
 # ggml type ids of the block formats gguf-py 0.19 cannot dequantize (Q1_0
@@ -164,7 +184,7 @@ def ggml_traits(type_id: int) -> tuple[str, int, int]:
     return t.type_name.decode().upper(), t.blck_size, t.type_size
 
 
-def ggml_c(raw: bytes, type_id: int) -> np.ndarray:
+def ggml_c(raw: bytes, type_id: int, out: str = "BF16") -> np.ndarray:
     """Block bytes of ggml type `type_id` -> BF16 bits via the built
     llama.cpp's `to_float` (libggml-base), then round to nearest even."""
     import ctypes
@@ -178,10 +198,10 @@ def ggml_c(raw: bytes, type_id: int) -> np.ndarray:
     assert len(raw) % size == 0
     n = len(raw) // size * elems
     src = (ctypes.c_uint8 * max(len(raw), 1)).from_buffer_copy(raw or b"\0")
-    out = np.zeros(n, dtype=np.float32)
+    values = np.zeros(n, dtype=np.float32)
     to_float = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(t.to_float)
-    to_float(ctypes.addressof(src), out.ctypes.data, n)
-    return to_bf16_bits(out)
+    to_float(ctypes.addressof(src), values.ctypes.data, n)
+    return to_out_bits(values, out)
 
 
 def ggml_gguf_tensors(path) -> dict[str, tuple[int, bytes]]:

@@ -7,7 +7,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use weightstream_bench::{block_scales, bytes, fp8_codes, quant_blocks};
-use weightstream_dequant::{dequantize, Isa, Kernel, ScaleGrid};
+use weightstream_dequant::{dequantize, Isa, Kernel, OutDtype, ScaleGrid};
 use weightstream_format::{BlockFormat, Fp8Format};
 
 const ROWS: u64 = 4096;
@@ -33,7 +33,7 @@ fn kernels(c: &mut Criterion) {
     for (name, kernel, src) in &cases {
         for isa in Isa::all_supported() {
             g.bench_with_input(BenchmarkId::new(*name, isa.name()), src, |b, src| {
-                b.iter(|| dequantize(kernel, 0, src, &mut out, isa).unwrap())
+                b.iter(|| dequantize(kernel, OutDtype::BF16, 0, src, &mut out, isa).unwrap())
             });
         }
     }

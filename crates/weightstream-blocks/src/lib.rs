@@ -14,8 +14,10 @@ pub mod block;
 #[rustfmt::skip]
 pub mod block_tables;
 pub mod encoding;
+pub mod out_dtype;
 pub mod scale;
 
 pub use block::{BlockFormat, BlockLayout, Field};
 pub use encoding::{Encoding, Fp8Format, E2M1_VALUES};
+pub use out_dtype::OutDtype;
 pub use scale::{GlobalOp, ScaleDtype, ScaleKind, ScaleLayout};

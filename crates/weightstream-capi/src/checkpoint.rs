@@ -49,7 +49,7 @@ impl Checkpoint {
         let cat = weightstream::open_with_options(path, source, weightstream::format::OpenOptions { ignore_transforms })?;
         let loader = Loader::new(std::sync::Arc::new(cat), Staging { threads, readers, slots, slot_bytes, isa: None });
         let cat = loader.catalog().clone();
-        let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: true })?;
+        let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: true, ..Default::default() })?;
         let job_of: HashMap<usize, usize> = plan.jobs.iter().enumerate().map(|(j, job)| (job.tensor, j)).collect();
         let c_string = |s: &str| CString::new(s).map_err(|_| Failure::new(WsStatus::Format, format!("tensor name {s:?} holds a NUL byte")));
         let mut entries = Vec::new();

@@ -2,6 +2,7 @@
 
 mod cache_arg;
 mod cmd;
+mod dtype_arg;
 mod human;
 mod interrupt;
 mod progress;

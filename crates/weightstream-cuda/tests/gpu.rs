@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use weightstream_cuda::{run, ChunkOp, ChunkWork, CudaError, Gpu, StagingConfig, StagingRing};
 use weightstream_dequant::cases::{self, Draw, Size};
-use weightstream_dequant::{dequantize, Isa, Kernel};
+use weightstream_dequant::{dequantize, Isa, Kernel, OutDtype};
 use weightstream_format::{BlockFormat, MemorySource, SharedSource};
 use weightstream_kernels::{Launch, ScaledArgs};
 
@@ -26,7 +26,7 @@ use weightstream_io::testing::SeededRng as Rng;
 
 fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
     let mut out = vec![0u16; n];
-    dequantize(kernel, first, src, &mut out, Isa::Scalar).unwrap();
+    dequantize(kernel, OutDtype::BF16, first, src, &mut out, Isa::Scalar).unwrap();
     out
 }
 

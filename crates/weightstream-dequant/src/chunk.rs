@@ -2,38 +2,51 @@
 
 use crate::isa::Isa;
 use crate::kernel::{fp8_runs, grid_runs, DequantError, IntPack, Kernel, ScaleGrid};
+use crate::output::{Bf16Out, F16Out, Output};
 use crate::scalar;
-use weightstream_blocks::{BlockFormat, Fp8Format};
+use weightstream_blocks::{BlockFormat, Fp8Format, OutDtype};
 
 /// Dequantize elements `[first, first + dst.len())` of a tensor from `src`,
-/// the bytes of exactly those elements.
+/// the bytes of exactly those elements, to `out` (BF16 or float16 bits).
 ///
 /// `isa` must be supported by this CPU (`Isa::detect()` always is); an
 /// unsupported one runs the scalar kernel.
-pub fn dequantize(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa) -> Result<(), DequantError> {
+pub fn dequantize(kernel: &Kernel, out: OutDtype, first: u64, src: &[u8], dst: &mut [u16], isa: Isa) -> Result<(), DequantError> {
     kernel.check(first, dst.len() as u64, src.len() as u64)?;
     let isa = if isa.supported() { isa } else { Isa::Scalar };
-    match *kernel {
-        Kernel::Block(f) => run(src, dst, scalar::block_kernel(f), simd_fn(isa, Simd::Block(f))),
-        Kernel::F32 => run(src, dst, scalar::f32, simd_fn(isa, Simd::F32)),
-        Kernel::F16 => run(src, dst, scalar::f16, simd_fn(isa, Simd::F16)),
-        // A copy: no ISA does better than the compiler's memcpy.
-        Kernel::BF16 => scalar::bf16(src, dst),
-        Kernel::Fp8 { format, cols, scales, .. } => fp8(isa, format, cols, scales.as_ref(), first, src, dst),
-        Kernel::E2m1 { cols, scales, .. } => e2m1(isa, cols, &scales, first, src, dst),
-        Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
-            int(isa, IntPack { bits, cols, scales, zeros, to_f16: round_f16 }, first, src, dst)
-        }
+    match out {
+        OutDtype::BF16 => dequantize_as::<Bf16Out>(kernel, first, src, dst, isa),
+        // The vector kernels write BF16 only so far: float16 takes the
+        // portable kernels, the same bits (docs/numerics.md).
+        OutDtype::F16 => dequantize_as::<F16Out>(kernel, first, src, dst, Isa::Scalar),
     }
     Ok(())
 }
 
+/// One output type's kernels, `kernel` already checked. Only BF16 has
+/// vector kernels (`simd_fn`, `fp8`, `e2m1`, `int` below).
+fn dequantize_as<O: Output>(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa) {
+    let isa = if O::DTYPE == OutDtype::BF16 { isa } else { Isa::Scalar };
+    match *kernel {
+        Kernel::Block(f) => run(src, dst, scalar::block_kernel::<O>(f), simd_fn(isa, Simd::Block(f))),
+        Kernel::F32 => run(src, dst, scalar::f32::<O>, simd_fn(isa, Simd::F32)),
+        Kernel::F16 => run(src, dst, scalar::f16::<O>, simd_fn(isa, Simd::F16)),
+        // A copy (or, to F16, one rounding): no ISA does better than the compiler's loop.
+        Kernel::BF16 => scalar::bf16::<O>(src, dst),
+        Kernel::Fp8 { format, cols, scales, .. } => fp8::<O>(isa, format, cols, scales.as_ref(), first, src, dst),
+        Kernel::E2m1 { cols, scales, .. } => e2m1::<O>(isa, cols, &scales, first, src, dst),
+        Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
+            int::<O>(isa, IntPack { bits, cols, scales, zeros, to_f16: round_f16 }, first, src, dst)
+        }
+    }
+}
+
 /// The path `dequantize` takes for `kernel` under `isa`: `isa` itself, or
 /// what it falls back to: AVX2 for a block format without an AVX-512 kernel
-/// (`simd_fn`), the portable code for an unsupported ISA and for BF16 (a
-/// copy). What `weightstream bench` reports per kernel.
-pub fn runs_on(kernel: &Kernel, isa: Isa) -> Isa {
-    if !isa.supported() || matches!(kernel, Kernel::BF16) {
+/// (`simd_fn`), the portable code for an unsupported ISA, for BF16 (a
+/// copy) and for float16 output. What `weightstream bench` reports per kernel.
+pub fn runs_on(kernel: &Kernel, out: OutDtype, isa: Isa) -> Isa {
+    if !isa.supported() || matches!(kernel, Kernel::BF16) || out != OutDtype::BF16 {
         return Isa::Scalar;
     }
     #[cfg(target_arch = "x86_64")]
@@ -121,7 +134,7 @@ fn run(src: &[u8], dst: &mut [u16], portable: KernelFn, simd: Option<SimdFn>) {
 /// into it, so no call crosses the target-feature boundary per run
 /// (docs/PERFORMANCE.md, CPU experiments 4-6).
 #[allow(clippy::too_many_arguments)]
-fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+fn fp8<O: Output>(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
         Isa::Scalar | Isa::Neon => {}
@@ -146,13 +159,13 @@ fn fp8(isa: Isa, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first
         return;
     }
     let _ = isa;
-    fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]));
+    fp8_runs(cols, scales, first, dst.len(), |scale, i, len| scalar::fp8_run::<O>(format, scale, &src[i..i + len], &mut dst[i..i + len]));
 }
 
 /// E2M1 chunks: a run per group scale; each run starts on an even element
 /// (Kernel::check: even rows and groups, chunks on pairs). AVX2, AVX-512
 /// and NEON have kernels (x86/packed256.rs, packed512.rs, arm/scaled.rs).
-fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+fn e2m1<O: Output>(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
         Isa::Scalar | Isa::Neon => {}
@@ -179,14 +192,14 @@ fn e2m1(isa: Isa, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &m
     }
     let _ = isa;
     fp8_runs(cols, Some(scales), first, dst.len(), |scale, i, len| {
-        scalar::e2m1_run(scale, &src[i / 2..(i + len) / 2], &mut dst[i..i + len])
+        scalar::e2m1_run::<O>(scale, &src[i / 2..(i + len) / 2], &mut dst[i..i + len])
     });
 }
 
 /// Integer-pack chunks: a run per group scale and zero point, on whole
 /// words (Kernel::check). AVX2, AVX-512 and NEON have kernels
 /// (x86/packed256.rs, packed512.rs, arm/scaled.rs).
-fn int(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+fn int<O: Output>(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa {
         Isa::Scalar | Isa::Neon => {}
@@ -218,6 +231,6 @@ fn int(isa: Isa, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     let per_byte = 8 / bits as usize;
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
         let zero = zeros.map_or(0.0, |z| z.value(k));
-        scalar::int_run(bits, scales.value(k), zero, to_f16, &src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len])
+        scalar::int_run::<O>(bits, scales.value(k), zero, to_f16, &src[i / per_byte..(i + len) / per_byte], &mut dst[i..i + len])
     });
 }

@@ -9,17 +9,26 @@ use rayon::prelude::*;
 use crate::chunk::dequantize;
 use crate::isa::Isa;
 use crate::kernel::{DequantError, Kernel};
+use weightstream_blocks::OutDtype;
 
 /// Output elements per piece: 128 KiB of BF16, which stays in L2 while
 /// written and gives enough pieces to balance 2-64 threads.
 pub const DEFAULT_PIECE: usize = 64 * 1024;
 
-pub fn dequantize_par(kernel: &Kernel, first: u64, src: &[u8], dst: &mut [u16], isa: Isa, piece: usize) -> Result<(), DequantError> {
+pub fn dequantize_par(
+    kernel: &Kernel,
+    out: OutDtype,
+    first: u64,
+    src: &[u8],
+    dst: &mut [u16],
+    isa: Isa,
+    piece: usize,
+) -> Result<(), DequantError> {
     kernel.check(first, dst.len() as u64, src.len() as u64)?;
     let piece = piece_elems(kernel, piece);
     dst.par_chunks_mut(piece).enumerate().try_for_each(|(k, d)| {
         let s = piece_bytes(kernel, k, piece, d.len());
-        dequantize(kernel, first + (k * piece) as u64, &src[s.start as usize..s.end as usize], d, isa)
+        dequantize(kernel, out, first + (k * piece) as u64, &src[s.start as usize..s.end as usize], d, isa)
     })
 }
 
@@ -55,6 +64,7 @@ thread_local! {
 /// once, the output written once.
 pub fn dequantize_par_fetch<E: Send>(
     kernel: &Kernel,
+    out: OutDtype,
     first: u64,
     dst: &mut [u16],
     isa: Isa,
@@ -72,7 +82,7 @@ pub fn dequantize_par_fetch<E: Send>(
                 b.resize(n, 0);
             }
             fetch(s, &mut b[..n]).map_err(FetchError::Fetch)?;
-            dequantize(kernel, first + (k * piece) as u64, &b[..n], d, isa).map_err(FetchError::Dequant)
+            dequantize(kernel, out, first + (k * piece) as u64, &b[..n], d, isa).map_err(FetchError::Dequant)
         })
     })
 }

@@ -6,12 +6,12 @@
 
 use weightstream_blocks::{BlockFormat, Encoding, Fp8Format, ScaleKind, ScaleLayout};
 use weightstream_dequant::cases::{self, Draw, Size};
-use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, ScaleGrid};
+use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, OutDtype, ScaleGrid};
 use weightstream_io::testing::SeededRng as Rng;
 
 fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> {
     let mut out = vec![0xDEADu16; n];
-    dequantize(kernel, first, src, &mut out, isa).unwrap();
+    dequantize(kernel, OutDtype::BF16, first, src, &mut out, isa).unwrap();
     out
 }
 
@@ -191,7 +191,7 @@ fn parallel_equals_serial_for_any_piece_size() {
     for isa in Isa::all_supported() {
         for piece in [1, 32, 33, 1000, 4096, 1 << 20] {
             let mut out = vec![0u16; n];
-            pool.install(|| dequantize_par(&Kernel::Block(BlockFormat::Q4_0), 0, &src, &mut out, isa, piece)).unwrap();
+            pool.install(|| dequantize_par(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &src, &mut out, isa, piece)).unwrap();
             assert_eq!(out, want, "piece {piece} {isa:?}");
         }
     }
@@ -201,11 +201,11 @@ fn parallel_equals_serial_for_any_piece_size() {
 fn bad_chunks_are_errors() {
     let src = vec![0u8; 36];
     let mut out = vec![0u16; 64];
-    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), 0, &src[..35], &mut out, Isa::Scalar).is_err());
-    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), 16, &src, &mut out, Isa::Scalar).is_err());
-    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), 0, &src, &mut out[..63], Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &src[..35], &mut out, Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 16, &src, &mut out, Isa::Scalar).is_err());
+    assert!(dequantize(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &src, &mut out[..63], Isa::Scalar).is_err());
     let k = Kernel::Fp8 { format: Fp8Format::E4M3, rows: 2, cols: 16, scales: None };
-    assert!(dequantize(&k, 8, &src[..32], &mut out[..32], Isa::Scalar).is_err(), "past the end of the matrix");
+    assert!(dequantize(&k, OutDtype::BF16, 8, &src[..32], &mut out[..32], Isa::Scalar).is_err(), "past the end of the matrix");
     let layout = ScaleLayout { kind: ScaleKind::Block, block_rows: 1, block_cols: 8, grid_rows: 2, grid_cols: 1 };
     assert!(ScaleGrid::new(&[1.0, 1.0], &layout, 2, 16).is_err(), "grid does not cover the columns");
     assert!(ScaleGrid::new(&[1.0], &layout, 2, 8).is_err(), "too few values");

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use weightstream_dequant::{dequantize, scales_to_f32, Isa, Kernel, ScaleGrid};
+use weightstream_dequant::{dequantize, scales_to_f32, Isa, Kernel, OutDtype, ScaleGrid};
 use weightstream_format::{
     block::BlockFormat, gguf, safetensors, safetensors_catalog, ByteSource, Encoding, Fp8Format, MemorySource, ScaleKind, ScaleLayout,
     SharedSource,
@@ -188,7 +188,7 @@ pub fn checkpoint(data: &[u8]) {
             let mut w = vec![0u8; t.nbytes as usize];
             src.read_at(t.offset, &mut w).expect("the catalog's ranges lie inside the file");
             let mut out = vec![0u16; t.n_elems() as usize];
-            dequantize(&Kernel::Fp8 { format, rows, cols, scales: Some(grid) }, 0, &w, &mut out, Isa::detect())
+            dequantize(&Kernel::Fp8 { format, rows, cols, scales: Some(grid) }, OutDtype::BF16, 0, &w, &mut out, Isa::detect())
                 .expect("a whole tensor is a valid chunk");
         }
     }
@@ -232,10 +232,10 @@ pub fn dequant(data: &[u8]) {
     let src = &body[body.len() / 2..];
     let src = &src[..src.len().min(kernel.src_bytes(n as u64) as usize)];
     let mut want = vec![0u16; n];
-    let reference = dequantize(&kernel, first, src, &mut want, Isa::Scalar);
+    let reference = dequantize(&kernel, OutDtype::BF16, first, src, &mut want, Isa::Scalar);
     for isa in Isa::all_supported() {
         let mut got = vec![0u16; n];
-        let r = dequantize(&kernel, first, src, &mut got, isa);
+        let r = dequantize(&kernel, OutDtype::BF16, first, src, &mut got, isa);
         assert_eq!(r, reference, "{isa:?}");
         if r.is_ok() {
             assert_eq!(got, want, "{isa:?} differs from scalar");

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use weightstream::dequant::OutDtype;
 use weightstream::format::SourceKind;
 use weightstream::{Catalog, Error, Loader, Plan, PlanOptions, Staging};
 
@@ -125,7 +126,7 @@ impl Checkpoint {
         py.detach(|| {
             let cat = weightstream::open_with_cache(&path, kind, opts, cache.as_deref())?;
             let loader = Loader::new(Arc::new(cat), staging);
-            let plan = loader.plan(&PlanOptions { names: None, skip_unsupported })?;
+            let plan = loader.plan(&PlanOptions { names: None, skip_unsupported, ..Default::default() })?;
             Ok((loader, plan))
         })
         .map(|(loader, plan)| Checkpoint { loader: Arc::new(loader), plan: Arc::new(plan) })
@@ -209,7 +210,7 @@ impl Checkpoint {
     /// per head of a llama-family GGUF q/k weight to put back in Hugging
     /// Face order). Returns (seconds, file bytes, notes: (text, fallback)
     /// pairs, none on the CPU).
-    #[pyo3(signature = (indices, ptrs, nbytes, callback = None, slices = None, unpermute = None))]
+    #[pyo3(signature = (indices, ptrs, nbytes, callback = None, slices = None, unpermute = None, out = "bf16"))]
     #[allow(clippy::too_many_arguments)]
     fn load_cpu(
         &self,
@@ -220,8 +221,9 @@ impl Checkpoint {
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
         unpermute: Option<Vec<u64>>,
+        out: &str,
     ) -> PyResult<(f64, u64, Vec<(String, bool)>)> {
-        let plan = self.sub_plan(py, &indices, slices.as_deref(), unpermute.as_deref())?;
+        let plan = self.sub_plan(py, &indices, slices.as_deref(), unpermute.as_deref())?.with_out(out_dtype(out)?);
         check_buffers(&plan, &ptrs, &nbytes)?;
         let loader = self.loader.clone();
         interruptible(py, move |control| {
@@ -246,7 +248,7 @@ impl Checkpoint {
     /// goes row by row: one launch per row).
     /// Returns (seconds, file bytes, notes on how storage was read as
     /// (text, fallback) pairs: fallback when it reads another way than asked).
-    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, callback = None, slices = None, unpermute = None))]
+    #[pyo3(signature = (device, indices, ptrs, nbytes, stream = 0, callback = None, slices = None, unpermute = None, out = "bf16"))]
     #[allow(clippy::too_many_arguments)]
     fn load_cuda(
         &self,
@@ -259,8 +261,9 @@ impl Checkpoint {
         callback: Option<Py<PyAny>>,
         slices: Option<Vec<Option<Slice>>>,
         unpermute: Option<Vec<u64>>,
+        out: &str,
     ) -> PyResult<(f64, u64, Vec<(String, bool)>)> {
-        let plan = self.sub_plan(py, &indices, slices.as_deref(), unpermute.as_deref())?;
+        let plan = self.sub_plan(py, &indices, slices.as_deref(), unpermute.as_deref())?.with_out(out_dtype(out)?);
         let addrs: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
         check_buffers(&plan, &addrs, &nbytes)?;
         let loader = self.loader.clone();
@@ -311,6 +314,11 @@ impl Checkpoint {
         let loader = self.loader.clone();
         interruptible(py, move |_| out.run(&loader, &job, slice.0..slice.1, slice.2..slice.3, device, stream))
     }
+}
+
+/// The output dtype the Python layer names ("bf16", "f16").
+fn out_dtype(s: &str) -> PyResult<OutDtype> {
+    OutDtype::parse(s).ok_or_else(|| py_error("invalid_argument", format!("dtype '{s}': use bf16 or f16")))
 }
 
 fn check_buffers(plan: &Plan, ptrs: &[usize], nbytes: &[usize]) -> PyResult<()> {

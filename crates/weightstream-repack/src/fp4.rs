@@ -205,7 +205,7 @@ mod tests {
             for (nrows, cols) in [(3usize, 0..ncols), (5, t.group..ncols - t.group), (1, 0..t.group), (4, ncols..ncols)] {
                 let raw = blocks(format, nrows * ncols / l.elems, (nrows * 7 + cols.start) as u64);
                 let mut want = vec![0u16; nrows * ncols];
-                block_kernel(format)(&raw, &mut want);
+                block_kernel::<weightstream_dequant::Bf16Out>(format)(&raw, &mut want);
                 let (w, g) = (cols.len() / 2, cols.len() / t.group);
                 let (mut p, mut s) = (vec![0xA5; nrows * w], vec![0xA5; nrows * g]);
                 repack(format, &raw, nrows, ncols, cols.clone(), &mut p, &mut s).unwrap();

@@ -164,7 +164,7 @@ mod tests {
                 let row_bytes = ncols / l.elems * l.bytes;
                 let raw = blocks(format, nrows * ncols / l.elems, (nrows * ncols) as u64);
                 let mut want = vec![0u16; nrows * ncols];
-                block_kernel(format)(&raw, &mut want);
+                block_kernel::<weightstream_dequant::Bf16Out>(format)(&raw, &mut want);
                 let mut q = vec![0xDEAD_BEEF; cols.len() / t.pack() * nrows];
                 let mut s = vec![0xBEEF; cols.len() / t.group * nrows];
                 repack(format, &raw, nrows, ncols, cols.clone(), &mut q, &mut s).unwrap();

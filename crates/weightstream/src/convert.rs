@@ -1,4 +1,4 @@
-//! `convert`: any supported checkpoint to a BF16 safetensors checkpoint.
+//! `convert`: any supported checkpoint to a BF16 (or float16) safetensors checkpoint.
 //!
 //! Streams with bounded memory (two write buffers: one dequantized while the
 //! other is written, crate::overlapped_write), shards above
@@ -13,6 +13,8 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value as Json};
 use weightstream_format::{Catalog, Format, Metadata};
+
+use weightstream_dequant::OutDtype;
 
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
@@ -69,14 +71,15 @@ fn out_metadata(cat: &Catalog) -> Map<String, Json> {
     m
 }
 
-/// config.json for the BF16 checkpoint: no quantization, BF16 weights.
-fn bf16_config(config: &Json) -> Json {
+/// config.json for the output checkpoint: no quantization, weights of the
+/// output dtype (BF16 or float16).
+fn out_config(config: &Json, out: OutDtype) -> Json {
     let mut c = config.clone();
     if let Some(o) = c.as_object_mut() {
         // compression_config: compressed-tensors' name before 0.7.
         o.remove("quantization_config");
         o.remove("compression_config");
-        o.insert("torch_dtype".into(), json!("bfloat16"));
+        o.insert("torch_dtype".into(), json!(if out == OutDtype::F16 { "float16" } else { "bfloat16" }));
     }
     c
 }
@@ -126,7 +129,7 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
         return crate::convert_gguf::convert_to_gguf(cat, output, opts, control);
     }
     let t0 = Instant::now();
-    let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported })?;
+    let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: opts.skip_unsupported, out: opts.out })?;
     // safetensors reserves the header key `__metadata__`: a tensor of that
     // name (possible in a GGUF) would make an output no reader can open.
     if let Some(job) = plan.jobs.iter().find(|j| j.name == RESERVED_NAME) {
@@ -189,7 +192,7 @@ fn write_all(cat: &Catalog, plan: &Plan, tmp: &Path, single_file: bool, opts: &C
         write_json(&tmp.join(INDEX_FILE), &index)?;
     }
     if let Some(config) = &cat.config {
-        write_json(&tmp.join("config.json"), &bf16_config(config))?;
+        write_json(&tmp.join("config.json"), &out_config(config, plan.out()))?;
     }
     for f in side_files(cat) {
         let dst = tmp.join(f.file_name().unwrap_or_default());
@@ -228,7 +231,8 @@ fn write_shard(
     metadata: &Map<String, Json>,
     tracker: &Tracker,
 ) -> Result<()> {
-    let entries: Vec<Entry> = jobs.iter().map(|j| Entry { name: &j.name, shape: &j.shape, nbytes: j.out_bytes() }).collect();
+    let entries: Vec<Entry> =
+        jobs.iter().map(|j| Entry { name: &j.name, dtype: j.out.name(), shape: &j.shape, nbytes: j.out_bytes() }).collect();
     let file = File::create(path).map_err(io_err(path))?;
     let mut w = BufWriter::with_capacity(4 << 20, file);
     w.write_all(&header(&entries, metadata)).map_err(io_err(path))?;

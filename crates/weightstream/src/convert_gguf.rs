@@ -11,10 +11,11 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use weightstream_dequant::OutDtype;
 use weightstream_format::gguf::writer::{data_offsets, header, TensorDecl};
 use weightstream_format::safetensors::StDtype;
 use weightstream_format::{Catalog, Dtype, Format};
-use weightstream_hf2gguf::{HfInput, MappedTensor, Metadata, TensorIn, TensorType, FILES};
+use weightstream_hf2gguf::{HfInput, MappedTensor, Metadata, TensorIn, TensorType, Value, FILES};
 
 use crate::access::{bytes, JobKernel};
 use crate::control::{Control, Tracker};
@@ -118,24 +119,31 @@ pub fn hf_metadata(cat: &Catalog, tensors: &[TensorIn]) -> Result<Metadata> {
 /// map's sources index.
 pub fn gguf_metadata(cat: &Catalog) -> Result<(Metadata, Plan)> {
     check_hf_dir(cat)?;
-    let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: false })?;
+    let plan = Plan::new(cat, &PlanOptions { names: None, skip_unsupported: false, ..Default::default() })?;
     let tensors: Vec<TensorIn> = plan.jobs.iter().map(|j| TensorIn { name: j.name.clone(), shape: j.shape.clone() }).collect();
     Ok((hf_metadata(cat, &tensors)?, plan))
 }
 
-fn decl(t: &MappedTensor) -> TensorDecl {
-    let (ggml_type, width) = match t.ty {
-        TensorType::F32 => (0, 4),   // GGML_TYPE_F32
-        TensorType::BF16 => (30, 2), // GGML_TYPE_BF16
+/// A tensor as declared in the header: convert's BF16 tensors are float16
+/// ones where the convert asked for float16 (`--dtype f16`).
+fn decl(t: &MappedTensor, out: OutDtype) -> TensorDecl {
+    let (ggml_type, width) = match (t.ty, out) {
+        (TensorType::F32, _) => (0, 4),                // GGML_TYPE_F32
+        (TensorType::BF16, OutDtype::BF16) => (30, 2), // GGML_TYPE_BF16
+        (TensorType::BF16, OutDtype::F16) => (1, 2),   // GGML_TYPE_F16
     };
     TensorDecl { name: t.name.clone(), shape: t.shape.clone(), ggml_type, nbytes: t.shape.iter().product::<u64>() * width }
 }
 
-/// Convert the checkpoint directory `cat` to a BF16 GGUF at `output`.
+/// Convert the checkpoint directory `cat` to a BF16 (or float16) GGUF at `output`.
 pub fn convert_to_gguf(cat: &Catalog, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
     let t0 = Instant::now();
-    let (meta, plan) = gguf_metadata(cat)?;
-    let decls: Vec<TensorDecl> = meta.tensors.iter().map(decl).collect();
+    let (mut meta, plan) = gguf_metadata(cat)?;
+    let plan = plan.with_out(opts.out);
+    if opts.out == OutDtype::F16 {
+        meta.set("general.file_type", Value::U32(1)); // LlamaFileType.MOSTLY_F16
+    }
+    let decls: Vec<TensorDecl> = meta.tensors.iter().map(|t| decl(t, opts.out)).collect();
     let head = header(&meta.kv, &decls).map_err(|why| Error::InvalidArgument(format!("{}: {why}", output.display())))?;
     let out_bytes = head.len() as u64 + data_offsets(&decls).last().copied().unwrap_or(0) + decls.last().map_or(0, |d| d.nbytes);
     let src_bytes: u64 = meta.tensors.iter().flat_map(|t| &t.sources).map(|&i| plan.jobs[i].src_bytes()).sum();
@@ -323,7 +331,9 @@ fn f32_values(cat: &Catalog, cpu: &CpuExecutor, job: &Job, tracker: &Tracker) ->
     let info = &cat.tensors[job.tensor];
     let stored = matches!(info.dtype, Dtype::St(StDtype::F32 | StDtype::F16 | StDtype::BF16)) && info.packed.is_none();
     if !stored {
-        return Ok(bf16(cat, cpu, job, tracker)?.iter().map(|&b| (b as u32) << 16).collect());
+        // Widened from BF16 whatever the convert's output dtype.
+        let job = Job { out: OutDtype::BF16, ..job.clone() };
+        return Ok(bf16(cat, cpu, &job, tracker)?.iter().map(|&b| (b as u32) << 16).collect());
     }
     let raw = bytes(cat, info.file, info.offset..info.offset + info.nbytes, &info.name)?;
     tracker.add_bytes(info.nbytes);

@@ -29,6 +29,8 @@ pub struct ConvertOptions {
     pub open: weightstream_format::OpenOptions,
     /// A URL input's local cache directory (`crate::open_with_cache`).
     pub cache: Option<PathBuf>,
+    /// The output dtype: BF16 (the default) or float16.
+    pub out: weightstream_dequant::OutDtype,
     /// Write a BF16 GGUF for llama.cpp (as convert_hf_to_gguf.py does) from
     /// a Hugging Face checkpoint directory; also chosen by an output ending
     /// in `.gguf`.

@@ -10,6 +10,8 @@ use weightstream_format::io::GdsUse;
 use weightstream_format::{Catalog, Encoding, ScaleDtype};
 use weightstream_kernels::{Launch, ScaledArgs};
 
+use weightstream_dequant::OutDtype;
+
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
@@ -251,6 +253,15 @@ impl GpuExecutor {
         control: Control,
         mut on_done: impl FnMut(usize) -> Result<()>,
     ) -> Result<LoadStats> {
+        if let Some(j) = plan.jobs.iter().find(|j| j.out != OutDtype::BF16) {
+            // The CUDA kernels write BF16 only so far (issue 57): refused
+            // before anything is read, never converted after the fact.
+            return Err(Error::InvalidArgument(format!(
+                "tensor '{}': {} output is not on the GPU yet: load it on the CPU, or as BF16",
+                j.name,
+                j.out.name()
+            )));
+        }
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         // Scales as f32 on the device (FP8, packed 4-bit with the global

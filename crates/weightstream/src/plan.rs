@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::path::PathBuf;
 
+use weightstream_dequant::OutDtype;
 use weightstream_format::{Catalog, Encoding, GlobalScale, ScaleRef};
 
 use crate::error::{Error, Result};
@@ -23,6 +24,8 @@ pub struct PlanOptions {
     pub names: Option<Vec<String>>,
     /// Leave out tensors that cannot become BF16 instead of failing.
     pub skip_unsupported: bool,
+    /// The output dtype of every job (BF16 unless asked).
+    pub out: OutDtype,
 }
 
 /// Where a job's scales are (FP8, packed 4-bit).
@@ -85,6 +88,8 @@ pub struct Job {
     /// (counted in what a load reports as read, issue 27; its scales:
     /// [`Job::scale_range`]).
     pub zeros_bytes: u64,
+    /// What the job writes: BF16 (the default) or float16, 2 bytes an element.
+    pub out: OutDtype,
 }
 
 /// A piece of a job: elements `[first, first + n)` of the tensor, whole
@@ -347,6 +352,7 @@ impl Plan {
                 unpermute: None,
                 zeros_bytes: t.packed.as_ref().and_then(|p| p.zeros).map_or(0, |z| cat.tensors[z].nbytes),
                 scale,
+                out: opts.out,
             });
         }
         Ok(Plan { jobs, skipped })
@@ -365,6 +371,20 @@ impl Plan {
     /// when the checkpoint was opened, are not counted.
     pub fn read_bytes(&self) -> u64 {
         self.jobs.iter().map(|j| j.src_bytes() + j.companion_bytes()).sum()
+    }
+
+    /// Every job writing `out` instead (a plan is made for BF16 unless its
+    /// options say otherwise).
+    pub fn with_out(mut self, out: OutDtype) -> Plan {
+        for j in &mut self.jobs {
+            j.out = out;
+        }
+        self
+    }
+
+    /// The output dtype of its jobs (BF16 for an empty plan).
+    pub fn out(&self) -> OutDtype {
+        self.jobs.first().map_or(OutDtype::BF16, |j| j.out)
     }
 
     pub fn job(&self, name: &str) -> Option<&Job> {

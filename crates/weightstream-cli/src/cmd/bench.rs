@@ -4,7 +4,7 @@ use std::hint::black_box;
 
 use rayon::prelude::*;
 use serde_json::json;
-use weightstream::dequant::{dequantize_par, runs_on, Isa, Kernel, ScaleGrid, DEFAULT_PIECE};
+use weightstream::dequant::{dequantize_par, runs_on, Isa, Kernel, OutDtype, ScaleGrid, DEFAULT_PIECE};
 use weightstream::format::{BlockFormat, Fp8Format, ScaleKind, ScaleLayout};
 
 use crate::human::Table;
@@ -269,7 +269,7 @@ pub fn run(args: &Args) -> CmdResult {
         let mut err = None;
         let m = pool.install(|| {
             let mut go = |d: &mut [u16]| {
-                if let Err(e) = dequantize_par(&kernel, 0, &inp.src, d, isa, DEFAULT_PIECE) {
+                if let Err(e) = dequantize_par(&kernel, OutDtype::BF16, 0, &inp.src, d, isa, DEFAULT_PIECE) {
                     err = Some(e);
                 }
             };
@@ -288,7 +288,7 @@ pub fn run(args: &Args) -> CmdResult {
                     black_box(d);
                 },
             );
-            Measured { name, path: runs_on(&kernel, isa), source_bytes: inp.src.len(), hot, fresh }
+            Measured { name, path: runs_on(&kernel, OutDtype::BF16, isa), source_bytes: inp.src.len(), hot, fresh }
         });
         if let Some(e) = err {
             return fail(format!("{name}: {e}"));

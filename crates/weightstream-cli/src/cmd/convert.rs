@@ -51,6 +51,8 @@ pub struct Args {
     /// Leave out tensors that cannot become BF16 (k-quants, integers) instead of failing
     #[arg(long)]
     pub skip_unsupported: bool,
+    #[arg(long, default_value = "bf16", value_parser = crate::dtype_arg::parse, help = crate::dtype_arg::HELP)]
+    pub dtype: crate::dtype_arg::OutDtype,
     /// Threads (default: every core)
     #[arg(long)]
     pub threads: Option<usize>,
@@ -89,6 +91,7 @@ pub fn run(args: &Args) -> CmdResult {
         source: args.source,
         open: weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform },
         to_gguf: args.to == "gguf",
+        out: args.dtype,
         cache: args.cache.cache.clone(),
     };
     let report = convert(&args.input, &args.output, &opts, control);

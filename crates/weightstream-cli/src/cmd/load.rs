@@ -61,6 +61,8 @@ pub struct Args {
     /// MiB per read and per buffer [default: CPU 4 (16 from object storage), GPU 4]
     #[arg(long)]
     pub staging_mib: Option<usize>,
+    #[arg(long, default_value = "bf16", value_parser = crate::dtype_arg::parse, help = crate::dtype_arg::HELP)]
+    pub dtype: crate::dtype_arg::OutDtype,
     /// Print a JSON report
     #[arg(long)]
     pub json: bool,
@@ -89,7 +91,7 @@ pub fn run(args: &Args) -> CmdResult {
     let cat = weightstream::open_with_cache(&args.path, args.source, opts, args.cache.cache.as_deref()).or_fail(args.json)?;
     let loader = Loader::new(std::sync::Arc::new(cat), staging);
     let cat = loader.catalog().as_ref();
-    let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: args.skip_unsupported }).or_fail(args.json)?;
+    let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: args.skip_unsupported, out: args.dtype }).or_fail(args.json)?;
     let bar = Bar::new("load", args.json);
     let update = |p| bar.update(p);
     let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
@@ -191,7 +193,7 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
     if args.json {
         let out = json!({
             "path": weightstream::source_name(&args.path), "device": device, "source": args.source.name(), "sources": crate::source_arg::json(cat), "detail": detail,
-            "read_only": args.read_only,
+            "read_only": args.read_only, "dtype": args.dtype.name(),
             "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": if args.read_only { 0 } else { s.out_bytes }, "seconds": s.seconds,
             "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
             "skipped": plan.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),

@@ -15,7 +15,7 @@ pub unsafe fn f32(src: &[u8], dst: &mut [u16]) {
             store8(dst.as_mut_ptr().add(i), vld1q_f32(p), vld1q_f32(p.add(4)));
         }
     }
-    scalar::f32(&src[n * 4..], &mut dst[n..]);
+    scalar::f32::<crate::output::Bf16Out>(&src[n * 4..], &mut dst[n..]);
 }
 
 #[target_feature(enable = "neon")]
@@ -30,5 +30,5 @@ pub unsafe fn f16(src: &[u8], dst: &mut [u16]) {
             store8(dst.as_mut_ptr().add(i), a, b);
         }
     }
-    scalar::f16(&src[n * 2..], &mut dst[n..]);
+    scalar::f16::<crate::output::Bf16Out>(&src[n * 2..], &mut dst[n..]);
 }

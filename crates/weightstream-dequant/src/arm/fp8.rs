@@ -65,7 +65,7 @@ pub(super) unsafe fn fp8_run(format: Fp8Format, scale: f32, src: &[u8], dst: &mu
             fp8_loop::<true>(format, src, dst, n, rebias, scale);
         }
     }
-    scalar::fp8_run(format, scale, &src[n..], &mut dst[n..]);
+    scalar::fp8_run::<crate::output::Bf16Out>(format, scale, &src[n..], &mut dst[n..]);
 }
 
 /// Values `[0, n)` (`n` a multiple of 16): `h * m1`, then `* m2` if `TWO`.

@@ -152,7 +152,7 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
         dst,
         // SAFETY: NEON is present; s and d are one run's bytes and outputs.
         |k, s, d| unsafe { nibble_run(table16(l, scales.value(k), false), s, d) },
-        |k, s, d| scalar::e2m1_run(scales.value(k), s, d),
+        |k, s, d| scalar::e2m1_run::<crate::output::Bf16Out>(scales.value(k), s, d),
     );
 }
 
@@ -181,7 +181,7 @@ pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
             }
         }
     };
-    let rest = |k, s: &[u8], d: &mut [u16]| scalar::int_run(bits, scales.value(k), zero(k), to_f16, s, d);
+    let rest = |k, s: &[u8], d: &mut [u16]| scalar::int_run::<crate::output::Bf16Out>(bits, scales.value(k), zero(k), to_f16, s, d);
     pack_runs(cols, scales, first, 8 / bits as usize, src, dst, vector, rest);
 }
 

@@ -80,7 +80,8 @@ impl Case {
     /// The reference: the scalar kernel's output.
     pub fn scalar(&self) -> Vec<u16> {
         let mut out = vec![0u16; self.n];
-        crate::dequantize(&self.kernel(), self.first, &self.src, &mut out, crate::Isa::Scalar).expect("a valid case");
+        crate::dequantize(&self.kernel(), crate::OutDtype::BF16, self.first, &self.src, &mut out, crate::Isa::Scalar)
+            .expect("a valid case");
         out
     }
 

@@ -5,7 +5,8 @@
 //! and its f32 operation order is gguf-py 0.19's (docs/numerics.md).
 
 use super::f16_at;
-use crate::numerics::{f16_to_f32, f32_to_bf16};
+use crate::numerics::f16_to_f32;
+use crate::output::Output;
 use weightstream_blocks::block;
 use weightstream_blocks::block_tables::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS};
 
@@ -27,10 +28,10 @@ fn level(entry: u64, j: usize) -> f32 {
 
 /// 8 outputs: (db * grid[j]) * (±1 by bit j of `signs`).
 #[inline(always)]
-fn emit8(out: &mut [u16], db: f32, entry: u64, signs: u8) {
+fn emit8<O: Output>(out: &mut [u16], db: f32, entry: u64, signs: u8) {
     for (j, o) in out.iter_mut().enumerate() {
         let s = if (signs >> j) & 1 == 0 { 1.0f32 } else { -1.0 };
-        *o = f32_to_bf16(db * level(entry, j) * s);
+        *o = O::from_f32(db * level(entry, j) * s);
     }
 }
 
@@ -42,7 +43,7 @@ pub(crate) fn iq2_scale(d: f32, s: u32) -> f32 {
 
 /// Per 32 elements, a u32 of four grid index bytes and a u32 of four 7-bit
 /// sign indices (bits 0..28) and the scale (bits 28..32).
-pub fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
+pub fn iq2_xxs<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq2_xxs::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
@@ -52,7 +53,7 @@ pub fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
             let db = iq2_scale(d, aux >> 28);
             for (l, o) in sub.chunks_exact_mut(8).enumerate() {
                 let entry = IQ2XXS_GRID[((idx >> (8 * l)) & 0xFF) as usize];
-                emit8(o, db, entry, KSIGNS[((aux >> (7 * l)) & 0x7F) as usize]);
+                emit8::<O>(o, db, entry, KSIGNS[((aux >> (7 * l)) & 0x7F) as usize]);
             }
         }
     }
@@ -60,35 +61,35 @@ pub fn iq2_xxs(src: &[u8], dst: &mut [u16]) {
 
 /// Per 8 elements a u16: 9-bit grid index, 7-bit sign index; a 4-bit scale
 /// per 16 elements.
-pub fn iq2_xs(src: &[u8], dst: &mut [u16]) {
+pub fn iq2_xs<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq2_xs::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
         for (i, o) in out.chunks_exact_mut(8).enumerate() {
             let q = u16_at(b, QS + 2 * i);
             let db = iq2_scale(d, ((b[SCALES + i / 4] >> (4 * ((i / 2) % 2))) & 0x0F) as u32);
-            emit8(o, db, IQ2XS_GRID[(q & 511) as usize], KSIGNS[(q >> 9) as usize]);
+            emit8::<O>(o, db, IQ2XS_GRID[(q & 511) as usize], KSIGNS[(q >> 9) as usize]);
         }
     }
 }
 
 /// Per 8 elements a grid index byte with 2 high bits from `qh` and a sign
 /// byte; a 4-bit scale per 16 elements.
-pub fn iq2_s(src: &[u8], dst: &mut [u16]) {
+pub fn iq2_s<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq2_s::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
         for (i, o) in out.chunks_exact_mut(8).enumerate() {
             let hi = ((b[QH + i / 4] >> (2 * (i % 4))) & 3) as usize;
             let db = iq2_scale(d, ((b[SCALES + i / 4] >> (4 * ((i / 2) % 2))) & 0x0F) as u32);
-            emit8(o, db, IQ2S_GRID[b[QS + i] as usize | (hi << 8)], b[SIGNS + i]);
+            emit8::<O>(o, db, IQ2S_GRID[b[QS + i] as usize | (hi << 8)], b[SIGNS + i]);
         }
     }
 }
 
 /// Per 32 elements, 8 grid index bytes (4 values each) and a u32 of four
 /// 7-bit sign indices and the scale: db = (d * (0.5 + s)) * 0.5.
-pub fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
+pub fn iq3_xxs<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq3_xxs::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
@@ -98,7 +99,7 @@ pub fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
             for (l, o) in sub.chunks_exact_mut(8).enumerate() {
                 let lo = IQ3XXS_GRID[b[QS + 8 * ib + 2 * l] as usize] as u64;
                 let hi = IQ3XXS_GRID[b[QS + 8 * ib + 2 * l + 1] as usize] as u64;
-                emit8(o, db, lo | (hi << 32), KSIGNS[((aux >> (7 * l)) & 0x7F) as usize]);
+                emit8::<O>(o, db, lo | (hi << 32), KSIGNS[((aux >> (7 * l)) & 0x7F) as usize]);
             }
         }
     }
@@ -106,7 +107,7 @@ pub fn iq3_xxs(src: &[u8], dst: &mut [u16]) {
 
 /// Per 4 elements a grid index byte with a ninth bit from `qh`; sign bytes
 /// per 8; a 4-bit scale per 32: db = d * (1 + 2s).
-pub fn iq3_s(src: &[u8], dst: &mut [u16]) {
+pub fn iq3_s<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq3_s::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
@@ -117,7 +118,7 @@ pub fn iq3_s(src: &[u8], dst: &mut [u16]) {
                 let index = |i: usize| b[QS + i] as usize | ((((b[QH + i / 8] >> (i % 8)) & 1) as usize) << 8);
                 let i = 8 * ib + 2 * l;
                 let entry = IQ3S_GRID[index(i)] as u64 | ((IQ3S_GRID[index(i + 1)] as u64) << 32);
-                emit8(o, db, entry, b[SIGNS + 4 * ib + l]);
+                emit8::<O>(o, db, entry, b[SIGNS + 4 * ib + l]);
             }
         }
     }
@@ -125,10 +126,10 @@ pub fn iq3_s(src: &[u8], dst: &mut [u16]) {
 
 /// 8 outputs of the IQ1 formats: dl * (grid[j] + delta), grid values -1, 0, 1.
 #[inline(always)]
-fn emit8_iq1(out: &mut [u16], dl: f32, entry: u64, delta: f32) {
+fn emit8_iq1<O: Output>(out: &mut [u16], dl: f32, entry: u64, delta: f32) {
     for (j, o) in out.iter_mut().enumerate() {
         let g = ((entry >> (8 * j)) & 0xFF) as u8 as i8 as f32;
-        *o = f32_to_bf16(dl * (g + delta));
+        *o = O::from_f32(dl * (g + delta));
     }
 }
 
@@ -144,7 +145,7 @@ pub(crate) fn iq1_delta(negative: bool) -> f32 {
 
 /// Per 32 elements a u16 of `qh`: four 3-bit high index parts, a 3-bit
 /// scale (bits 12..15), the delta's sign (bit 15); dl = d * (2s + 1).
-pub fn iq1_s(src: &[u8], dst: &mut [u16]) {
+pub fn iq1_s<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq1_s::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
@@ -154,7 +155,7 @@ pub fn iq1_s(src: &[u8], dst: &mut [u16]) {
             let delta = iq1_delta(qh & 0x8000 != 0);
             for (l, o) in sub.chunks_exact_mut(8).enumerate() {
                 let index = b[QS + 4 * ib + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
-                emit8_iq1(o, dl, IQ1S_GRID[index], delta);
+                emit8_iq1::<O>(o, dl, IQ1S_GRID[index], delta);
             }
         }
     }
@@ -170,7 +171,7 @@ pub(crate) fn iq1_m_d(b: &[u8]) -> f32 {
 
 /// Per 8 elements a grid index byte with 3 high bits and the delta's sign
 /// from a nibble of `qh`; a 3-bit scale per 16 elements (dl = d * (2s + 1)).
-pub fn iq1_m(src: &[u8], dst: &mut [u16]) {
+pub fn iq1_m<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq1_m::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = iq1_m_d(b);
@@ -180,7 +181,7 @@ pub fn iq1_m(src: &[u8], dst: &mut [u16]) {
             let dl = d * (2 * s + 1) as f32;
             let h = (b[QH + i / 2] >> (4 * (i % 2))) & 0x0F;
             let index = b[QS + i] as usize | (((h & 7) as usize) << 8);
-            emit8_iq1(o, dl, IQ1S_GRID[index], iq1_delta(h & 8 != 0));
+            emit8_iq1::<O>(o, dl, IQ1S_GRID[index], iq1_delta(h & 8 != 0));
         }
     }
 }

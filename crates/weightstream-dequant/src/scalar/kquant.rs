@@ -2,11 +2,11 @@
 //! super-blocks with 6-bit or 4-bit sub-block scales).
 
 use super::{crumb, f16_at};
-use crate::numerics::f32_to_bf16;
+use crate::output::Output;
 use weightstream_blocks::{block, BlockLayout};
 
 /// x = (d * sc) * q - (dmin * m), sc and m 4 bits per 16 elements.
-pub fn q2_k(src: &[u8], dst: &mut [u16]) {
+pub fn q2_k<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q2_k::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
@@ -15,7 +15,7 @@ pub fn q2_k(src: &[u8], dst: &mut [u16]) {
             let dl = d * (sm & 0x0F) as f32;
             let ml = dmin * (sm >> 4) as f32;
             for (l, o) in sub.iter_mut().enumerate() {
-                *o = f32_to_bf16(dl * crumb(&b[QS..], 16 * k + l) as f32 - ml);
+                *o = O::from_f32(dl * crumb(&b[QS..], 16 * k + l) as f32 - ml);
             }
         }
     }
@@ -31,7 +31,7 @@ pub(crate) fn q3_k_scale(sc: &[u8], j: usize) -> i32 {
 }
 
 /// x = (d * sc) * q, q = 2 low bits minus 4 where the `hmask` bit is clear.
-pub fn q3_k(src: &[u8], dst: &mut [u16]) {
+pub fn q3_k<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q3_k::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
@@ -41,7 +41,7 @@ pub fn q3_k(src: &[u8], dst: &mut [u16]) {
                 let e = 16 * k + l;
                 let high = (b[HMASK + e % 32] >> (e / 32)) & 1;
                 let q = crumb(&b[QS..], e) as i32 - if high == 0 { 4 } else { 0 };
-                *o = f32_to_bf16(dl * q as f32);
+                *o = O::from_f32(dl * q as f32);
             }
         }
     }
@@ -69,7 +69,7 @@ fn k_nibble(qs: &[u8], e: usize) -> u8 {
 /// The Q4_K/Q5_K formula: x = (d * sc) * q - (dmin * m), sc and m per 32
 /// elements; `quant(block, e)` gives element e's unsigned q.
 #[inline(always)]
-fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout, quant: impl Fn(&[u8], usize) -> u8) {
+fn k4_family<O: Output>(src: &[u8], dst: &mut [u16], layout: &BlockLayout, quant: impl Fn(&[u8], usize) -> u8) {
     let field = |name| layout.field(name).expect("K-quant field").0;
     let (d_at, dmin_at, scales_at) = (field("D"), field("DMIN"), field("SCALES"));
     for (b, out) in src.chunks_exact(layout.bytes).zip(dst.chunks_exact_mut(layout.elems)) {
@@ -78,27 +78,27 @@ fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout, quant: impl Fn(&
             let (sc, m) = k4_scale_min(&b[scales_at..], k);
             let (dl, ml) = (d * sc as f32, dmin * m as f32);
             for (l, o) in sub.iter_mut().enumerate() {
-                *o = f32_to_bf16(dl * quant(b, 32 * k + l) as f32 - ml);
+                *o = O::from_f32(dl * quant(b, 32 * k + l) as f32 - ml);
             }
         }
     }
 }
 
-pub fn q4_k(src: &[u8], dst: &mut [u16]) {
+pub fn q4_k<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q4_k::*;
-    k4_family(src, dst, &LAYOUT, |b, e| k_nibble(&b[QS..], e));
+    k4_family::<O>(src, dst, &LAYOUT, |b, e| k_nibble(&b[QS..], e));
 }
 
 /// As Q4_K with a fifth bit: bit k of `qh[l]` for element 32k + l.
-pub fn q5_k(src: &[u8], dst: &mut [u16]) {
+pub fn q5_k<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q5_k::*;
-    k4_family(src, dst, &LAYOUT, |b, e| k_nibble(&b[QS..], e) | (((b[QH + e % 32] >> (e / 32)) & 1) << 4));
+    k4_family::<O>(src, dst, &LAYOUT, |b, e| k_nibble(&b[QS..], e) | (((b[QH + e % 32] >> (e / 32)) & 1) << 4));
 }
 
 /// x = (d * sc) * (q - 32), q 6 bits: a nibble of `ql` (64-byte groups,
 /// low nibbles first) and two bits of `qh` (as Q2_K's crumbs), sc an i8
 /// per 16 elements.
-pub fn q6_k(src: &[u8], dst: &mut [u16]) {
+pub fn q6_k<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q6_k::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
@@ -109,7 +109,7 @@ pub fn q6_k(src: &[u8], dst: &mut [u16]) {
                 let (half, i) = (e / 128, e % 128);
                 let low = (b[QL + 64 * half + i % 64] >> (4 * (i / 64))) & 0x0F;
                 let q = (low | (crumb(&b[QH..], e) << 4)) as i32 - 32;
-                *o = f32_to_bf16(dl * q as f32);
+                *o = O::from_f32(dl * q as f32);
             }
         }
     }

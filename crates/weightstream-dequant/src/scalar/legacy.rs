@@ -2,7 +2,7 @@
 //! Q5_0, Q5_1, Q8_0.
 
 use super::f16_at;
-use crate::numerics::f32_to_bf16;
+use crate::output::Output;
 use weightstream_blocks::block;
 
 /// Element `j` (0..32) of a 32-element nibble block: low nibbles first,
@@ -20,23 +20,23 @@ fn nibble(qs: &[u8], j: usize) -> u8 {
 // with the same f32 operations in the same order, each rounded to nearest
 // even: Rust never contracts `a * b - c` into a fused multiply-add.
 
-pub fn q4_0(src: &[u8], dst: &mut [u16]) {
+pub fn q4_0<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q4_0::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
         for (j, o) in out.iter_mut().enumerate() {
-            *o = f32_to_bf16(d * (nibble(&b[QS..], j) as i32 - 8) as f32);
+            *o = O::from_f32(d * (nibble(&b[QS..], j) as i32 - 8) as f32);
         }
     }
 }
 
 /// x = d * q + m.
-pub fn q4_1(src: &[u8], dst: &mut [u16]) {
+pub fn q4_1<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q4_1::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let (d, m) = (f16_at(b, D), f16_at(b, M));
         for (j, o) in out.iter_mut().enumerate() {
-            *o = f32_to_bf16(d * nibble(&b[QS..], j) as f32 + m);
+            *o = O::from_f32(d * nibble(&b[QS..], j) as f32 + m);
         }
     }
 }
@@ -48,37 +48,37 @@ fn high_bit(qh: u32, j: usize) -> u8 {
 }
 
 /// x = d * (q - 16), q 5 bits.
-pub fn q5_0(src: &[u8], dst: &mut [u16]) {
+pub fn q5_0<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q5_0::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
         let h = u32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]);
         for (j, o) in out.iter_mut().enumerate() {
             let q = (nibble(&b[QS..], j) | high_bit(h, j)) as i32 - 16;
-            *o = f32_to_bf16(d * q as f32);
+            *o = O::from_f32(d * q as f32);
         }
     }
 }
 
 /// x = d * q + m, q 5 bits.
-pub fn q5_1(src: &[u8], dst: &mut [u16]) {
+pub fn q5_1<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q5_1::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let (d, m) = (f16_at(b, D), f16_at(b, M));
         let h = u32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]);
         for (j, o) in out.iter_mut().enumerate() {
             let q = nibble(&b[QS..], j) | high_bit(h, j);
-            *o = f32_to_bf16(d * q as f32 + m);
+            *o = O::from_f32(d * q as f32 + m);
         }
     }
 }
 
-pub fn q8_0(src: &[u8], dst: &mut [u16]) {
+pub fn q8_0<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::q8_0::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
         for (j, o) in out.iter_mut().enumerate() {
-            *o = f32_to_bf16(d * (b[QS + j] as i8) as f32);
+            *o = O::from_f32(d * (b[QS + j] as i8) as f32);
         }
     }
 }

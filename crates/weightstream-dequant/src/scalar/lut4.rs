@@ -2,7 +2,7 @@
 //! (IQ4_NL's non-linear ones, FP4's E2M1), times a block or sub-block scale.
 
 use super::f16_at;
-use crate::numerics::f32_to_bf16;
+use crate::output::Output;
 use weightstream_blocks::block;
 use weightstream_blocks::block_tables::{E2M1_DOUBLED, IQ4NL_VALUES};
 
@@ -14,12 +14,12 @@ fn nibble16(qs: &[u8], j: usize) -> usize {
 }
 
 /// x = d * IQ4NL_VALUES[q].
-pub fn iq4_nl(src: &[u8], dst: &mut [u16]) {
+pub fn iq4_nl<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq4_nl::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
         for (j, o) in out.iter_mut().enumerate() {
-            *o = f32_to_bf16(d * IQ4NL_VALUES[nibble16(&b[QS..], j)] as f32);
+            *o = O::from_f32(d * IQ4NL_VALUES[nibble16(&b[QS..], j)] as f32);
         }
     }
 }
@@ -37,7 +37,7 @@ pub(crate) fn iq4_xs_scale(b: &[u8], k: usize) -> i32 {
 
 /// x = (d * (sc - 32)) * IQ4NL_VALUES[q]; 16 bytes of nibbles per 32-element
 /// sub-block, laid out as IQ4_NL's.
-pub fn iq4_xs(src: &[u8], dst: &mut [u16]) {
+pub fn iq4_xs<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::iq4_xs::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = f16_at(b, D);
@@ -45,7 +45,7 @@ pub fn iq4_xs(src: &[u8], dst: &mut [u16]) {
             let dl = d * iq4_xs_scale(b, k) as f32;
             let qs = &b[QS + 16 * k..QS + 16 * k + 16];
             for (j, o) in sub.iter_mut().enumerate() {
-                *o = f32_to_bf16(dl * IQ4NL_VALUES[nibble16(qs, j)] as f32);
+                *o = O::from_f32(dl * IQ4NL_VALUES[nibble16(qs, j)] as f32);
             }
         }
     }
@@ -59,12 +59,12 @@ pub(crate) fn e8m0_half(e: u8) -> f32 {
 }
 
 /// x = 2^(e - 128) * E2M1_DOUBLED[q] (the table holds E2M1 values doubled).
-pub fn mxfp4(src: &[u8], dst: &mut [u16]) {
+pub fn mxfp4<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::mxfp4::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         let d = e8m0_half(b[E]);
         for (j, o) in out.iter_mut().enumerate() {
-            *o = f32_to_bf16(d * E2M1_DOUBLED[nibble16(&b[QS..], j)] as f32);
+            *o = O::from_f32(d * E2M1_DOUBLED[nibble16(&b[QS..], j)] as f32);
         }
     }
 }
@@ -86,7 +86,7 @@ pub(crate) fn ue4m3_half(x: u8) -> f32 {
 
 /// Four 16-element sub-blocks, each with a UE4M3 scale s and 8 bytes of
 /// nibbles (low, then high): x = (s / 2) * E2M1_DOUBLED[q].
-pub fn nvfp4(src: &[u8], dst: &mut [u16]) {
+pub fn nvfp4<O: Output>(src: &[u8], dst: &mut [u16]) {
     use block::nvfp4::*;
     for (b, out) in src.chunks_exact(BYTES).zip(dst.chunks_exact_mut(ELEMS)) {
         for (k, sub) in out.chunks_exact_mut(16).enumerate() {
@@ -94,7 +94,7 @@ pub fn nvfp4(src: &[u8], dst: &mut [u16]) {
             let qs = &b[QS + 8 * k..QS + 8 * k + 8];
             for (j, o) in sub.iter_mut().enumerate() {
                 let q = (qs[j % 8] >> (4 * (j / 8))) & 0x0F;
-                *o = f32_to_bf16(d * E2M1_DOUBLED[q as usize] as f32);
+                *o = O::from_f32(d * E2M1_DOUBLED[q as usize] as f32);
             }
         }
     }

@@ -5,6 +5,7 @@
 //! for the target's baseline SIMD (SSE2, NEON).
 
 use crate::numerics::f16_to_f32;
+use crate::output::Output;
 use weightstream_blocks::BlockFormat;
 
 mod float;
@@ -35,33 +36,33 @@ pub use packed::{e2m1_run, int_run};
 pub use ternary::{tq1_0, tq2_0};
 
 /// The portable kernel of a block format: whole blocks of `src` to `dst`.
-pub fn block_kernel(f: BlockFormat) -> fn(&[u8], &mut [u16]) {
+pub fn block_kernel<O: Output>(f: BlockFormat) -> fn(&[u8], &mut [u16]) {
     match f {
-        BlockFormat::Q4_0 => q4_0,
-        BlockFormat::Q4_1 => q4_1,
-        BlockFormat::Q5_0 => q5_0,
-        BlockFormat::Q5_1 => q5_1,
-        BlockFormat::Q8_0 => q8_0,
-        BlockFormat::Q2_K => q2_k,
-        BlockFormat::Q3_K => q3_k,
-        BlockFormat::Q4_K => q4_k,
-        BlockFormat::Q5_K => q5_k,
-        BlockFormat::Q6_K => q6_k,
-        BlockFormat::IQ4_NL => iq4_nl,
-        BlockFormat::IQ4_XS => iq4_xs,
-        BlockFormat::MXFP4 => mxfp4,
-        BlockFormat::NVFP4 => nvfp4,
-        BlockFormat::IQ2_XXS => iq2_xxs,
-        BlockFormat::IQ2_XS => iq2_xs,
-        BlockFormat::IQ2_S => iq2_s,
-        BlockFormat::IQ3_XXS => iq3_xxs,
-        BlockFormat::IQ3_S => iq3_s,
-        BlockFormat::IQ1_S => iq1_s,
-        BlockFormat::IQ1_M => iq1_m,
-        BlockFormat::TQ1_0 => tq1_0,
-        BlockFormat::TQ2_0 => tq2_0,
-        BlockFormat::Q1_0 => q1_0,
-        BlockFormat::Q2_0 => q2_0,
+        BlockFormat::Q4_0 => q4_0::<O>,
+        BlockFormat::Q4_1 => q4_1::<O>,
+        BlockFormat::Q5_0 => q5_0::<O>,
+        BlockFormat::Q5_1 => q5_1::<O>,
+        BlockFormat::Q8_0 => q8_0::<O>,
+        BlockFormat::Q2_K => q2_k::<O>,
+        BlockFormat::Q3_K => q3_k::<O>,
+        BlockFormat::Q4_K => q4_k::<O>,
+        BlockFormat::Q5_K => q5_k::<O>,
+        BlockFormat::Q6_K => q6_k::<O>,
+        BlockFormat::IQ4_NL => iq4_nl::<O>,
+        BlockFormat::IQ4_XS => iq4_xs::<O>,
+        BlockFormat::MXFP4 => mxfp4::<O>,
+        BlockFormat::NVFP4 => nvfp4::<O>,
+        BlockFormat::IQ2_XXS => iq2_xxs::<O>,
+        BlockFormat::IQ2_XS => iq2_xs::<O>,
+        BlockFormat::IQ2_S => iq2_s::<O>,
+        BlockFormat::IQ3_XXS => iq3_xxs::<O>,
+        BlockFormat::IQ3_S => iq3_s::<O>,
+        BlockFormat::IQ1_S => iq1_s::<O>,
+        BlockFormat::IQ1_M => iq1_m::<O>,
+        BlockFormat::TQ1_0 => tq1_0::<O>,
+        BlockFormat::TQ2_0 => tq2_0::<O>,
+        BlockFormat::Q1_0 => q1_0::<O>,
+        BlockFormat::Q2_0 => q2_0::<O>,
     }
 }
 

@@ -1,15 +1,16 @@
 //! Portable runs of the safetensors packs: E2M1 pairs and INT4/INT8
 //! words, each run under one scale (and zero point).
 
-use crate::numerics::{self, f32_to_bf16};
+use crate::numerics::{self};
+use crate::output::Output;
 use weightstream_blocks::E2M1_VALUES;
 
 /// A run of E2M1 pairs (low nibble first) sharing one scale:
 /// x = E2M1[q] * scale, one rounded f32 multiply, then BF16.
-pub fn e2m1_run(scale: f32, src: &[u8], dst: &mut [u16]) {
+pub fn e2m1_run<O: Output>(scale: f32, src: &[u8], dst: &mut [u16]) {
     for (&b, o) in src.iter().zip(dst.chunks_exact_mut(2)) {
-        o[0] = f32_to_bf16(E2M1_VALUES[(b & 0x0F) as usize] * scale);
-        o[1] = f32_to_bf16(E2M1_VALUES[(b >> 4) as usize] * scale);
+        o[0] = O::from_f32(E2M1_VALUES[(b & 0x0F) as usize] * scale);
+        o[1] = O::from_f32(E2M1_VALUES[(b >> 4) as usize] * scale);
     }
 }
 
@@ -17,10 +18,10 @@ pub fn e2m1_run(scale: f32, src: &[u8], dst: &mut [u16]) {
 /// stored with a `2^(bits-1)` offset, the first in the low bits) sharing
 /// one scale and zero point: x = f32(q - zero) * scale (exact for F16 and
 /// BF16 scales), rounded to F16 when `round_f16`, then BF16.
-pub fn int_run(bits: u8, scale: f32, zero: f32, round_f16: bool, src: &[u8], dst: &mut [u16]) {
+pub fn int_run<O: Output>(bits: u8, scale: f32, zero: f32, round_f16: bool, src: &[u8], dst: &mut [u16]) {
     let out = |q: i32| {
         let x = (q as f32 - zero) * scale;
-        f32_to_bf16(if round_f16 { numerics::round_f16(x) } else { x })
+        O::from_f32(if round_f16 { numerics::round_f16(x) } else { x })
     };
     if bits == 4 {
         for (&b, o) in src.iter().zip(dst.chunks_exact_mut(2)) {

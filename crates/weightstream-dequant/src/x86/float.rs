@@ -19,7 +19,7 @@ pub mod avx2 {
                 let p = src.as_ptr().add(i * 4) as *const f32;
                 store16(dst.as_mut_ptr().add(i), _mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
             }
-            scalar::f32(&src[n * 4..], &mut dst[n..]);
+            scalar::f32::<crate::output::Bf16Out>(&src[n * 4..], &mut dst[n..]);
         }
     }
 
@@ -36,7 +36,7 @@ pub mod avx2 {
                 let b = _mm256_cvtph_ps(_mm_loadu_si128(p.add(16) as *const __m128i));
                 store16(dst.as_mut_ptr().add(i), a, b);
             }
-            scalar::f16(&src[n * 2..], &mut dst[n..]);
+            scalar::f16::<crate::output::Bf16Out>(&src[n * 2..], &mut dst[n..]);
         }
     }
 }
@@ -66,7 +66,7 @@ pub mod avx512 {
                 store(dst.as_mut_ptr().add(i), R::pack(a, b));
                 i += 32;
             }
-            scalar::f32(&src[n * 4..], &mut dst[n..]);
+            scalar::f32::<crate::output::Bf16Out>(&src[n * 4..], &mut dst[n..]);
         }
     }
 
@@ -85,7 +85,7 @@ pub mod avx512 {
                 store(dst.as_mut_ptr().add(i), R::pack(a, b));
                 i += 32;
             }
-            scalar::f16(&src[n * 2..], &mut dst[n..]);
+            scalar::f16::<crate::output::Bf16Out>(&src[n * 2..], &mut dst[n..]);
         }
     }
 

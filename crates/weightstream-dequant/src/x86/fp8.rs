@@ -189,7 +189,7 @@ unsafe fn run<W: Width>(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u1
             steps::<W, true>(format, src, dst, n, W::splat(r), W::splat(scale));
         }
         if n < dst.len() {
-            scalar::fp8_run(format, scale, &src[n..], &mut dst[n..]);
+            scalar::fp8_run::<crate::output::Bf16Out>(format, scale, &src[n..], &mut dst[n..]);
         }
     }
 }

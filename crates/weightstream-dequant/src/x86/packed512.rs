@@ -158,7 +158,7 @@ unsafe fn e2m1_tables(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst
         let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
         // SAFETY: the caller's features; the run lies within src and dst.
         let done = unsafe { nibble_run(table16(levels, scale, false), s, d) };
-        scalar::e2m1_run(scale, &s[done / 2..], &mut d[done..]);
+        scalar::e2m1_run::<crate::output::Bf16Out>(scale, &s[done / 2..], &mut d[done..]);
     });
 }
 
@@ -278,5 +278,5 @@ unsafe fn int_one_run<const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len:
             int8_run(scale, zero, to_f16, s, d)
         }
     };
-    scalar::int_run(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
+    scalar::int_run::<crate::output::Bf16Out>(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
 }

@@ -8,6 +8,8 @@ use serde_json::{json, Map, Value as Json};
 /// One tensor's entry in a file being written.
 pub struct Entry<'a> {
     pub name: &'a str,
+    /// The safetensors dtype written: "BF16" or "F16" (2 bytes an element).
+    pub dtype: &'static str,
     pub shape: &'a [u64],
     pub nbytes: u64,
 }
@@ -22,7 +24,7 @@ pub fn header(entries: &[Entry], metadata: &Map<String, Json>) -> Vec<u8> {
     }
     let mut offset = 0u64;
     for e in entries {
-        obj.insert(e.name.to_string(), json!({"dtype": "BF16", "shape": e.shape, "data_offsets": [offset, offset + e.nbytes]}));
+        obj.insert(e.name.to_string(), json!({"dtype": e.dtype, "shape": e.shape, "data_offsets": [offset, offset + e.nbytes]}));
         offset += e.nbytes;
     }
     let mut text = serde_json::to_vec(&Json::Object(obj)).expect("JSON of owned values");

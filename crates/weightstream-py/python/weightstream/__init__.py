@@ -31,7 +31,7 @@ from ._native import __version__
 
 __all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "__version__"]
 
-from ._buffers import _address, _check_destination, _empty, _error, _parse_device, _torch  # noqa: F401 (also the submodules' names)
+from ._buffers import _address, _check_destination, _empty, _error, _out_dtype, _parse_device, _torch  # noqa: F401 (also the submodules' names)
 
 _END_OF_BATCH = object()
 _log = logging.getLogger("weightstream")
@@ -63,13 +63,17 @@ class Checkpoint:
                  threads: Optional[int] = None, staging_slots: Optional[int] = None,
                  staging_bytes: Optional[int] = None, readers: Optional[int] = None,
                  batch_bytes: int = 2 << 30, ignore_transforms: bool = False,
-                 cache: Optional[Union[str, os.PathLike]] = None):
+                 cache: Optional[Union[str, os.PathLike]] = None, dtype=None):
         if not isinstance(path, (str, os.PathLike)):
             # str() would turn None, 123 or b"x" into a path that happens not to exist.
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         path = os.fspath(path)
         if not isinstance(path, str):
             raise TypeError("path must be a str or os.PathLike giving a str, not bytes")
+        # What loads write: BF16 (the default) or float16 (`dtype=torch.float16`),
+        # each value rounded once from the format's exact value. Checked
+        # before anything is opened.
+        self._out = _out_dtype(dtype)
         # ignore_transforms: open a GGUF file whose metadata declares a transform
         # of the weights weightstream does not apply (prism.hadamard.*, ...),
         # ignoring it: the weights load as stored, untransformed.
@@ -148,20 +152,21 @@ class Checkpoint:
         return _torch().cuda.current_stream(index).cuda_stream if kind == "cuda" else 0
 
     def _run(self, indices: list[int], tensors: list, kind: str, index: int, stream: int, callback=None, slices=None,
-             unpermute=None) -> int:
+             unpermute=None, out: Optional[str] = None) -> int:
         """Fill `tensors` (allocated for `indices`, cut to `slices`, rows
         un-permuted per `unpermute`) in place; returns the file bytes read."""
         ptrs, nbytes = (list(x) for x in zip(*(_address(t) for t in tensors))) if tensors else ([], [])
         if kind == "cpu":
-            _, read, notes = self._native.load_cpu(indices, ptrs, nbytes, callback, slices, unpermute)
+            _, read, notes = self._native.load_cpu(indices, ptrs, nbytes, callback, slices, unpermute, out or self._out)
         else:
-            _, read, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, callback, slices, unpermute)
+            _, read, notes = self._native.load_cuda(index, indices, ptrs, nbytes, stream, callback, slices, unpermute,
+                                                    out or self._out)
         _log_notes(notes)
         self.bytes_read += read
         return read
 
     def _load(self, indices: list[int], kind: str, index: int) -> list:
-        tensors = [_empty(self._shapes[i], kind, index) for i in indices]
+        tensors = [_empty(self._shapes[i], kind, index, self._out) for i in indices]
         self._run(indices, tensors, kind, index, self._stream(kind, index))
         return tensors
 
@@ -184,23 +189,25 @@ class Checkpoint:
         """File bytes a load of that slice reads (the whole tensor's without one)."""
         return self._native.src_bytes(self._index_of(name), self._slice_of(name, rows, cols))
 
-    def get_slice(self, name: str, rows=None, cols=None, device=None, out=None):
+    def get_slice(self, name: str, rows=None, cols=None, device=None, out=None, dtype=None):
         """Rows `[r0, r1)` and columns `[c0, c1)` (each a pair, None = all) of
         the tensor's matrix view, as BF16; only their bytes are read and
         dequantized. Columns may start and end inside the format's blocks
         (32 or 256 elements for GGUF quants): the covering blocks are read
         and the result trimmed. `out`: a contiguous BF16 tensor of
-        `slice_shape(...)` on the target device to fill instead of a new one."""
+        `slice_shape(...)` on the target device to fill instead of a new one.
+        `dtype`: torch.float16 for float16 (default: the checkpoint's)."""
         kind, index = (self._kind, self._index) if device is None else _parse_device(device)
         sl = self._slice_of(name, rows, cols)
         i = self._index_of(name)
+        o = self._out if dtype is None else _out_dtype(dtype)
         if out is not None:
-            _check_destination(out, kind, index, "get_slice: out")
-        t = _empty(self._native.slice_shape(i, sl), kind, index) if out is None else out
-        self._run([i], [t], kind, index, self._stream(kind, index), slices=[sl])
+            _check_destination(out, kind, index, "get_slice: out", o)
+        t = _empty(self._native.slice_shape(i, sl), kind, index, o) if out is None else out
+        self._run([i], [t], kind, index, self._stream(kind, index), slices=[sl], out=o)
         return t
 
-    def load_into(self, names, outs, slices=None, device=None, unpermute=None) -> int:
+    def load_into(self, names, outs, slices=None, device=None, unpermute=None, dtype=None) -> int:
         """Fill `outs[k]` with tensor `names[k]` (or, with `slices[k]` =
         `(rows, cols)`, that slice of it, as `get_slice`), all in one call:
         the library reads ahead and dequantizes across every tensor with its
@@ -210,7 +217,9 @@ class Checkpoint:
         rows per head of a llama-family GGUF q/k weight, whose rows
         llama.cpp's converter permuted within each head; they are written
         back in Hugging Face order (transformers' reverse_permute_weights;
-        the slice's rows must be whole heads). Returns the file bytes read."""
+        the slice's rows must be whole heads). `dtype`: torch.float16 to
+        write float16 into float16 outs (default: the checkpoint's dtype,
+        BF16 unless opened with another). Returns the file bytes read."""
         kind, index = (self._kind, self._index) if device is None else _parse_device(device)
         names, outs = list(names), list(outs)
         slices = [None] * len(names) if slices is None else list(slices)
@@ -218,11 +227,12 @@ class Checkpoint:
         if not len(names) == len(outs) == len(slices) or (unpermute is not None and len(unpermute) != len(names)):
             raise ValueError(f"load_into: {len(names)} names, {len(outs)} outs, {len(slices)} slices"
                              + ("" if unpermute is None else f", {len(unpermute)} un-permutations"))
+        o = self._out if dtype is None else _out_dtype(dtype)
         for n, t in zip(names, outs):
-            _check_destination(t, kind, index, f"load_into: the out for {n!r}")
+            _check_destination(t, kind, index, f"load_into: the out for {n!r}", o)
         idx = [self._index_of(n) for n in names]
         sl = [None if s is None else self._slice_of(n, *s) for n, s in zip(names, slices)]
-        return self._run(idx, outs, kind, index, self._stream(kind, index), slices=sl, unpermute=unpermute)
+        return self._run(idx, outs, kind, index, self._stream(kind, index), slices=sl, unpermute=unpermute, out=o)
 
     def gptq_target(self, name: str) -> Optional[tuple[int, int]]:
         """`(bits, group)` of the GPTQ layout the tensor's blocks map onto
@@ -317,7 +327,7 @@ class Checkpoint:
                     room.acquire()
                     if stop.is_set():
                         return
-                    tensors = [_empty(self._shapes[i], kind, index) for i in batch]
+                    tensors = [_empty(self._shapes[i], kind, index, self._out) for i in batch]
 
                     def done(k, first=batch[0], ts=tensors):
                         finished.put((k, ts[k - first]))
@@ -362,6 +372,9 @@ def open(path, device="cpu", **options) -> Checkpoint:
     - readers, staging_slots, staging_bytes: threads reading ahead, buffers
       read ahead, bytes per read (CPU and GPU);
     - batch_bytes: BF16 per batch when iterating;
+    - dtype: torch.float16 (or "float16") for float16 tensors, each value
+      rounded once from the format's exact value (F16 tensors as stored);
+      default BF16;
     - cache: a directory where a URL's fetched bytes are kept, keyed by URL
       and object version, and read from on the next load of that version
       (default: $WEIGHTSTREAM_CACHE_DIR, if set; docs/storage.md)."""
@@ -369,5 +382,6 @@ def open(path, device="cpu", **options) -> Checkpoint:
 
 
 def load_file(path, device="cpu", **options) -> dict[str, Any]:
-    """Every tensor of a checkpoint as BF16, like safetensors.torch.load_file."""
+    """Every tensor of a checkpoint as BF16 (or `dtype=torch.float16`), like
+    safetensors.torch.load_file."""
     return Checkpoint(path, device, **options).load()

@@ -49,16 +49,37 @@ def _error(kind: str, message: str) -> WeightstreamError:
     return e
 
 
-def _empty(shape, kind: str, index: int):
-    """An uninitialised BF16 tensor (torch) or array (numpy) of `shape`."""
+def _out_dtype(dtype) -> str:
+    """A `dtype=` argument as the native calls name it: "bf16" (None, the
+    default: torch.bfloat16, "bfloat16", "bf16") or "f16" (torch.float16,
+    numpy.float16, "float16", "f16", "half"); anything else refused."""
+    if dtype is None:
+        return "bf16"
+    name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype  # numpy dtypes
+    if name is None:
+        name = str(dtype)  # torch.float16 -> "torch.float16"
+    if isinstance(dtype, type):  # numpy.float16, ml_dtypes.bfloat16 as types
+        name = dtype.__name__
+    name = str(name).lower().removeprefix("torch.")
+    out = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "f16": "f16", "half": "f16", "fp16": "f16"}.get(name)
+    if out is None:
+        raise ValueError(f"dtype {dtype!r}: weightstream writes torch.bfloat16 (the default) or torch.float16")
+    return out
+
+
+def _empty(shape, kind: str, index: int, out: str = "bf16"):
+    """An uninitialised BF16 (or, `out` "f16", float16) tensor (torch) or
+    array (numpy) of `shape`."""
     torch = _torch()
     if torch is not None:
         dev = torch.device("cpu") if kind == "cpu" else torch.device("cuda", index)
-        return torch.empty(tuple(shape), dtype=torch.bfloat16, device=dev)
+        return torch.empty(tuple(shape), dtype=torch.float16 if out == "f16" else torch.bfloat16, device=dev)
     if kind != "cpu":
         raise _error("invalid_argument", "device='cuda' needs PyTorch: install torch, or load with device='cpu'")
     import numpy as np
 
+    if out == "f16":
+        return np.empty(tuple(shape), dtype=np.float16)
     try:
         import ml_dtypes
 
@@ -68,17 +89,19 @@ def _empty(shape, kind: str, index: int):
     return np.empty(tuple(shape), dtype=dtype)
 
 
-def _check_destination(t, kind: str, index: int, what: str) -> None:
+def _check_destination(t, kind: str, index: int, what: str, out: str = "bf16") -> None:
     """Refuse (ValueError) a destination the native load cannot write as
-    documented: it writes BF16 forward from the buffer's first address, so
+    documented: it writes BF16 (or, `out` "f16", float16) forward from the
+    buffer's first address, so
     anything else (a float16 array, a reversed or strided view, a read-only
     array over `bytes`, a tensor on another device) would come back
     silently wrong, or crash the process. `what` names it in the message
     ("get_slice: out", "load_into: the out for 'x'")."""
     torch = _torch()
     if torch is not None and isinstance(t, torch.Tensor):
-        if t.dtype != torch.bfloat16:
-            raise ValueError(f"{what} is {t.dtype}, not torch.bfloat16")
+        want = torch.float16 if out == "f16" else torch.bfloat16
+        if t.dtype != want:
+            raise ValueError(f"{what} is {t.dtype}, not {want}")
         if not t.is_contiguous():
             raise ValueError(f"{what} is not contiguous (strides {tuple(t.stride())} for shape {tuple(t.shape)})")
         want = "cpu" if kind == "cpu" else f"cuda:{index}"
@@ -92,10 +115,11 @@ def _check_destination(t, kind: str, index: int, what: str) -> None:
         np = None
     if np is None or not isinstance(t, np.ndarray):
         raise ValueError(f"{what} is a {type(t).__module__}.{type(t).__name__}, not a torch tensor or numpy array")
-    # ml_dtypes.bfloat16, or the raw BF16 bit patterns as uint16 (what a
-    # load without ml_dtypes returns).
-    if t.dtype.name not in ("bfloat16", "uint16"):
-        raise ValueError(f"{what} is a numpy {t.dtype} array, not bfloat16 (ml_dtypes) or uint16 (BF16 bits)")
+    # ml_dtypes.bfloat16 (float16), or the raw bit patterns as uint16 (what
+    # a BF16 load without ml_dtypes returns).
+    names = ("float16", "uint16") if out == "f16" else ("bfloat16", "uint16")
+    if t.dtype.name not in names:
+        raise ValueError(f"{what} is a numpy {t.dtype} array, not {names[0]} or uint16 (its bits)")
     if not t.flags.c_contiguous:
         raise ValueError(f"{what} is not C-contiguous (strides {t.strides} for shape {t.shape})")
     if not t.flags.writeable:

@@ -38,10 +38,11 @@ impl CpuExecutor {
         // One piece's worth or less: the pool would run it on one thread anyway.
         let small = out.len() <= DEFAULT_PIECE;
         match src {
-            GroupBytes::Mem(bytes) if small => dequantize(&kernel, first, bytes, out, self.isa()).map_err(dequant_error),
-            GroupBytes::Mem(bytes) => {
-                self.pool().install(|| dequantize_par(&kernel, first, bytes, out, self.isa(), DEFAULT_PIECE)).map_err(dequant_error)
-            }
+            GroupBytes::Mem(bytes) if small => dequantize(&kernel, job.out, first, bytes, out, self.isa()).map_err(dequant_error),
+            GroupBytes::Mem(bytes) => self
+                .pool()
+                .install(|| dequantize_par(&kernel, job.out, first, bytes, out, self.isa(), DEFAULT_PIECE))
+                .map_err(dequant_error),
             GroupBytes::Fetch { source, offset } if small => SMALL.with(|b| {
                 let mut b = b.borrow_mut();
                 let n = kernel.src_bytes(out.len() as u64) as usize;
@@ -49,13 +50,15 @@ impl CpuExecutor {
                     b.resize(n, 0);
                 }
                 source.read_at(offset, &mut b[..n]).map_err(|e| read_error(offset, e))?;
-                dequantize(&kernel, first, &b[..n], out, self.isa()).map_err(dequant_error)
+                dequantize(&kernel, job.out, first, &b[..n], out, self.isa()).map_err(dequant_error)
             }),
             GroupBytes::Fetch { source, offset } => {
                 let fetch = |r: Range<u64>, buf: &mut [u8]| source.read_at(offset + r.start, buf).map_err(|e| (offset + r.start, e));
-                self.pool().install(|| dequantize_par_fetch(&kernel, first, out, self.isa(), DEFAULT_PIECE, &fetch)).map_err(|e| match e {
-                    FetchError::Fetch((at, source)) => read_error(at, source),
-                    FetchError::Dequant(d) => dequant_error(d),
+                self.pool().install(|| dequantize_par_fetch(&kernel, job.out, first, out, self.isa(), DEFAULT_PIECE, &fetch)).map_err(|e| {
+                    match e {
+                        FetchError::Fetch((at, source)) => read_error(at, source),
+                        FetchError::Dequant(d) => dequant_error(d),
+                    }
                 })
             }
         }
