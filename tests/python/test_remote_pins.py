@@ -1,0 +1,97 @@
+"""What pins a remote read, and what the local cache trusts (issue 55,
+item 2), against SeaweedFS behind the fault proxy of test_s3.py.
+
+- S3's version id `null` (a bucket whose versioning is suspended) names no
+  version: a GET of `versionId=null` serves whatever was written last,
+  and answers `null` again. Such objects are pinned by their ETag: an
+  object replaced (same size) between the open and the load fails with
+  `remote_changed`, where it once gave the new bytes under the old
+  header; and the cache keys the entry on the ETag, so a replacement is
+  fetched afresh, whole or partly cached, where the old version's bytes
+  were once served (or mixed with the new one's inside one load)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+import pytest
+
+import weightstream
+from harness import ROOT, SEED
+
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+import sample_model  # noqa: E402
+from test_s3 import bits, env_of, serve, shut  # noqa: E402
+
+SUSPENDED = "suspended"
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    """Two same-size versions of one GGUF (the same shapes, other values)."""
+    d = tmp_path_factory.mktemp("pin_models")
+    a, b = d / "a-q4_k_m.gguf", d / "b-q4_k_m.gguf"
+    for path, seed in ((a, SEED), (b, SEED + 1)):
+        sample_model.write_gguf(path, sample_model.PRESETS["tiny"], "q4_k_m", np.random.default_rng(seed), real=True)
+    assert a.stat().st_size == b.stat().st_size and a.read_bytes() != b.read_bytes()
+    return {"kquant.gguf": a, "other.gguf": b}
+
+
+@pytest.fixture(scope="module")
+def s3(models, tmp_path_factory):
+    server = serve("s3", tmp_path_factory.mktemp("s3p"), models)
+    server.make_bucket(SUSPENDED)
+    c = server.client()
+    c.put_bucket_versioning(Bucket=SUSPENDED, VersioningConfiguration={"Status": "Enabled"})
+    c.put_bucket_versioning(Bucket=SUSPENDED, VersioningConfiguration={"Status": "Suspended"})
+    yield server
+    shut(server)
+
+
+@pytest.fixture
+def env(s3, monkeypatch):
+    env_of(s3, monkeypatch, endpoint=s3.proxy.endpoint)
+
+
+def suspended_object(s3, models, key: str) -> str:
+    """`key` in the suspended bucket, holding version A; its URL."""
+    s3.put_file(SUSPENDED, key, models["kquant.gguf"])
+    head = s3.client().head_object(Bucket=SUSPENDED, Key=key)["ResponseMetadata"]["HTTPHeaders"]
+    # The premise: SeaweedFS, as S3, answers the version id `null` here.
+    assert head.get("x-amz-version-id") == "null", head
+    return f"s3://{SUSPENDED}/{key}"
+
+
+def local_bits(models, name: str) -> dict:
+    return bits(weightstream.load_file(models[name]))
+
+
+def test_a_null_version_is_no_pin_a_replacement_mid_load_is_refused(s3, models, env):
+    u = suspended_object(s3, models, "pinned.gguf")
+    ck = weightstream.open(u)  # the header: version A's
+    s3.put_file(SUSPENDED, "pinned.gguf", models["other.gguf"])  # version B, the same size
+    with pytest.raises(weightstream.WeightstreamError) as e:
+        ck.load()
+    assert e.value.kind == "remote_changed" and u in str(e.value), e.value
+    # What pinned it: If-Match on the ETag, not `versionId=null`.
+    gets = [(p, r) for m, p, r in s3.proxy.take_log() if m == "GET" and r and "pinned.gguf" in unquote(p)]
+    assert gets and not [p for p, _ in gets if "versionId" in p], gets
+
+
+@pytest.mark.parametrize("partial", [False, True], ids=["whole-entry", "partial-entry"])
+def test_the_cache_keys_a_null_version_on_its_etag(s3, models, env, tmp_path, partial):
+    """A same-size replacement is a new entry: never the old version's
+    bytes, whole or (a rank's half cached) mixed with the new one's."""
+    key = f"cached-{partial}.gguf"
+    u = suspended_object(s3, models, key)
+    cache = tmp_path / "cache"
+    if partial:
+        names = weightstream.open(u).keys()
+        weightstream.open(u, cache=cache).load(names[0::2])
+    else:
+        assert bits(weightstream.load_file(u, cache=cache)) == local_bits(models, "kquant.gguf")
+    s3.put_file(SUSPENDED, key, models["other.gguf"])
+    assert bits(weightstream.load_file(u, cache=cache)) == local_bits(models, "other.gguf")
+    assert len(list(cache.glob("*.wsc"))) == 2, "each version its own entry"
