@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use object_store::path::Path as ObjectPath;
@@ -20,7 +21,7 @@ use crate::cache::Cached;
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
 use crate::source::{gone_is_changed, proves_pin, Pin, RemoteSource};
-use crate::store::{classify, runtime};
+use crate::store::classify;
 use crate::url::{is_plain_name, RemoteUrl};
 
 /// Largest JSON file fetched beside the weights.
@@ -98,7 +99,7 @@ impl<'a> Prefix<'a> {
     /// The whole object `name` (a small JSON file), through the local
     /// cache where there is one.
     fn get_small(&self, name: &str, object: &str, meta: &ObjectMeta) -> Result<Vec<u8>, RemoteError> {
-        let fetch = || get_small(&*self.store, &(self.location_of)(name), object, meta);
+        let fetch = || get_small(&*self.store, &(self.location_of)(name), object, meta, self.opts.cancel_flag());
         let kind = self.url.scheme.kind();
         let cached = (meta.size <= MAX_JSON).then(|| Cached::of(self.opts.cache.as_ref(), kind, object, &Pin::of(meta), meta.size));
         // Too large (get_small says so) or no cache.
@@ -122,8 +123,9 @@ impl<'a> Prefix<'a> {
         if !self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).contains(name) {
             return Ok(listed);
         }
-        let head = runtime().block_on(self.store.head(&(self.location_of)(name)));
-        let meta = head.map_err(|e| classify(&self.url.object_in_dir(name), &e))?;
+        let object = self.url.object_in_dir(name);
+        let head = async { self.store.head(&(self.location_of)(name)).await.map_err(|e| classify(&object, &e)) };
+        let meta = crate::cancel::request(self.opts.cancel_flag(), &object, head)?;
         self.objects.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), meta.clone());
         self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
         Ok(meta)
@@ -170,7 +172,13 @@ impl Listing for Prefix<'_> {
 }
 
 /// A whole small object, pinned like every read.
-fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta: &ObjectMeta) -> Result<Vec<u8>, RemoteError> {
+fn get_small(
+    store: &dyn ObjectStore,
+    location: &ObjectPath,
+    object: &str,
+    meta: &ObjectMeta,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<u8>, RemoteError> {
     if meta.size > MAX_JSON {
         return Err(RemoteError::new(
             RemoteErrorKind::Server,
@@ -179,7 +187,7 @@ fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta:
         ));
     }
     let pin = Pin::of(meta);
-    let got = runtime().block_on(async {
+    let got = crate::cancel::request(cancel, object, async {
         let got = store.get_opts(location, pin.get_options(None)).await.map_err(|e| gone_is_changed(&pin, classify(object, &e)))?;
         // The precondition may be ignored: the answer itself must show the version.
         proves_pin(&pin, meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;

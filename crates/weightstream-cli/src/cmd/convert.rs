@@ -80,7 +80,7 @@ pub fn run(args: &Args) -> CmdResult {
     crate::interrupt::install();
     let bar = Bar::new("convert", args.json);
     let update = |p| bar.update(p);
-    let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
+    let control = Control { progress: Some(&update), cancel: Some(crate::interrupt::flag()) };
     let opts = ConvertOptions {
         max_shard_bytes: args.max_shard_size,
         skip_unsupported: args.skip_unsupported,
@@ -90,6 +90,7 @@ pub fn run(args: &Args) -> CmdResult {
         open: weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform },
         to_gguf: args.to == "gguf",
         cache: args.cache.cache.clone(),
+        cancel: Some(crate::interrupt::shared()),
     };
     let report = convert(&args.input, &args.output, &opts, control);
     bar.finish();
