@@ -1,5 +1,5 @@
 """What pins a remote read, and what the local cache trusts (issue 55,
-item 2), against SeaweedFS behind the fault proxy of test_s3.py.
+items 2 and 7), against SeaweedFS behind the fault proxy of test_s3.py.
 
 - S3's version id `null` (a bucket whose versioning is suspended) names no
   version: a GET of `versionId=null` serves whatever was written last,
@@ -8,9 +8,14 @@ item 2), against SeaweedFS behind the fault proxy of test_s3.py.
   `remote_changed`, where it once gave the new bytes under the old
   header; and the cache keys the entry on the ETag, so a replacement is
   fetched afresh, whole or partly cached, where the old version's bytes
-  were once served (or mixed with the new one's inside one load)."""
+  were once served (or mixed with the new one's inside one load).
+- Side files (a tokenizer, a README beside the weights) are read pinned
+  to the version their size probe saw, never more bytes than it.
+- A zero-length object is `remote_empty`, naming it (once `truncated`)."""
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -19,24 +24,26 @@ import numpy as np
 import pytest
 
 import weightstream
-from harness import ROOT, SEED
+from harness import ROOT, SEED, ws_bin
 
 sys.path.insert(0, str(ROOT / "tests" / "python"))
+import hf_tiny  # noqa: E402  (tests/fixtures/hf_tiny.py)
 import sample_model  # noqa: E402
-from test_s3 import bits, env_of, serve, shut  # noqa: E402
+from test_s3 import BUCKET, HANG, bits, env_of, serve, shut  # noqa: E402
 
 SUSPENDED = "suspended"
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, Path]:
-    """Two same-size versions of one GGUF (the same shapes, other values)."""
+    """Two same-size versions of one GGUF (the same shapes, other values)
+    and a Hugging Face directory (its side files)."""
     d = tmp_path_factory.mktemp("pin_models")
     a, b = d / "a-q4_k_m.gguf", d / "b-q4_k_m.gguf"
     for path, seed in ((a, SEED), (b, SEED + 1)):
         sample_model.write_gguf(path, sample_model.PRESETS["tiny"], "q4_k_m", np.random.default_rng(seed), real=True)
     assert a.stat().st_size == b.stat().st_size and a.read_bytes() != b.read_bytes()
-    return {"kquant.gguf": a, "other.gguf": b}
+    return {"kquant.gguf": a, "other.gguf": b, "hf-llama/": hf_tiny.tiny_llama(d / "hf-llama", SEED)}
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +102,36 @@ def test_the_cache_keys_a_null_version_on_its_etag(s3, models, env, tmp_path, pa
     s3.put_file(SUSPENDED, key, models["other.gguf"])
     assert bits(weightstream.load_file(u, cache=cache)) == local_bits(models, "other.gguf")
     assert len(list(cache.glob("*.wsc"))) == 2, "each version its own entry"
+
+
+def test_side_files_are_read_pinned(s3, models, env):
+    """Replaced between its size probe (HEAD) and its GET, by an object
+    past the size limit: refused, never read as the probed one."""
+    from weightstream._native import read_side_files
+    key = "hf-llama/tokenizer_config.json"
+    u = f"s3://{BUCKET}/{key}"
+    local = (models["hf-llama/"] / "tokenizer_config.json").read_bytes()
+    assert read_side_files(u, ["tokenizer_config.json"], 1 << 20) == [local]
+
+    def replace_on_get(method, path, rng):
+        if method == "GET" and unquote(path).split("?")[0].endswith(key):
+            s3.proxy.on_request = None
+            s3.put_bytes(BUCKET, key, b" " * (2 << 20))
+    s3.proxy.on_request = replace_on_get
+    try:
+        with pytest.raises(weightstream.WeightstreamError) as e:
+            read_side_files(u, ["tokenizer_config.json"], 1 << 20)
+    finally:
+        s3.proxy.on_request = None
+        s3.put_bytes(BUCKET, key, local)
+    assert e.value.kind == "remote_changed" and u in str(e.value), e.value
+
+
+def test_an_empty_object_is_remote_empty(s3):
+    s3.put_bytes(BUCKET, "empty/model.gguf", b"")
+    for u in (f"s3://{BUCKET}/empty/model.gguf", f"s3://{BUCKET}/empty/"):
+        r = subprocess.run([str(ws_bin()), "inspect", "--json", u], capture_output=True, text=True,
+                           env=s3.env(), timeout=HANG)
+        assert r.returncode != 0, r.stdout
+        err = json.loads(r.stderr.strip().splitlines()[-1])["error"]
+        assert err["kind"] == "remote_empty" and f"s3://{BUCKET}/empty/model.gguf" in err["message"], err

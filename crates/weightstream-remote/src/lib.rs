@@ -46,6 +46,7 @@ pub mod source;
 pub mod store;
 pub mod url;
 mod url_types;
+mod whole;
 
 pub use error::{RemoteError, RemoteErrorKind};
 pub use open::{open, open_object, read_side_files, OpenError};

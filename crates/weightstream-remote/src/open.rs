@@ -20,6 +20,7 @@ use crate::paging::{list_dir, ListError};
 use crate::source::RemoteSource;
 use crate::store::{build, classify, Store};
 use crate::url::{is_listed_name, location, RemoteUrl, Scheme};
+use crate::whole::get_whole;
 
 /// Why a remote open failed: the store, or the checkpoint it holds.
 #[derive(Debug, thiserror::Error)]
@@ -180,15 +181,9 @@ pub fn read_side_files(url: &str, names: &[&str], max: u64, opts: &RemoteOptions
                 }
             };
             let Some(meta) = crate::cancel::request(cancel, &object, head)? else { return Ok(None) };
-            if meta.size > max {
-                return Err(RemoteError::new(
-                    RemoteErrorKind::Server,
-                    &object,
-                    format!("{} bytes, more than a checkpoint's side file holds", meta.size),
-                ));
-            }
-            let get = async { Ok(store.objects.get(&loc).await?.bytes().await?.to_vec()) };
-            crate::cancel::request(cancel, &object, async { get.await.map_err(|e: object_store::Error| classify(&object, &e)) }).map(Some)
+            // Pinned to the version the HEAD saw, and no larger than it
+            // (whole.rs): a replacement in between is `remote_changed`.
+            get_whole(&*store.objects, &loc, &object, &meta, (max, "a checkpoint's side file"), cancel).map(Some)
         })
         .collect()
 }
