@@ -11,10 +11,13 @@ items 2 and 7), against SeaweedFS behind the fault proxy of test_s3.py.
   were once served (or mixed with the new one's inside one load).
 - Side files (a tokenizer, a README beside the weights) are read pinned
   to the version their size probe saw, never more bytes than it.
-- A zero-length object is `remote_empty`, naming it (once `truncated`)."""
+- A zero-length object is `remote_empty`, naming it (once `truncated`).
+- A process SIGKILLed while it fills a cache entry leaves nothing the
+  next load trusts that it did not record."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +138,41 @@ def test_an_empty_object_is_remote_empty(s3):
         assert r.returncode != 0, r.stdout
         err = json.loads(r.stderr.strip().splitlines()[-1])["error"]
         assert err["kind"] == "remote_empty" and f"s3://{BUCKET}/empty/model.gguf" in err["message"], err
+
+
+def test_a_load_killed_mid_fill_leaves_nothing_trusted(s3, models, env, tmp_path):
+    """The entry holds ranges a first load recorded; a convert through the
+    cache is SIGKILLed once bytes it fetched are in the entry (it asks for
+    more after writing them), before it records them; the next load gives
+    the local file's bits, and fetches what the killed one never recorded."""
+    cache = tmp_path / "cache"
+    u = f"s3://{BUCKET}/kquant.gguf"
+    size = models["kquant.gguf"].stat().st_size
+    e = s3.env(endpoint=s3.proxy.endpoint)
+    e.update(WEIGHTSTREAM_CACHE_DIR=str(cache), WEIGHTSTREAM_REMOTE_PART_SIZE=str(64 << 10),
+             WEIGHTSTREAM_REMOTE_CONCURRENCY="1")
+    # Every third tensor fetched and recorded (`del` closes the entry).
+    code = f"import weightstream as w; c = w.open({u!r}); c.load(c.keys()[1::3]); del c"
+    subprocess.run([sys.executable, "-c", code], env=e, check=True, timeout=HANG)
+    (entry,) = cache.glob("*.wsc")
+    before = entry.read_bytes()[:size]
+    assert before.strip(b"\0") and before != models["kquant.gguf"].read_bytes(), "a partial entry"
+    state: dict = {}
+
+    def kill_once_filled(method, path, rng):
+        if rng and "kquant.gguf" in unquote(path) and "p" in state and "killed" not in state:
+            if entry.read_bytes()[:size] != before:
+                state["killed"] = True
+                state["p"].kill()
+    s3.proxy.on_request = kill_once_filled
+    try:
+        state["p"] = subprocess.Popen([str(ws_bin()), "convert", u, "-o", tmp_path / "k.safetensors"], env=e,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rc = state["p"].wait(timeout=HANG)
+    finally:
+        s3.proxy.on_request = None
+    assert state.get("killed") and rc == -signal.SIGKILL, rc
+    assert list(cache.glob("*.wsc")) == [entry]
+    s3.proxy.take_log()
+    assert bits(weightstream.load_file(u, cache=cache)) == local_bits(models, "kquant.gguf")
+    assert [r for m, p, r in s3.proxy.take_log() if m == "GET" and r and "kquant.gguf" in unquote(p)]
