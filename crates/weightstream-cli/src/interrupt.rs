@@ -5,8 +5,21 @@
 //! next convert to the same place.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
-pub static CANCEL: AtomicBool = AtomicBool::new(false);
+/// Shared (an `Arc`): the sources a remote open makes keep it, so that
+/// their requests (a listing, a HEAD, a header read) stop too.
+static CANCEL: LazyLock<Arc<AtomicBool>> = LazyLock::new(Default::default);
+
+/// The flag operations watch.
+pub fn flag() -> &'static AtomicBool {
+    &CANCEL
+}
+
+/// The same flag, for what outlives a borrow of it (a remote open).
+pub fn shared() -> Arc<AtomicBool> {
+    CANCEL.clone()
+}
 
 pub fn install() {
     // An error here means a handler is already installed: nothing to do.

@@ -180,6 +180,7 @@ pub fn http_responses(data: &[u8]) {
         read_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(10),
         cache: None,
+        cancel: None,
     };
     if let Ok(src) = open_object(&format!("http://{addr}/{generation}/m.bin?sig=s"), &opts) {
         let pinned = lock(state).served[0];

@@ -3,6 +3,7 @@
 //! finished tensor back to Python.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use weightstream::{Control, Error};
@@ -24,7 +25,16 @@ pub(crate) fn report(callback: &Option<Py<PyAny>>, i: usize) -> weightstream::Re
 /// here once the load has stopped and released everything. Without this a
 /// long `load_file` could not be interrupted at all.
 pub(crate) fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) -> weightstream::Result<T> + Send) -> PyResult<T> {
-    let cancel = AtomicBool::new(false);
+    interruptible_shared(py, |cancel| work(Control { progress: None, cancel: Some(&cancel) }))
+}
+
+/// [`interruptible`], `work` given the cancel flag itself, shared: what a
+/// remote open makes keeps it (its sources' header reads stop with it).
+pub(crate) fn interruptible_shared<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(Arc<AtomicBool>) -> weightstream::Result<T> + Send,
+) -> PyResult<T> {
+    let cancel = Arc::new(AtomicBool::new(false));
     let done = AtomicBool::new(false);
     let mut signal: Option<PyErr> = None;
     let waiter = std::thread::current();
@@ -34,7 +44,7 @@ pub(crate) fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(Control) 
             // unwinding): a panicking load once left this loop waiting
             // forever, deaf to Ctrl-C (issue 27).
             let _done = Done { done: &done, waiter };
-            work(Control { progress: None, cancel: Some(&cancel) })
+            work(cancel.clone())
         });
         while !done.load(Ordering::Acquire) {
             py.detach(|| {

@@ -18,7 +18,7 @@ mod interrupt;
 mod repack;
 mod side_files;
 
-use interrupt::{interruptible, report};
+use interrupt::{interruptible, interruptible_shared, report};
 
 create_exception!(_native, WeightstreamError, PyRuntimeError, "A weightstream failure: .kind, .file, .tensor, .offset say what and where.");
 
@@ -123,14 +123,15 @@ impl Checkpoint {
         let kind = source_kind(source)?;
         let staging = Staging { threads, readers, slots: staging_slots, slot_bytes: staging_bytes, isa: None };
         let opts = weightstream::format::OpenOptions { ignore_transforms };
-        py.detach(|| {
-            let cat = weightstream::open_with_cache(&path, kind, opts, cache.as_deref())?;
+        // Off the GIL, and stopped by Ctrl-C: a remote open waits on the
+        // store (a listing, HEADs, header reads), which may never answer.
+        interruptible_shared(py, |cancel| {
+            let cat = weightstream::open_cancellable(&path, kind, opts, cache.as_deref(), Some(cancel))?;
             let loader = Loader::new(Arc::new(cat), staging);
             let plan = loader.plan(&PlanOptions { names: None, skip_unsupported, ..Default::default() })?;
             Ok((loader, plan))
         })
         .map(|(loader, plan)| Checkpoint { loader: Arc::new(loader), plan: Arc::new(plan) })
-        .map_err(|e| to_py(py, e))
     }
 
     /// Names of the tensors a load produces, in file order.

@@ -13,10 +13,14 @@ use weightstream::Error;
 /// where there is no such object; one over `max` bytes is refused unread.
 #[pyfunction]
 pub(crate) fn read_side_files<'py>(py: Python<'py>, url: &str, names: Vec<String>, max: u64) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-    let opts = RemoteOptions::from_env().map_err(|e| crate::to_py(py, Error::InvalidArgument(e)))?;
+    let mut opts = RemoteOptions::from_env().map_err(|e| crate::to_py(py, Error::InvalidArgument(e)))?;
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    // Network round trips: other Python threads run meanwhile.
-    let files = py.detach(|| remote::read_side_files(url, &names, max, &opts)).map_err(|e| crate::to_py(py, Error::Remote(e)))?;
+    // Network round trips, off the GIL (other Python threads run
+    // meanwhile) and stopped by Ctrl-C (a server that never answers).
+    let files = crate::interrupt::interruptible_shared(py, |cancel| {
+        opts.cancel = Some(cancel);
+        remote::read_side_files(url, &names, max, &opts).map_err(Error::from_remote)
+    })?;
     Ok(files.into_iter().map(|f| f.map(|b| PyBytes::new(py, &b))).collect())
 }
 

@@ -22,7 +22,6 @@
 use std::sync::Arc;
 
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-use object_store::ObjectStore;
 
 use crate::client::{build_error, retry, NoRedirects};
 use crate::env::Env;
@@ -31,7 +30,7 @@ use crate::options::RemoteOptions;
 use crate::secret;
 use crate::url::RemoteUrl;
 
-pub fn build(url: &RemoteUrl, opts: &RemoteOptions, env: &Env) -> Result<Arc<dyn ObjectStore>, RemoteError> {
+pub fn build(url: &RemoteUrl, opts: &RemoteOptions, env: &Env) -> Result<Arc<object_store::azure::MicrosoftAzure>, RemoteError> {
     let mut b = MicrosoftAzureBuilder::new();
     // A connection string first: the explicit variables below override it.
     if let Some(cs) = env.get("AZURE_STORAGE_CONNECTION_STRING") {

@@ -30,8 +30,17 @@ pub enum RemoteErrorKind {
     Redirect,
     /// An index names a shard outside the checkpoint's prefix.
     Outside,
-    /// 5xx or throttling after every retry, or another server answer.
+    /// 5xx or throttling after every retry, or another server answer (a
+    /// listing that would never end, an object over a size limit).
     Server,
+    /// The object holds no bytes: no checkpoint file is empty, and the
+    /// format readers would call it `truncated` without saying that the
+    /// store sent nothing.
+    Empty,
+    /// The caller asked the operation to stop (Ctrl-C, SIGTERM, a Python
+    /// KeyboardInterrupt) while it waited on the store. An `Other` I/O
+    /// error, never `Interrupted`, which readers retry.
+    Cancelled,
 }
 
 impl RemoteErrorKind {
@@ -47,6 +56,9 @@ impl RemoteErrorKind {
             RemoteErrorKind::Redirect => "remote_redirect",
             RemoteErrorKind::Outside => "remote_outside",
             RemoteErrorKind::Server => "remote_server",
+            RemoteErrorKind::Empty => "remote_empty",
+            // The code every front already gives a stopped operation.
+            RemoteErrorKind::Cancelled => "cancelled",
         }
     }
 }
@@ -102,6 +114,8 @@ impl fmt::Display for RemoteError {
             RemoteErrorKind::Redirect => "redirect refused",
             RemoteErrorKind::Outside => "outside the checkpoint",
             RemoteErrorKind::Server => "server error",
+            RemoteErrorKind::Empty => "empty object",
+            RemoteErrorKind::Cancelled => "cancelled",
         };
         write!(f, "{}: {what}", self.object)?;
         if !self.reason.is_empty() {

@@ -22,7 +22,6 @@
 use std::sync::Arc;
 
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
-use object_store::ObjectStore;
 
 use crate::client::{build_error, retry, NoRedirects};
 use crate::env::Env;
@@ -33,7 +32,7 @@ use crate::url::RemoteUrl;
 /// The variables that hold credentials themselves (not paths to them).
 const SECRET_VARS: [&str; 2] = ["GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_BEARER_TOKEN"];
 
-pub fn build(url: &RemoteUrl, opts: &RemoteOptions, env: &Env) -> Result<Arc<dyn ObjectStore>, RemoteError> {
+pub fn build(url: &RemoteUrl, opts: &RemoteOptions, env: &Env) -> Result<Arc<object_store::gcp::GoogleCloudStorage>, RemoteError> {
     register_secrets(env);
     let mut b = GoogleCloudStorageBuilder::new();
     // What object_store's `from_env` does, from `env`.

@@ -28,6 +28,7 @@
 pub mod azure;
 pub mod cache;
 pub mod cache_entry;
+pub mod cancel;
 mod client;
 pub mod cloud_url;
 pub mod env;
@@ -36,6 +37,7 @@ pub mod gcs;
 pub mod listing;
 pub mod open;
 pub mod options;
+pub mod paging;
 pub mod pin;
 pub mod profile;
 pub mod rawkey;
@@ -44,6 +46,7 @@ pub mod source;
 pub mod store;
 pub mod url;
 mod url_types;
+mod whole;
 
 pub use error::{RemoteError, RemoteErrorKind};
 pub use open::{open, open_object, read_side_files, OpenError};

@@ -19,9 +19,10 @@ use weightstream_io::SharedSource;
 use crate::cache::Cached;
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
-use crate::source::{gone_is_changed, proves_pin, Pin, RemoteSource};
-use crate::store::{classify, runtime};
+use crate::source::{Pin, RemoteSource};
+use crate::store::classify;
 use crate::url::{is_plain_name, RemoteUrl};
+use crate::whole::get_whole;
 
 /// Largest JSON file fetched beside the weights.
 const MAX_JSON: u64 = 16 << 20;
@@ -98,10 +99,11 @@ impl<'a> Prefix<'a> {
     /// The whole object `name` (a small JSON file), through the local
     /// cache where there is one.
     fn get_small(&self, name: &str, object: &str, meta: &ObjectMeta) -> Result<Vec<u8>, RemoteError> {
-        let fetch = || get_small(&*self.store, &(self.location_of)(name), object, meta);
+        let limit = (MAX_JSON, "JSON beside a checkpoint");
+        let fetch = || get_whole(&*self.store, &(self.location_of)(name), object, meta, limit, self.opts.cancel_flag());
         let kind = self.url.scheme.kind();
         let cached = (meta.size <= MAX_JSON).then(|| Cached::of(self.opts.cache.as_ref(), kind, object, &Pin::of(meta), meta.size));
-        // Too large (get_small says so) or no cache.
+        // Too large (get_whole says so) or no cache.
         let Some(cached) = cached.flatten() else { return fetch() };
         let mut buf = vec![0u8; meta.size as usize];
         cached.read_through(0, &mut buf, |at, dst| {
@@ -122,8 +124,9 @@ impl<'a> Prefix<'a> {
         if !self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).contains(name) {
             return Ok(listed);
         }
-        let head = runtime().block_on(self.store.head(&(self.location_of)(name)));
-        let meta = head.map_err(|e| classify(&self.url.object_in_dir(name), &e))?;
+        let object = self.url.object_in_dir(name);
+        let head = async { self.store.head(&(self.location_of)(name)).await.map_err(|e| classify(&object, &e)) };
+        let meta = crate::cancel::request(self.opts.cancel_flag(), &object, head)?;
         self.objects.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), meta.clone());
         self.unpinned.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
         Ok(meta)
@@ -162,33 +165,20 @@ impl Listing for Prefix<'_> {
             return Err(self.refuse(RemoteError::new(RemoteErrorKind::Outside, object, "not a weight file of this checkpoint")));
         }
         let meta = self.pinned(&name, listed).map_err(|e| self.refuse(e))?;
+        if meta.size == 0 {
+            // Said here, where the store is known to have sent nothing:
+            // the format readers would call it `truncated` (issue 55).
+            return Err(self.refuse(RemoteError::new(
+                RemoteErrorKind::Empty,
+                object,
+                "the object is empty (0 bytes): no checkpoint file is",
+            )));
+        }
         let kind = self.url.scheme.kind();
         let src = Arc::new(RemoteSource::new(self.store.clone(), (self.location_of)(&name), object, &meta, self.opts, kind));
         self.opened.lock().unwrap_or_else(|p| p.into_inner()).push(src.clone());
         Ok(src)
     }
-}
-
-/// A whole small object, pinned like every read.
-fn get_small(store: &dyn ObjectStore, location: &ObjectPath, object: &str, meta: &ObjectMeta) -> Result<Vec<u8>, RemoteError> {
-    if meta.size > MAX_JSON {
-        return Err(RemoteError::new(
-            RemoteErrorKind::Server,
-            object,
-            format!("{} bytes: larger than the {MAX_JSON}-byte limit for JSON", meta.size),
-        ));
-    }
-    let pin = Pin::of(meta);
-    let got = runtime().block_on(async {
-        let got = store.get_opts(location, pin.get_options(None)).await.map_err(|e| gone_is_changed(&pin, classify(object, &e)))?;
-        // The precondition may be ignored: the answer itself must show the version.
-        proves_pin(&pin, meta.size, &got.meta).map_err(|why| RemoteError::new(RemoteErrorKind::Changed, object, why))?;
-        got.bytes().await.map_err(|e| classify(object, &e))
-    })?;
-    if got.len() as u64 != meta.size {
-        return Err(RemoteError::new(RemoteErrorKind::Truncated, object, format!("the server sent {} of {} bytes", got.len(), meta.size)));
-    }
-    Ok(got.to_vec())
 }
 
 /// Every shard an index names is a plain file name in the same prefix.

@@ -7,6 +7,7 @@
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
@@ -15,9 +16,11 @@ use weightstream_format::{Catalog, FormatError};
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::listing::{Prefix, INDEX_SUFFIX};
 use crate::options::RemoteOptions;
+use crate::paging::{list_dir, ListError};
 use crate::source::RemoteSource;
-use crate::store::{build, classify, runtime};
+use crate::store::{build, classify, Store};
 use crate::url::{is_listed_name, location, RemoteUrl, Scheme};
+use crate::whole::get_whole;
 
 /// Why a remote open failed: the store, or the checkpoint it holds.
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +37,7 @@ pub enum OpenError {
 pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::OpenOptions) -> Result<Catalog, OpenError> {
     let url = RemoteUrl::parse(url)?;
     let store = build(&url, opts)?;
-    let (location_of, objects) = list(&url, &*store)?;
+    let (location_of, objects) = list(&url, &store, opts.cancel_flag())?;
     // GCS and Azure listings do not show a read's pin: what was listed
     // (not the named key, HEADed) is HEADed when first read (listing.rs).
     let named = (!url.is_prefix()).then(|| url.file_name());
@@ -42,7 +45,7 @@ pub fn open(url: &str, opts: &RemoteOptions, format_opts: weightstream_format::O
         Scheme::Gcs | Scheme::Azure => objects.iter().map(|(n, _)| n.clone()).filter(|n| Some(n.as_str()) != named).collect(),
         _ => Default::default(),
     };
-    let prefix = Prefix::new(&url, store, &location_of, objects, unpinned, opts);
+    let prefix = Prefix::new(&url, store.objects, &location_of, objects, unpinned, opts);
     let file = (!url.is_prefix()).then(|| OsStr::new(url.file_name()));
     let mut cat = match weightstream_format::open_listing(&prefix, file, format_opts) {
         Ok(cat) => cat,
@@ -66,9 +69,9 @@ pub fn open_object(url: &str, opts: &RemoteOptions) -> Result<RemoteSource, Remo
         return Err(RemoteError::new(RemoteErrorKind::BadUrl, url.object(), "names a prefix, not one object"));
     }
     let store = build(&url, opts)?;
-    let (location_of, objects) = list(&url, &*store)?;
+    let (location_of, objects) = list(&url, &store, opts.cancel_flag())?;
     let (name, meta) = objects.into_iter().next().ok_or_else(|| RemoteError::new(RemoteErrorKind::NotFound, url.object(), ""))?;
-    let src = RemoteSource::new(store, location_of(&name), url.object(), &meta, opts, url.scheme.kind());
+    let src = RemoteSource::new(store.objects, location_of(&name), url.object(), &meta, opts, url.scheme.kind());
     src.seal();
     Ok(src)
 }
@@ -76,10 +79,12 @@ pub fn open_object(url: &str, opts: &RemoteOptions) -> Result<RemoteSource, Remo
 /// The objects of the checkpoint (name, meta), and how a name maps to its
 /// location in the store. A key: that object (HEAD) and its siblings where
 /// the store lists them (the rest of a split GGUF set, `config.json`). A
-/// prefix: the objects directly under it.
+/// prefix: the objects directly under it. Every request stops when
+/// `cancel` is set; the listing is bounded (paging.rs).
 fn list<'u>(
     url: &'u RemoteUrl,
-    store: &dyn ObjectStore,
+    store: &Store,
+    cancel: Option<&AtomicBool>,
 ) -> Result<(impl Fn(&str) -> ObjectPath + 'u, Vec<(String, ObjectMeta)>), RemoteError> {
     let location_of = move |name: &str| match url.scheme {
         // The store's base URL is the file's own URL (query included).
@@ -89,7 +94,9 @@ fn list<'u>(
     let named = (!url.is_prefix()).then(|| url.file_name().to_string());
     let mut objects: Vec<(String, ObjectMeta)> = Vec::new();
     if let Some(name) = &named {
-        let meta = runtime().block_on(head(store, &location_of(name), &url.scheme)).map_err(|e| classify(&url.object(), &e))?;
+        let object = url.object();
+        let meta = async { head(&*store.objects, &location_of(name), &url.scheme).await.map_err(|e| classify(&object, &e)) };
+        let meta = crate::cancel::request(cancel, &object, meta)?;
         objects.push((name.clone(), meta));
     }
     // A key under a directory object_store cannot list as written (an
@@ -97,15 +104,15 @@ fn list<'u>(
     // listing of another directory (`a/` for `a//`). A prefix is always
     // listable (RemoteUrl::parse refuses one that is not).
     let dir_listable = url.dir().is_empty() || url.dir().strip_suffix('/').is_some_and(crate::rawkey::listable);
-    if url.scheme.is_store() && dir_listable {
+    if let Some(pages) = store.pages.as_ref().filter(|_| dir_listable) {
         let prefix = location(url.dir().trim_end_matches('/'));
-        let prefix = (!url.dir().is_empty()).then_some(&prefix);
-        let listed = runtime().block_on(store.list_with_delimiter(prefix)).map(|l| l.objects);
-        let listed = match (listed, &named) {
+        let prefix = (!url.dir().is_empty()).then(|| prefix.as_ref().to_string());
+        let listed = match (list_dir(&**pages, prefix.as_deref(), &url.object(), cancel), &named) {
             (Ok(l), _) => l,
-            // A key readable but not listable: that key alone.
-            (Err(_), Some(_)) => Vec::new(),
-            (Err(e), None) => return Err(classify(&url.object(), &e)),
+            // A key readable but not listable: that key alone. A listing
+            // stopped (endless, cancelled) is an answer, and is given.
+            (Err(ListError::Request(_)), Some(_)) => Vec::new(),
+            (Err(ListError::Request(e) | ListError::Stopped(e)), _) => return Err(e),
         };
         let dir = url.dir();
         for meta in listed {
@@ -161,23 +168,22 @@ pub fn read_side_files(url: &str, names: &[&str], max: u64, opts: &RemoteOptions
         ));
     }
     let store = build(&url, opts)?;
+    let cancel = opts.cancel_flag();
     names
         .iter()
         .map(|name| {
             let (loc, object) = (location(&format!("{}{name}", url.dir())), url.object_in_dir(name));
-            match runtime().block_on(store.head(&loc)) {
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(classify(&object, &e)),
-                Ok(meta) if meta.size > max => Err(RemoteError::new(
-                    RemoteErrorKind::Server,
-                    &object,
-                    format!("{} bytes, more than a checkpoint's side file holds", meta.size),
-                )),
-                Ok(_) => runtime()
-                    .block_on(async { store.get(&loc).await?.bytes().await })
-                    .map(|b| Some(b.to_vec()))
-                    .map_err(|e| classify(&object, &e)),
-            }
+            let head = async {
+                match store.objects.head(&loc).await {
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(classify(&object, &e)),
+                    Ok(meta) => Ok(Some(meta)),
+                }
+            };
+            let Some(meta) = crate::cancel::request(cancel, &object, head)? else { return Ok(None) };
+            // Pinned to the version the HEAD saw, and no larger than it
+            // (whole.rs): a replacement in between is `remote_changed`.
+            get_whole(&*store.objects, &loc, &object, &meta, (max, "a checkpoint's side file"), cancel).map(Some)
         })
         .collect()
 }

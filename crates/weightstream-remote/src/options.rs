@@ -2,6 +2,8 @@
 //! Defaults suit S3 and a fast link; `WEIGHTSTREAM_REMOTE_*` variables
 //! override them for every front.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Remote read settings.
@@ -24,6 +26,10 @@ pub struct RemoteOptions {
     pub request_timeout: Duration,
     /// The local cache reads go through, if any (cache.rs).
     pub cache: Option<crate::cache::CacheConfig>,
+    /// Set by the caller to stop: every request then gives up with
+    /// `Cancelled` (cancel.rs). Shared, since the sources an open makes
+    /// outlive the call that made them.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 pub const DEFAULT_CONCURRENCY: usize = 16;
@@ -43,11 +49,17 @@ impl Default for RemoteOptions {
             read_timeout: Duration::from_secs(20),
             request_timeout: Duration::from_secs(120),
             cache: None,
+            cancel: None,
         }
     }
 }
 
 impl RemoteOptions {
+    /// The flag that stops this operation's requests, if any.
+    pub fn cancel_flag(&self) -> Option<&AtomicBool> {
+        self.cancel.as_deref()
+    }
+
     /// The defaults, with `WEIGHTSTREAM_REMOTE_CONCURRENCY`,
     /// `_PART_SIZE` (bytes), `_RETRIES` and `_TIMEOUT` (seconds without a
     /// byte) applied where set, and the cache of `WEIGHTSTREAM_CACHE_DIR`;

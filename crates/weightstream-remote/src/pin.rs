@@ -16,8 +16,15 @@ pub struct Pin {
 
 impl Pin {
     /// The version `meta` (a HEAD, a listing entry or a first GET) shows.
+    /// S3's version id `null` (a bucket whose versioning is suspended, or
+    /// an object written before it was enabled) names no version: it is
+    /// whatever was written last, so a GET of `versionId=null` serves a
+    /// replacement, and every answer carries `null` again. Such an object
+    /// is pinned by its ETag (else its modification time), as one in an
+    /// unversioned bucket is (issue 55).
     pub fn of(meta: &ObjectMeta) -> Pin {
-        Pin { e_tag: meta.e_tag.clone(), version: meta.version.clone(), last_modified: meta.last_modified }
+        let version = meta.version.clone().filter(|v| !is_null_version(v));
+        Pin { e_tag: meta.e_tag.clone(), version, last_modified: meta.last_modified }
     }
 
     /// A GET of `range` (`None`: the whole object) of this version: the
@@ -36,6 +43,12 @@ impl Pin {
         }
         o
     }
+}
+
+/// S3's stand-in version id for an unversioned object (its documented
+/// spelling is `null`; compared without case, as a proxy may change it).
+fn is_null_version(v: &str) -> bool {
+    v.eq_ignore_ascii_case("null")
 }
 
 /// A 404 for a pinned version id: the object existed at open, and that
@@ -79,4 +92,32 @@ pub fn proves_pin(pin: &Pin, len: u64, meta: &ObjectMeta) -> Result<(), String> 
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(e_tag: Option<&str>, version: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            location: Default::default(),
+            last_modified: Default::default(),
+            size: 10,
+            e_tag: e_tag.map(Into::into),
+            version: version.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_null_version_id_pins_the_etag() {
+        let pin = Pin::of(&meta(Some("\"a\""), Some("null")));
+        assert_eq!(pin.version, None);
+        let o = pin.get_options(Some(0..4));
+        assert_eq!((o.version, o.if_match.as_deref()), (None, Some("\"a\"")));
+        // A replacement answers `null` again, with another ETag: refused.
+        assert!(proves_pin(&pin, 10, &meta(Some("\"b\""), Some("null"))).is_err());
+        assert!(proves_pin(&pin, 10, &meta(Some("\"a\""), Some("null"))).is_ok());
+        // A real version id still pins the version.
+        assert_eq!(Pin::of(&meta(Some("\"a\""), Some("3HL4kqtJ"))).version.as_deref(), Some("3HL4kqtJ"));
+    }
 }

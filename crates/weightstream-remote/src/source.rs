@@ -18,7 +18,7 @@ use crate::cache::Cached;
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::options::RemoteOptions;
 pub use crate::pin::{gone_is_changed, proves_pin, Pin};
-use crate::store::{classify, runtime};
+use crate::store::classify;
 
 /// First head fetch (the header parsers read 64 KiB at a time), and the
 /// largest the head grows to, by 4x steps: a 4 MiB GGUF header (a large
@@ -165,7 +165,9 @@ impl RemoteSource {
     fn fetch(&self, offset: u64, buf: &mut [u8]) -> Result<(), RemoteError> {
         let part = split_part(buf.len(), self.opts.part_size);
         let parts = buf.chunks_mut(part).enumerate().map(|(i, c)| (offset + (i * part) as u64, c));
-        runtime().block_on(async {
+        // Stopped when the caller asks (cancel.rs): a header read of an open,
+        // or a load's data, waiting on a server that does not answer.
+        crate::cancel::request(self.opts.cancel_flag(), &self.object, async {
             stream::iter(parts.map(Ok)).try_for_each_concurrent(self.opts.concurrency.max(1), |(at, dst)| self.fetch_part(at, dst)).await
         })
     }

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::http::HttpBuilder;
+use object_store::list::PaginatedListStore;
 use object_store::ObjectStore;
 
 use crate::client::{chain, retry, NoRedirects};
@@ -30,18 +31,39 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// A store's objects, and its listing page by page (S3, GCS and Azure;
+/// an HTTP URL lists nothing): `object_store`'s own whole listing follows
+/// continuation tokens for as long as the server sends them, so opens
+/// list through the pages, bounded (paging.rs).
+#[derive(Clone)]
+pub struct Store {
+    pub objects: Arc<dyn ObjectStore>,
+    pub pages: Option<Arc<dyn PaginatedListStore>>,
+}
+
+impl<T: ObjectStore + PaginatedListStore> From<Arc<T>> for Store {
+    fn from(s: Arc<T>) -> Store {
+        Store { objects: s.clone(), pages: Some(s) }
+    }
+}
+
 /// The store holding `url`'s objects, configured from the process's
 /// environment.
-pub fn build(url: &RemoteUrl, opts: &RemoteOptions) -> Result<Arc<dyn ObjectStore>, RemoteError> {
-    build_with(url, opts, &crate::env::Env::process())
+pub fn build(url: &RemoteUrl, opts: &RemoteOptions) -> Result<Store, RemoteError> {
+    build_store_with(url, opts, &crate::env::Env::process())
+}
+
+/// [`build`]'s objects, from the variables in `env`.
+pub fn build_with(url: &RemoteUrl, opts: &RemoteOptions, env: &crate::env::Env) -> Result<Arc<dyn ObjectStore>, RemoteError> {
+    build_store_with(url, opts, env).map(|s| s.objects)
 }
 
 /// [`build`] from the variables in `env`.
-pub fn build_with(url: &RemoteUrl, opts: &RemoteOptions, env: &crate::env::Env) -> Result<Arc<dyn ObjectStore>, RemoteError> {
+pub fn build_store_with(url: &RemoteUrl, opts: &RemoteOptions, env: &crate::env::Env) -> Result<Store, RemoteError> {
     let bad = |e: object_store::Error| RemoteError::new(RemoteErrorKind::BadUrl, url.object(), e.to_string());
     match url.scheme {
-        Scheme::Gcs => crate::gcs::build(url, opts, env),
-        Scheme::Azure => crate::azure::build(url, opts, env),
+        Scheme::Gcs => crate::gcs::build(url, opts, env).map(Store::from),
+        Scheme::Azure => crate::azure::build(url, opts, env).map(Store::from),
         Scheme::S3 => {
             let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"].iter().find_map(|k| std::env::var(k).ok());
             let allow_http = endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
@@ -72,7 +94,7 @@ pub fn build_with(url: &RemoteUrl, opts: &RemoteOptions, env: &crate::env::Env) 
                 sign_payload: unsigned.as_deref() != Some("true"),
                 request_payer: payer.as_deref() == Some("true"),
             }));
-            Ok(Arc::new(s3))
+            Ok(Store::from(Arc::new(s3)))
         }
         Scheme::Http => {
             let allow_http = url.bucket.starts_with("http://");
@@ -87,7 +109,7 @@ pub fn build_with(url: &RemoteUrl, opts: &RemoteOptions, env: &crate::env::Env) 
                 opts: opts.clone(),
                 raw_keys: None,
             });
-            Ok(Arc::new(b.build().map_err(bad)?))
+            Ok(Store { objects: Arc::new(b.build().map_err(bad)?), pages: None })
         }
     }
 }

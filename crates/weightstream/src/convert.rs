@@ -116,7 +116,7 @@ fn side_files(cat: &Catalog) -> Vec<PathBuf> {
 
 /// Convert the checkpoint at `input` (opened with `opts.source`).
 pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions, control: Control) -> Result<ConvertReport> {
-    let cat = crate::open_with_cache(input, opts.source, opts.open, opts.cache.as_deref())?;
+    let cat = crate::open_cancellable(input, opts.source, opts.open, opts.cache.as_deref(), opts.cancel.clone())?;
     convert_catalog(&cat, output, opts, control)
 }
 

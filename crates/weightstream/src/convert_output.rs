@@ -31,6 +31,9 @@ pub struct ConvertOptions {
     pub cache: Option<PathBuf>,
     /// The output dtype: BF16 (the default) or float16.
     pub out: weightstream_dequant::OutDtype,
+    /// Stops a URL input's requests once set (`crate::open_cancellable`):
+    /// the flag `control` carries, shared, since the open's sources keep it.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Write a BF16 GGUF for llama.cpp (as convert_hf_to_gguf.py does) from
     /// a Hugging Face checkpoint directory; also chosen by an output ending
     /// in `.gguf`.

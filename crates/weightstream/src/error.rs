@@ -69,6 +69,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// A store's failure, a request stopped on the caller's request being
+    /// the `Cancelled` every other stopped operation gives.
+    #[cfg(feature = "remote")]
+    pub fn from_remote(r: weightstream_remote::RemoteError) -> Error {
+        match r.kind {
+            weightstream_remote::RemoteErrorKind::Cancelled => Error::Cancelled,
+            _ => Error::Remote(r),
+        }
+    }
+
     /// Where it happened, when the error knows: (file, tensor, byte offset).
     /// Every front reports these the same way (`--json`, Python attributes).
     pub fn location(&self) -> (Option<&std::path::Path>, Option<&str>, Option<u64>) {

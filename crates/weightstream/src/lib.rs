@@ -100,17 +100,33 @@ pub fn open_with_cache(
     opts: format::OpenOptions,
     cache: Option<&std::path::Path>,
 ) -> Result<Catalog> {
+    open_cancellable(path, source, opts, cache, None)
+}
+
+/// [`open_with_cache`], a URL's requests (its listing, HEADs, header
+/// reads, and later its data reads) stopped once `cancel` is set: the
+/// CLI's Ctrl-C/SIGTERM flag, the Python binding's KeyboardInterrupt. The
+/// open then fails with [`Error::Cancelled`]. A local path ignores it
+/// (opening a file waits on no server).
+pub fn open_cancellable(
+    path: impl AsRef<std::path::Path>,
+    source: SourceKind,
+    opts: format::OpenOptions,
+    cache: Option<&std::path::Path>,
+    cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+) -> Result<Catalog> {
     let path = path.as_ref();
     #[cfg(not(feature = "remote"))]
-    let _ = cache;
+    let _ = (cache, cancel);
     #[cfg(feature = "remote")]
     if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
         let mut remote_opts = remote::RemoteOptions::from_env().map_err(Error::InvalidArgument)?;
         if let Some(dir) = cache {
             remote_opts.cache = Some(remote::cache::CacheConfig::at(dir).map_err(Error::InvalidArgument)?);
         }
+        remote_opts.cancel = cancel;
         return remote::open(url, &remote_opts, opts).map_err(|e| match e {
-            remote::OpenError::Remote(r) => Error::Remote(r),
+            remote::OpenError::Remote(r) => Error::from_remote(r),
             remote::OpenError::Format(f) => Error::Format(f),
         });
     }

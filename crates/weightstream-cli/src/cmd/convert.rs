@@ -82,7 +82,7 @@ pub fn run(args: &Args) -> CmdResult {
     crate::interrupt::install();
     let bar = Bar::new("convert", args.json);
     let update = |p| bar.update(p);
-    let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
+    let control = Control { progress: Some(&update), cancel: Some(crate::interrupt::flag()) };
     let opts = ConvertOptions {
         max_shard_bytes: args.max_shard_size,
         skip_unsupported: args.skip_unsupported,
@@ -93,6 +93,7 @@ pub fn run(args: &Args) -> CmdResult {
         to_gguf: args.to == "gguf",
         out: args.dtype,
         cache: args.cache.cache.clone(),
+        cancel: Some(crate::interrupt::shared()),
     };
     let report = convert(&args.input, &args.output, &opts, control);
     bar.finish();

@@ -88,13 +88,15 @@ pub fn run(args: &Args) -> CmdResult {
         isa: None,
     };
     let opts = weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform };
-    let cat = weightstream::open_with_cache(&args.path, args.source, opts, args.cache.cache.as_deref()).or_fail(args.json)?;
+    // Ctrl-C/SIGTERM stops the open too (a listing or HEAD that never ends).
+    let cancel = Some(crate::interrupt::shared());
+    let cat = weightstream::open_cancellable(&args.path, args.source, opts, args.cache.cache.as_deref(), cancel).or_fail(args.json)?;
     let loader = Loader::new(std::sync::Arc::new(cat), staging);
     let cat = loader.catalog().as_ref();
     let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: args.skip_unsupported, out: args.dtype }).or_fail(args.json)?;
     let bar = Bar::new("load", args.json);
     let update = |p| bar.update(p);
-    let control = Control { progress: Some(&update), cancel: Some(&crate::interrupt::CANCEL) };
+    let control = Control { progress: Some(&update), cancel: Some(crate::interrupt::flag()) };
     let keep = !args.discard || args.verify;
     let (stats, produced, where_) = match device {
         Device::Cpu => {
