@@ -29,7 +29,8 @@ fn count(cat: &Catalog, key: &str) -> Result<Option<u64>, String> {
         MetadataValue::I64(x) => u64::try_from(x).ok(),
         _ => None,
     };
-    n.map(Some).ok_or_else(|| format!("{key} is {} {v:?}, not a count", v.type_name()))
+    // The type only: the value may be an array of any length.
+    n.map(Some).ok_or_else(|| format!("{key} is a {} that is not a count (a non-negative integer)", v.type_name()))
 }
 
 /// Which expert a tensor holds: `Stacked` for a stack of every expert
