@@ -153,7 +153,8 @@ while read -r model; do
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
 [ "$n" -eq 27 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 27"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker reranker" "unsupported-pooling modules.json" \
-               "unsupported-tensor model.layers.0.mlp.extra_proj.weight" "hostile-heads num_attention_heads" "hostile-vocab tokens"; do
+               "unsupported-tensor model.layers.0.mlp.extra_proj.weight" "hostile-heads num_attention_heads" "hostile-vocab tokens" \
+               "hostile-experts num_experts"; do
   # shellcheck disable=SC2086
   set -- $refused
   if target/release/weightstream convert "$tmp/hf/$1" -o "$tmp/conv/$1.gguf" 2>"$tmp/refused.log"; then
@@ -183,7 +184,7 @@ cc -std=c11 -Wall -Wextra -Werror -o "$tmp/llama_next_token" docs/examples/llama
   || { tail -20 "$tmp/example.log"; exit 1; }
 # Hostile checkpoints the former C builder let through to llama.cpp, which
 # aborted the host process: the adapter returns a status, naming the field.
-for hostile in "hostile-heads num_attention_heads" "hostile-vocab tokens"; do
+for hostile in "hostile-heads num_attention_heads" "hostile-vocab tokens" "hostile-experts num_experts"; do
   # shellcheck disable=SC2086
   set -- $hostile
   rc=0

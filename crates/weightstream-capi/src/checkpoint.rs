@@ -47,6 +47,8 @@ impl Checkpoint {
     ) -> Result<Checkpoint, Failure> {
         // The staging options mean the same on the CPU: read-ahead threads, buffers, bytes per read.
         let cat = weightstream::open_with_options(path, source, weightstream::format::OpenOptions { ignore_transforms })?;
+        // Before llama.cpp (through the adapter) can see a count it aborts on.
+        crate::experts::check(&cat)?;
         let loader = Loader::new(std::sync::Arc::new(cat), Staging { threads, readers, slots, slot_bytes, isa: None });
         let cat = loader.catalog().clone();
         let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: true, ..Default::default() })?;

@@ -7,6 +7,7 @@
 
 mod abi;
 mod checkpoint;
+mod experts;
 mod ffi;
 mod ffi_gguf;
 mod gguf_meta;

@@ -133,6 +133,50 @@ static void check_missing_declared_scale(void) {
     free(dir);
 }
 
+/* A GGUF whose expert count its tensors do not bear out (issue 55): a dense
+ * Qwen2 declaring 2^32 - 1 experts, which llama.cpp (at most 512) aborted
+ * on through the adapter, is refused at ws_open naming the key; with a
+ * stacked expert tensor of 4 experts and counts 4 and 2, it opens. */
+static void write_moe_gguf(const char *path, uint32_t experts, int with_tensor) {
+    unsigned char h[512] = {0};
+    size_t at = 0;
+#define PUT(v, n) do { unsigned long long x_ = (v); for (int k_ = 0; k_ < (n); k_++) h[at++] = (unsigned char)(x_ >> (8 * k_)); } while (0)
+#define PUTS(s) do { PUT(strlen(s), 8); memcpy(h + at, s, strlen(s)); at += strlen(s); } while (0)
+    memcpy(h, "GGUF", 4);
+    at = 4;
+    PUT(3, 4); PUT(with_tensor ? 2 : 1, 8); PUT(3, 8);          /* version, tensors, metadata pairs */
+    PUTS("general.architecture"); PUT(8, 4); PUTS("qwen2");     /* string */
+    PUTS("qwen2.expert_count"); PUT(4, 4); PUT(experts, 4);     /* u32 */
+    PUTS("qwen2.expert_used_count"); PUT(4, 4); PUT(2, 4);
+    PUTS("w"); PUT(1, 4); PUT(8, 8); PUT(0, 4); PUT(0, 8);      /* F32 [8] at 0 */
+    if (with_tensor) {                                          /* F32 [4, 1, 2] (ggml: 2, 1, 4) at 32 */
+        PUTS("blk.0.ffn_up_exps.weight"); PUT(3, 4); PUT(2, 8); PUT(1, 8); PUT(4, 8); PUT(0, 4); PUT(32, 8);
+    }
+#undef PUT
+#undef PUTS
+    at = (at + 31) / 32 * 32 + 64;                              /* data section: zeros */
+    FILE *f = fopen(path, "wb");
+    fwrite(h, 1, at, f);
+    fclose(f);
+}
+
+static void check_expert_counts(void) {
+    ws_checkpoint *c = NULL;
+    char *path = path_of(expected_dir, "experts", ".gguf");
+    write_moe_gguf(path, 4294967295u, 0);
+    CHECK(ws_open(path, &c) == WS_ERR_FORMAT && c == NULL, "2^32 - 1 experts in a dense model refused");
+    CHECK(strstr(ws_last_error(), "qwen2.expert_count is 4294967295") != NULL, "the message names the key: %s", ws_last_error());
+    write_moe_gguf(path, 4, 0);
+    CHECK(ws_open(path, &c) == WS_ERR_FORMAT && c == NULL, "4 experts and no expert tensor refused");
+    write_moe_gguf(path, 3, 1);
+    CHECK(ws_open(path, &c) == WS_ERR_FORMAT && c == NULL, "3 experts and a stack of 4 refused");
+    CHECK(strstr(ws_last_error(), "blk.0.ffn_up_exps.weight") != NULL, "the message names the tensor: %s", ws_last_error());
+    write_moe_gguf(path, 4, 1);
+    CHECK(ws_open(path, &c) == WS_OK && c != NULL && ws_tensor_count(c) == 2, "4 experts and a stack of 4 open: %s", ws_last_error());
+    ws_close(c);
+    free(path);
+}
+
 static void check_open_errors(void) {
     ws_checkpoint *c = (ws_checkpoint *)0x1;
     CHECK(ws_open(NULL, &c) == WS_ERR_INVALID_ARGUMENT && c == NULL, "NULL path");
@@ -193,6 +237,7 @@ static void check_open_errors(void) {
     ws_close(c);
     free(rotated);
     check_missing_declared_scale();
+    check_expert_counts();
 }
 
 /* Load every tensor of the checkpoint one by one, checking each against the

@@ -5,7 +5,8 @@
 //! Phi-3 with longrope factors: a config field set to an edge value, a
 //! token or tensor changed, a file replaced by raw bytes: config.json,
 //! tokenizer.json, tokenizer.model, README.md, tokenizer_config.json,
-//! generation_config.json), so
+//! generation_config.json; or README.md generated: alias bombs and long
+//! lists, issue 55), so
 //! the fuzzer spends its time past the parsers. `build` must return, never
 //! panic, and whatever it accepts must be what llama.cpp can take: token
 //! texts distinct, as many tokens as embedding rows, every source a valid
@@ -142,6 +143,33 @@ fn base(moe: bool) -> (Value, Value, Vec<TensorIn>) {
     (config, tokenizer, ts)
 }
 
+/// A model card of `n` items: `b % 4` picks an alias bomb (an anchored
+/// scalar of `a + 1` KiB aliased `n` times), a list of `n` base models,
+/// datasets or tags, anchors nested `n` deep (at most 63), or a mapping of
+/// `n` keys before the card's own.
+fn readme(a: u8, b: u8, n: usize) -> Vec<u8> {
+    let mut y = String::from("---\nlicense: mit\n");
+    match b % 4 {
+        0 => {
+            y += &format!("big: &big {}\ndatasets:\n", "x".repeat((a as usize + 1) << 10));
+            y += &"- *big\n".repeat(n);
+        }
+        1 => {
+            y += &format!("{}:\n", ["datasets", "base_model", "tags"][a as usize % 3]);
+            (0..n).for_each(|i| y += &format!("- org{i}/set-{}-v{a}\n", i % 7));
+        }
+        2 => {
+            y += &format!("a0: &a0 {}\n", "y".repeat((a as usize + 1) << 8));
+            (1..n.min(63)).for_each(|i| y += &format!("a{i}: &a{i} [*a{}, *a{}]\n", i - 1, i - 1));
+        }
+        _ => {
+            (0..n).for_each(|i| y += &format!("k{i}: v{i}\n"));
+            y += "datasets: [org/x]\nmodel_name: m\n";
+        }
+    }
+    (y + "---\n# Model\n").into_bytes()
+}
+
 pub fn hf_metadata(data: &[u8]) {
     let Some((&first, rest)) = data.split_first() else { return };
     // A Llama, a Qwen3-MoE, a Phi-3 (whose converter reads tokenizer_config.json).
@@ -149,6 +177,8 @@ pub fn hf_metadata(data: &[u8]) {
     let tc = (first % 3 == 2).then(|| br#"{"tokenizer_class": "GPT2Tokenizer"}"#.to_vec());
     // config, tokenizer.json, tokenizer.model, README.md, tokenizer_config.json, generation_config.json
     let mut raw: [Option<Vec<u8>>; 6] = Default::default();
+    // A generated README.md: readme(a, b, 16^scale items).
+    let mut card: Option<(u8, u8, u32)> = None;
     let mut ops = rest.chunks(3);
     for op in ops.by_ref() {
         let [kind, a, b] = [op[0], *op.get(1).unwrap_or(&0), *op.get(2).unwrap_or(&0)];
@@ -179,6 +209,10 @@ pub fn hf_metadata(data: &[u8]) {
                 tok["post_processor"] =
                     [json!(null), json!({"type": "ByteLevel"}), json!({"type": "RobertaProcessing"})][b as usize % 3].clone()
             }
+            // A generated README.md (card.rs): each such op makes it 16
+            // times bigger, so that a few reach the sizes that once cost
+            // the machine (issue 55), while a random input rarely does.
+            6 => card = Some((a, b, card.map_or(1, |c| (c.2 + 1).min(5)))),
             // The rest of the input as one file's raw bytes.
             _ => {
                 let bytes: Vec<u8> = ops.by_ref().flatten().copied().collect();
@@ -186,6 +220,9 @@ pub fn hf_metadata(data: &[u8]) {
                 break;
             }
         }
+    }
+    if let (None, Some((a, b, scale))) = (&raw[3], card) {
+        raw[3] = Some(readme(a, b, 16usize.pow(scale).min(1 << 17)));
     }
     let cfg = raw[0].take().unwrap_or_else(|| serde_json::to_vec(&config).expect("JSON"));
     let tj = raw[1].take().unwrap_or_else(|| serde_json::to_vec(&tok).expect("JSON"));

@@ -17,19 +17,24 @@ pub struct Arch {
     pub hf: &'static str,
     pub name: &'static str,
     pub permute_qk: bool,
+    /// A mixture of experts: its expert count is its expert tensors'
+    /// (a dense architecture's is 0 or absent).
+    pub moe: bool,
 }
 
 pub const ARCHS: [Arch; 6] = [
-    Arch { hf: "LlamaForCausalLM", name: "llama", permute_qk: true },
-    Arch { hf: "MistralForCausalLM", name: "llama", permute_qk: true },
-    Arch { hf: "Qwen2ForCausalLM", name: "qwen2", permute_qk: false },
-    Arch { hf: "Qwen3ForCausalLM", name: "qwen3", permute_qk: false },
-    Arch { hf: "Qwen3MoeForCausalLM", name: "qwen3moe", permute_qk: false },
-    Arch { hf: "Phi3ForCausalLM", name: "phi3", permute_qk: false },
+    Arch { hf: "LlamaForCausalLM", name: "llama", permute_qk: true, moe: false },
+    Arch { hf: "MistralForCausalLM", name: "llama", permute_qk: true, moe: false },
+    Arch { hf: "Qwen2ForCausalLM", name: "qwen2", permute_qk: false, moe: false },
+    Arch { hf: "Qwen3ForCausalLM", name: "qwen3", permute_qk: false, moe: false },
+    Arch { hf: "Qwen3MoeForCausalLM", name: "qwen3moe", permute_qk: false, moe: true },
+    Arch { hf: "Phi3ForCausalLM", name: "phi3", permute_qk: false, moe: false },
 ];
 
 /// llama.cpp's own limit on layers (LLAMA_MAX_LAYERS).
 pub const MAX_LAYERS: u64 = 512;
+/// llama.cpp's own limit on experts (LLAMA_MAX_EXPERTS).
+pub const MAX_EXPERTS: u32 = 512;
 /// Dimensions llama.cpp takes as int32.
 const DIM: std::ops::RangeInclusive<u64> = 1..=i32::MAX as u64;
 
@@ -126,8 +131,21 @@ pub(crate) fn hparams(cfg: &Config, arch: Arch, meta: &mut Metadata) -> Result<H
     let ln = cfg.find(&["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"]);
     w.f32("attention.layer_norm_epsilon", ln.map_or("layer_norm_eps", |x| x.0), ln.map(|x| x.1))?;
     let n_expert = cfg.int_in(EXPERTS, 0..=u32::MAX as u64)?.unwrap_or(0);
-    if cfg.find(EXPERTS).is_some() {
+    if let Some((key, _)) = cfg.find(EXPERTS) {
+        // llama.cpp asserts the count is at most LLAMA_MAX_EXPERTS, aborting
+        // the host; a dense model's stray count was written as it was and
+        // crashed it (issue 55). A dense model's count is 0 (or absent).
+        if n_expert > MAX_EXPERTS {
+            return Err(format_err(CONFIG, key, format!("{n_expert} experts: llama.cpp takes at most {MAX_EXPERTS}")));
+        }
+        if n_expert > 0 && !arch.moe {
+            let why = format!("{n_expert} experts in a dense {} model, which has no expert tensors", arch.name);
+            return Err(format_err(CONFIG, key, why));
+        }
         w.u32("expert_count", n_expert);
+    }
+    if arch.moe && n_expert == 0 {
+        return Err(format_err(CONFIG, EXPERTS[1], format!("no experts in a {} model", arch.name)));
     }
     let n_expert_used = cfg.int_in(EXPERTS_USED, 0..=u32::MAX as u64)?;
     if let Some(u) = n_expert_used {

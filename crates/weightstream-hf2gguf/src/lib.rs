@@ -33,7 +33,7 @@ mod vocab_bpe;
 mod vocab_spm;
 
 pub use error::{HfError, Kind, Result};
-pub use hparams::{Arch, Hparams, ARCHS, MAX_LAYERS};
+pub use hparams::{Arch, Hparams, ARCHS, MAX_EXPERTS, MAX_LAYERS};
 pub use meta::{MappedTensor, Metadata, TensorType, Value};
 pub use rope_freqs::Llama3Rope;
 pub use tensors::TensorIn;

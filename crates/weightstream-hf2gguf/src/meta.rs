@@ -2,6 +2,8 @@
 //! writes it; a key set twice keeps its first place and the last value, as
 //! `gguf_set_*` does) and the tensor map.
 
+use std::collections::HashMap;
+
 /// A GGUF metadata value, of the types convert writes: the GGUF writer's
 /// own (weightstream-format), so what is built here is what is written.
 pub use weightstream_format::gguf::writer::WriteValue as Value;
@@ -44,6 +46,8 @@ pub struct MappedTensor {
 /// `output.weight`: llama.cpp then multiplies by `token_embd.weight`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metadata {
+    /// Read it freely; write it through [`Metadata::set`], which keeps the
+    /// key index (a direct change is noticed and the index rebuilt).
     pub kv: Vec<(String, Value)>,
     pub tensors: Vec<MappedTensor>,
     /// Fused tensors llama.cpp does not create when the caller fills the
@@ -51,19 +55,49 @@ pub struct Metadata {
     /// TENSOR_SKIP_IF_VIRTUAL: Phi-3's `attn_qkv`), with the parts it
     /// creates instead, each a row range of the fused tensor's source.
     pub unfused: Vec<(String, Vec<MappedTensor>)>,
+    /// Key -> its place in `kv`: a model card's 100,000 datasets are
+    /// 400,000 keys, each set once; found by a scan of `kv`, that was
+    /// quadratic (322 s, issue 55).
+    index: HashMap<String, usize>,
 }
 
 impl Metadata {
+    /// The index of `key` in `kv`, the index first rebuilt if `kv` was
+    /// changed directly (its length or the key found no longer agree).
+    fn slot(&mut self, key: &str) -> Option<usize> {
+        if self.index.len() == self.kv.len() {
+            match self.index.get(key) {
+                None => return None,
+                Some(&i) if self.kv.get(i).is_some_and(|e| e.0 == key) => return Some(i),
+                Some(_) => {}
+            }
+        }
+        // A repeated key (pushed directly) is found at its first place, as a scan finds it.
+        self.index.clear();
+        for (i, (k, _)) in self.kv.iter().enumerate() {
+            self.index.entry(k.clone()).or_insert(i);
+        }
+        self.index.get(key).copied()
+    }
+
     pub fn set(&mut self, key: impl Into<String>, value: Value) {
         let key = key.into();
-        match self.kv.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.kv.push((key, value)),
+        match self.slot(&key) {
+            Some(i) => self.kv[i].1 = value,
+            None => {
+                self.index.insert(key.clone(), self.kv.len());
+                self.kv.push((key, value));
+            }
         }
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.kv.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        match self.index.get(key).and_then(|&i| self.kv.get(i)) {
+            Some((k, v)) if k == key => Some(v),
+            // Not indexed (kv changed directly, or absent): the first match, as before.
+            _ if self.index.len() != self.kv.len() => self.kv.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
     }
 
     pub fn tensor(&self, name: &str) -> Option<&MappedTensor> {

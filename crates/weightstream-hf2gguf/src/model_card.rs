@@ -99,12 +99,31 @@ fn plain(s: &str) -> Result<Node> {
 const MAX_NODES: usize = 1 << 20;
 /// The deepest nesting of lists and mappings (real model cards: 4 or 5).
 const MAX_DEPTH: usize = 64;
+/// The most text the built nodes may hold, aliases counted as the copies
+/// they are here: this many times the front matter's own bytes (without
+/// aliases its scalars hold at most those bytes, so only aliases reach it;
+/// real cards use none) ...
+const MAX_TEXT_PER_BYTE: usize = 4;
+/// ... plus this much, so that a short card may alias a little ...
+const MIN_TEXT: usize = 1 << 20;
+/// ... and never more than this (real model cards: a few KiB of text). An
+/// anchored 256 KiB scalar aliased 40,000 times would be 10 GiB of copies:
+/// the node count alone did not bound it (issue 55).
+const MAX_TEXT: usize = 64 << 20;
 
-fn size(n: &Node) -> usize {
+/// The text bound of a front matter of `len` bytes.
+fn max_text(len: usize) -> usize {
+    len.saturating_mul(MAX_TEXT_PER_BYTE).saturating_add(MIN_TEXT).min(MAX_TEXT)
+}
+
+/// A node's size: its nodes and the bytes of text they hold.
+fn size(n: &Node) -> (usize, usize) {
+    let add = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1 + b.1);
     match n {
-        Node::List(l) => 1 + l.iter().map(size).sum::<usize>(),
-        Node::Map(m) => 1 + m.iter().map(|(k, v)| size(k) + size(v)).sum::<usize>(),
-        _ => 1,
+        Node::List(l) => l.iter().map(size).fold((1, 0), add),
+        Node::Map(m) => m.iter().map(|(k, v)| add(size(k), size(v))).fold((1, 0), add),
+        Node::Str(s) => (1, s.len()),
+        _ => (1, 0),
     }
 }
 
@@ -113,18 +132,47 @@ fn size(n: &Node) -> usize {
 struct Builder {
     /// Open lists and mappings (a mapping's entries flattened, key then value).
     stack: Vec<(bool, Vec<Node>, usize)>,
-    /// Anchored nodes and their sizes in nodes.
-    anchors: HashMap<usize, (Node, usize)>,
+    /// Anchored nodes and their sizes (nodes, bytes of text).
+    anchors: HashMap<usize, (Node, (usize, usize))>,
     /// Nodes built so far, aliases counted as the copies they are here.
     nodes: usize,
+    /// Bytes of text in them, counted so too; at most `max_text`.
+    text: usize,
+    max_text: usize,
     root: Option<Node>,
     error: Option<crate::HfError>,
 }
 
 impl Builder {
+    /// Counts `nodes` more nodes holding `text` more bytes: false (and the
+    /// error set) past a bound.
+    fn charge(&mut self, (nodes, text): (usize, usize)) -> bool {
+        self.nodes = self.nodes.saturating_add(nodes);
+        self.text = self.text.saturating_add(text);
+        if self.nodes > MAX_NODES {
+            self.error = Some(format_err(README, "(front matter)", format!("more than {MAX_NODES} YAML nodes")));
+        } else if self.text > self.max_text {
+            let why = format!(
+                "its values, aliases expanded, hold more than {} bytes of text \
+                 ({MAX_TEXT_PER_BYTE} times the front matter's size plus {} MiB, at most {} MiB)",
+                self.max_text,
+                MIN_TEXT >> 20,
+                MAX_TEXT >> 20
+            );
+            self.error = Some(format_err(README, "(front matter)", why));
+        }
+        self.error.is_none()
+    }
+
     fn push(&mut self, node: Node, anchor: usize) {
         if anchor > 0 {
-            self.anchors.insert(anchor, (node.clone(), size(&node)));
+            // The anchor's copy is counted too: anchors nested 64 deep
+            // would otherwise hold 64 copies of one counted scalar.
+            let size = size(&node);
+            if !self.charge(size) {
+                return;
+            }
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
             Some((_, items, _)) => items.push(node),
@@ -141,12 +189,13 @@ impl MarkedEventReceiver for Builder {
         let tagged = || unsupported(README, "(front matter)", "explicit YAML tags are not supported");
         // PyYAML shares an aliased node; copies here: a front matter of
         // aliases of aliases ("billion laughs") is refused before it grows.
-        self.nodes += match &ev {
-            Event::Alias(id) => self.anchors.get(id).map_or(1, |a| a.1),
-            _ => 1,
+        // Counted before the copy is made: a refused alias costs nothing.
+        let (nodes, text) = match &ev {
+            Event::Alias(id) => self.anchors.get(id).map_or((1, 0), |a| a.1),
+            Event::Scalar(s, ..) => (1, s.len()),
+            _ => (1, 0),
         };
-        if self.nodes > MAX_NODES {
-            self.error = Some(format_err(README, "(front matter)", format!("more than {MAX_NODES} YAML nodes")));
+        if !self.charge((nodes, text)) {
             return;
         }
         match ev {
@@ -204,7 +253,7 @@ pub(crate) fn front_matter(readme: &[u8]) -> Result<Option<Node>> {
     // splitlines does not: one more blank line at most, the same YAML.)
     let body: Vec<&str> = lines.take_while(|l| *l != "---").collect();
     let yaml = (body.join("\n") + "\n").replace("- no\n", "- \"no\"\n").replace('\t', "  ");
-    let mut b = Builder::default();
+    let mut b = Builder { max_text: max_text(yaml.len()), ..Builder::default() };
     Parser::new_from_str(&yaml)
         .load(&mut b, false)
         .map_err(|e| format_err(README, "(front matter)", format!("not YAML PyYAML reads: {e}")))?;

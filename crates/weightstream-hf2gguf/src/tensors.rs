@@ -170,6 +170,13 @@ pub(crate) fn map(tensors: &[TensorIn], arch: Arch, hp: &Hparams) -> Result<Vec<
             rows: None,
         });
     }
+    // The expert count written is every stacked tensor's outermost
+    // dimension (checked above); a MoE model without them would declare
+    // experts no tensor has.
+    if hp.n_expert > 0 && !out.iter().any(|t| t.name.ends_with("_exps.weight")) {
+        let why = format!("config.json declares {} experts, but no layer has expert tensors (mlp.experts.N.*)", hp.n_expert);
+        return Err(not_found(TENSORS, "blk.0.ffn_up_exps.weight", why));
+    }
     for required in ["token_embd.weight", "output_norm.weight"] {
         if !out.iter().any(|t| t.name == required) {
             return Err(not_found(TENSORS, required, "missing: llama.cpp needs it"));

@@ -108,11 +108,11 @@ fn config_values_that_disagree_with_the_tensors_are_refused_before_sizing_anythi
     let mut c = llama();
     c.config["vocab_size"] = json!(30_000_000);
     refused(&c, Kind::Format, "tensors", "model.embed_tokens.weight");
-    // 2^32 - 1 experts: the router's 4 rows disagree; nothing is sized from it.
+    // 2^32 - 1 experts: past llama.cpp's 512, refused before the tensors
+    // (whose router rows, 4, disagree too); nothing is sized from it.
     let mut c = moe();
     c.config["num_experts"] = json!(4294967295u64);
-    let e = run(&c).unwrap_err();
-    assert_eq!((e.kind, e.file.as_str()), (Kind::Format, "tensors"), "{e}");
+    refused(&c, Kind::Format, "config.json", "num_experts");
     // A layer past num_hidden_layers, and fewer layers than declared's tensors.
     let mut c = llama();
     c.config["num_hidden_layers"] = json!(1);
@@ -156,4 +156,42 @@ fn malformed_files_are_refused_naming_them() {
     assert_eq!(e.file, "tokenizer.model", "{e}");
     let e = build(&HfInput { config: &config, tensors: &c.tensors, ..Default::default() }).unwrap_err();
     assert_eq!(e.kind, Kind::NotFound, "{e}");
+}
+
+/// An expert count is the expert tensors' (issue 55): a dense Qwen2 with
+/// `num_experts: 4294967295` wrote `qwen2.expert_count = 4294967295`,
+/// and llama.cpp (LLAMA_MAX_EXPERTS, 512) aborted on the GGUF.
+#[test]
+fn an_expert_count_the_tensors_do_not_have_is_refused() {
+    let mut dense = llama();
+    dense.config["architectures"] = json!(["Qwen2ForCausalLM"]);
+    run(&dense).unwrap();
+    for (key, n) in [("num_experts", 4294967295u64), ("num_experts", 4), ("num_local_experts", 1), ("n_routed_experts", 512)] {
+        let mut c = llama();
+        c.config["architectures"] = json!(["Qwen2ForCausalLM"]);
+        c.config[key] = json!(n);
+        // One expert per token: what the count's other check accepts.
+        c.config["num_experts_per_tok"] = json!(1);
+        refused(&c, Kind::Format, "config.json", key);
+    }
+    // 0 experts in a dense model is what convert writes as 0: llama.cpp takes it.
+    dense.config["num_experts"] = json!(0);
+    assert_eq!(run(&dense).unwrap().get("qwen2.expert_count"), Some(&Meta::U32(0)));
+    // A MoE model: at most 512, at least 1, and as many as its expert tensors.
+    let mut c = moe();
+    c.config["num_experts"] = json!(513);
+    refused(&c, Kind::Format, "config.json", "num_experts");
+    let mut c = moe();
+    c.config["num_experts"] = json!(0);
+    c.config["num_experts_per_tok"] = json!(0);
+    refused(&c, Kind::Format, "config.json", "num_experts");
+    let mut c = moe();
+    c.tensors.retain(|t| !t.name.contains(".mlp."));
+    refused(&c, Kind::NotFound, "tensors", "blk.0.ffn_up_exps.weight");
+    let mut c = moe();
+    c.config["num_experts"] = json!(5);
+    refused(&c, Kind::Format, "tensors", "model.layers.0.mlp.gate.weight");
+    let m = run(&moe()).unwrap();
+    assert_eq!(m.get("qwen3moe.expert_count"), Some(&Meta::U32(4)));
+    assert_eq!(m.tensor("blk.0.ffn_gate_exps.weight").unwrap().shape[0], 4);
 }

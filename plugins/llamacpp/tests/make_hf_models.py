@@ -45,7 +45,8 @@ whose README says Qwen3-Reranker) and unsupported-pooling/ (qwen2-bf16
 with a sentence-transformers modules.json); and hostile ones the adapter
 must refuse instead of letting llama.cpp abort: hostile-heads/
 (num_attention_heads 0), hostile-vocab/ (an added token repeating a
-vocabulary token's text).
+vocabulary token's text), hostile-experts/ (a dense Qwen2 declaring
+4294967295 experts, which llama.cpp asserts are at most 512).
 
 convert_hf_to_gguf.py names the BPE pre-tokenizer by hashing the token ids
 the tokenizer gives for a test text: a tokenizer made up here matches no
@@ -429,6 +430,12 @@ def refusals(out: Path) -> None:
     shutil.copytree(out / "qwen2-bf16", d)
     config = json.loads((d / "config.json").read_text())
     config["num_attention_heads"] = 0
+    (d / "config.json").write_text(json.dumps(config))
+    d = out / "hostile-experts"  # a dense Qwen2 declaring 2^32 - 1 experts (issue 55: llama.cpp takes 512)
+    shutil.copytree(out / "qwen2-bf16", d)
+    config = json.loads((d / "config.json").read_text())
+    config["num_experts"] = 4294967295
+    config["num_experts_per_tok"] = 1
     (d / "config.json").write_text(json.dumps(config))
     d = out / "hostile-vocab"  # an added token repeating another id's text
     shutil.copytree(out / "llama-bf16", d)
