@@ -122,7 +122,10 @@ static ws_status load_host(struct fill_ctx *c, size_t index, enum ggml_type type
     if (ws_tensor_nbytes(c->ckpt, index, WS_DTYPE_F32) == size) {
         return ws_load_tensor(c->ckpt, index, WS_DTYPE_F32, &d);
     }
-    int f16 = ws_tensor_nbytes(c->ckpt, index, WS_DTYPE_F16) == size / 2;
+    /* F16 only for a source stored as F16 (its values exactly): every
+     * other source is widened from its BF16, as before. */
+    ws_tensor_info info;
+    int f16 = ws_tensor_info_at(c->ckpt, index, &info) == WS_OK && strcmp(info.dtype, "F16") == 0;
     d.size = size / 2;
     d.data = malloc(d.size);
     if (!d.data) {

@@ -43,8 +43,10 @@ typedef enum ws_status {
     WS_ERR_INTERNAL = 9          /* a bug: please report ws_last_error() */
 } ws_status;
 
-/* Output element types. BF16 works for every loadable tensor; F32 and F16
- * only for tensors stored in that dtype (their bytes are copied). */
+/* Output element types. BF16 and F16 work for every loadable tensor, each
+ * value rounded once (to nearest even) from the format's exact value; a
+ * tensor stored as F16 comes back as stored under F16, one stored as BF16
+ * under BF16. F32 only for tensors stored as F32 (their bytes are copied). */
 typedef enum ws_dtype {
     WS_DTYPE_BF16 = 0,
     WS_DTYPE_F16 = 1,

@@ -6,6 +6,7 @@ use std::ffi::{c_int, CString};
 use std::path::Path;
 use std::sync::Arc;
 
+use weightstream::dequant::OutDtype;
 use weightstream::format::SourceKind;
 use weightstream::{Catalog, Encoding, GpuExecutor, Loader, Plan, PlanOptions, Staging};
 
@@ -108,13 +109,17 @@ impl Checkpoint {
         };
         match dtype {
             WS_DTYPE_BF16 => match e.job {
-                Some(j) => Ok((Output::Dequant(j), n * 2)),
+                Some(j) => Ok((Output::Dequant(j, OutDtype::BF16), n * 2)),
                 None => Err(unsupported("BF16")),
             },
+            // Every loadable tensor, each value rounded once to float16
+            // (an F16 tensor's bytes come back as stored).
+            WS_DTYPE_F16 => match e.job {
+                Some(j) => Ok((Output::Dequant(j, OutDtype::F16), n * 2)),
+                None => Err(unsupported("F16")),
+            },
             WS_DTYPE_F32 if e.encoding == Some(Encoding::F32) => Ok((Output::Raw(e.tensor), n * 4)),
-            WS_DTYPE_F16 if e.encoding == Some(Encoding::F16) => Ok((Output::Raw(e.tensor), n * 2)),
             WS_DTYPE_F32 => Err(unsupported("F32 (only tensors stored as F32 are copied as F32)")),
-            WS_DTYPE_F16 => Err(unsupported("F16 (only tensors stored as F16 are copied as F16)")),
             other => Err(Failure::new(WsStatus::InvalidArgument, format!("unknown ws_dtype {other}"))),
         }
     }
@@ -132,8 +137,8 @@ impl Checkpoint {
 /// How one request is served.
 #[derive(Clone, Copy)]
 pub(crate) enum Output {
-    /// Dequantize plan job `j` to BF16.
-    Dequant(usize),
+    /// Dequantize plan job `j` to BF16 or float16.
+    Dequant(usize, OutDtype),
     /// Copy catalog tensor `t`'s stored bytes.
     Raw(usize),
 }

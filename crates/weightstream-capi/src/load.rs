@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use weightstream::{Control, Plan, Progress};
+use weightstream::{Control, Job, Plan, Progress};
 
 use crate::abi::{Failure, WsDestination, WsLoadRequest, WsProgressCallback, WsStatus, WS_DTYPE_BF16, WS_MEMORY_CUDA, WS_MEMORY_HOST};
 use crate::checkpoint::{Checkpoint, Output};
@@ -92,7 +92,7 @@ impl Checkpoint {
     /// # Safety
     /// As for `load`.
     pub(crate) unsafe fn load_slice(&self, index: usize, rows: Range<u64>, cols: Range<u64>, dst: &WsDestination) -> Result<(), Failure> {
-        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else { unreachable!("BF16 output is always a dequant job") };
+        let Output::Dequant(j, _) = self.output(index, WS_DTYPE_BF16)?.0 else { unreachable!("BF16 output is always a dequant job") };
         let job = self.plan.jobs[j].slice(rows, cols)?;
         check_destination(&job.name, job.out_bytes() as usize, dst)?;
         match dst.memory {
@@ -114,7 +114,7 @@ impl Checkpoint {
 
     /// BF16 bytes of that slice (an error if it is outside the tensor).
     pub(crate) fn slice_nbytes(&self, index: usize, rows: Range<u64>, cols: Range<u64>) -> Result<usize, Failure> {
-        let Output::Dequant(j) = self.output(index, WS_DTYPE_BF16)?.0 else { unreachable!("BF16 output is always a dequant job") };
+        let Output::Dequant(j, _) = self.output(index, WS_DTYPE_BF16)?.0 else { unreachable!("BF16 output is always a dequant job") };
         Ok(self.plan.jobs[j].slice(rows, cols)?.out_bytes() as usize)
     }
 
@@ -140,9 +140,9 @@ impl Checkpoint {
         for x in v.iter().filter(|x| x.req.dst.memory == WS_MEMORY_HOST) {
             control.check()?;
             match x.output {
-                Output::Dequant(j) => {
-                    let job = &self.plan.jobs[j];
-                    // SAFETY: size checked equal to the job's BF16 bytes and
+                Output::Dequant(j, out) => {
+                    let job = &Job { out, ..self.plan.jobs[j].clone() };
+                    // SAFETY: size checked equal to the job's 2-byte elements and
                     // 2-byte alignment checked; validity is the caller's contract.
                     let dst = unsafe { std::slice::from_raw_parts_mut(x.req.dst.data as *mut u16, job.n_elems as usize) };
                     self.loader.fill_host(job, dst, control)?;
@@ -168,7 +168,7 @@ impl Checkpoint {
                     reporter.finish_phase(x.src_bytes);
                     reporter.report(0);
                 }
-                Output::Dequant(_) => groups.entry((x.req.dst.device, x.req.dst.stream as usize)).or_default().push(x),
+                Output::Dequant(..) => groups.entry((x.req.dst.device, x.req.dst.stream as usize)).or_default().push(x),
             }
         }
         for ((device, stream), xs) in groups {
@@ -176,7 +176,7 @@ impl Checkpoint {
             let jobs = xs
                 .iter()
                 .map(|x| match x.output {
-                    Output::Dequant(j) => self.plan.jobs[j].clone(),
+                    Output::Dequant(j, out) => Job { out, ..self.plan.jobs[j].clone() },
                     Output::Raw(_) => unreachable!("only dequant requests are grouped"),
                 })
                 .collect();

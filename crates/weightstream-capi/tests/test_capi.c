@@ -252,16 +252,21 @@ static int load_all_and_compare(ws_checkpoint *c, int verbose) {
             continue;
         }
         if (!info.loadable) continue;
-        size_t bytes = ws_tensor_nbytes(c, i, WS_DTYPE_BF16);
-        unsigned char *buf = malloc(bytes + 16);
-        memset(buf, 0xA5, bytes + 16);
-        ws_destination d = host(buf, bytes);
-        if (ws_load_tensor(c, i, WS_DTYPE_BF16, &d) != WS_OK || !matches_expected(info.name, ".bf16", buf, bytes)) {
-            if (verbose) fprintf(stderr, "tensor %s differs from the reference\n", info.name);
-            bad++;
+        /* BF16, and float16 (every value rounded once from the exact one). */
+        for (int f16 = 0; f16 < 2; f16++) {
+            ws_dtype dt = f16 ? WS_DTYPE_F16 : WS_DTYPE_BF16;
+            size_t bytes = ws_tensor_nbytes(c, i, dt);
+            unsigned char *buf = malloc(bytes + 16);
+            memset(buf, 0xA5, bytes + 16);
+            ws_destination d = host(buf, bytes);
+            if (bytes != info.n_elements * 2 || ws_load_tensor(c, i, dt, &d) != WS_OK ||
+                !matches_expected(info.name, f16 ? ".f16out" : ".bf16", buf, bytes)) {
+                if (verbose) fprintf(stderr, "tensor %s as %s differs from the reference\n", info.name, f16 ? "F16" : "BF16");
+                bad++;
+            }
+            for (int k = 0; k < 16; k++) bad += buf[bytes + k] != 0xA5; /* nothing past the end */
+            free(buf);
         }
-        for (int k = 0; k < 16; k++) bad += buf[bytes + k] != 0xA5; /* nothing past the end */
-        free(buf);
     }
     return bad;
 }

@@ -84,10 +84,12 @@ def pack_gptq(codes: np.ndarray, d: np.ndarray, group: int) -> dict[str, np.ndar
 def write(gguf_dir: Path, reference: Path, out: Path, config: dict = hf_models.CONFIG, bf16=lambda module: False) -> Path:
     """The GPTQ checkpoint of `gguf_dir`/model.gguf (its Q4_0, Q1_0, TQ1_0
     and TQ2_0 linear weights and output head, but the modules
-    `bf16(module)` names) with the BF16 `reference` for everything else,
-    in `out`."""
+    `bf16(module)` names) with the exact values of `reference` (its F32
+    twin) for everything else, in `out`: vLLM casts those to the model's
+    dtype, one rounding, as weightstream's output does (issue 57: a BF16
+    reference cast to float16 rounds twice)."""
     out.mkdir(parents=True, exist_ok=True)
-    tensors = load_file(str(reference / "model.safetensors"))
+    tensors = load_file(str(hf_models.f32_reference(reference) / "model.safetensors"))
     name_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config["num_hidden_layers"])
     heads = {"attn_q.weight": config["num_attention_heads"], "attn_k.weight": config["num_key_value_heads"]}
     dynamic = {}

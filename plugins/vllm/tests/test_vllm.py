@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT
 
+import hf_models as models
 from engines import Run
 
 
@@ -32,6 +33,10 @@ def tokens(engines, model, load_format: str, hf_config_path=None, tp: int = 1) -
 
 
 KINDS = ["bf16", "q8_0", "q4_0", "fp8", "tied-q8_0"]
+# --dtype float16 (issue 57): a Q4_0 GGUF (q/k permuted, F32 norms). Every
+# format's float16 bits are checked against numpy in tests/python/test_f16_out.py;
+# this is the plugin's part (two engine starts).
+F16_KINDS = ["q4_0"]
 KQUANTS = ["Q4_K_M", "Q3_K_M", "IQ4_XS"]
 TP_KINDS = ["q4_0", "fp8", "Q4_K_M"]
 
@@ -50,6 +55,9 @@ def queued(engines, variants, kquants, packed_variants):
     for kind in TP_KINDS:
         checkpoint, reference = variants[kind] if kind in variants else kquants[kind][:2]
         runs += [run_of(reference, "auto", tp=2), run_of(checkpoint, "weightstream", tp=2)]
+    for kind in F16_KINDS:
+        checkpoint, reference = variants[kind]
+        runs += [Run.of(models.f32_reference(reference), "auto", dtype="float16"), Run.of(checkpoint, "weightstream", dtype="float16")]
     engines.prefetch(runs + packed_runs(packed_variants))
 
 
@@ -74,6 +82,22 @@ def test_same_greedy_tokens_as_the_default_loader(engines, variants, kind):
     want = tokens(engines, reference, "auto")
     got = tokens(engines, checkpoint, "weightstream")
     assert got == want, f"{kind}: weightstream {got} != default loader {want}"
+
+
+@pytest.mark.parametrize("kind", F16_KINDS)
+def test_a_float16_model_gets_each_weight_rounded_once(engines, variants, kind):
+    """--dtype float16: every parameter bitwise what vLLM's default loader
+    makes of the F32 checkpoint of the exact dequantization (its cast: one
+    rounding to float16), not of the BF16 one (two roundings), and the
+    same greedy tokens."""
+    checkpoint, reference = variants[kind]
+    want = engines.result(Run.of(models.f32_reference(reference), "auto", dtype="float16")).ok("the F32 reference at float16")
+    got = engines.result(Run.of(checkpoint, "weightstream", dtype="float16")).ok("weightstream at float16")
+    (g,), (w,) = got.digests, want.digests
+    assert sorted(g) == sorted(w), sorted(set(g) ^ set(w))[:8]
+    differ = sorted(n for n in g if g[n] != w[n])
+    assert not differ, f"{kind}: {len(differ)} parameter(s) differ from the F32 reference's: {differ[:8]}"
+    assert got.tokens == want.tokens
 
 
 def test_config_from_hf_config_path(engines, variants, tmp_path):

@@ -115,9 +115,13 @@ class WeightstreamModelLoader(BaseModelLoader):
         path = find_checkpoint(model_config.model, self.options)
         o = self.options
         try:
+            # A float16 model gets float16 weights, each rounded once from the
+            # exact value (a BF16 load cast to float16 would round twice and
+            # lose 3 of float16's mantissa bits); any other dtype gets BF16.
+            dtype = torch.float16 if model_config.dtype == torch.float16 else None
             return weightstream.open(path, device=device, source=o.source, threads=o.threads,
                                      staging_slots=o.staging_slots, staging_bytes=o.staging_bytes, readers=o.readers,
-                                     ignore_transforms=o.ignore_transforms, cache=o.cache)
+                                     ignore_transforms=o.ignore_transforms, cache=o.cache, dtype=dtype)
         except weightstream.WeightstreamError as e:
             hint = WHAT_TO_DO_UNSUPPORTED if getattr(e, "kind", "") == "unsupported" else "the file is not a valid checkpoint"
             raise RuntimeError(f"weightstream cannot load {path}: {e}. {hint}.") from e

@@ -127,13 +127,14 @@ def plan(ck, model, names: list[tuple], fixup_rows: Callable[[str], int],
 def _in_place(ck, p: Planned, device: str, storages: set) -> Optional[tuple]:
     """(rows, cols) of the one piece `p` reads, when it can be dequantized
     straight into the parameter memory its loaders copy it into: a plain
-    contiguous BF16 tensor on the target device, in a parameter's storage
+    contiguous tensor of the checkpoint's output dtype (BF16, or float16 for
+    a float16 model) on the target device, in a parameter's storage
     (not a loader's temporary), of exactly the piece's size, values in file
     order on the way (no permutation, no swap)."""
     d = p.dest
     if d is None or p.swap or p.note == "skipped" or d.untyped_storage().data_ptr() not in storages:
         return None
-    if d.dtype != torch.bfloat16 or not d.is_contiguous() or str(d.device) != str(torch.device(device)):
+    if d.dtype != getattr(torch, ck.out_dtype) or not d.is_contiguous() or str(d.device) != str(torch.device(device)):
         return None
     if p.region is None:
         rows, cols = (0, ck.matrix(p.ck_name)[0]), (0, ck.matrix(p.ck_name)[1])
@@ -212,7 +213,7 @@ def load(ck, planned: list[Planned], device: str, fixup: Callable[[str, Any], An
         if p.region is None:
             yield p.hf_name, fixup(p.ck_name, ck.get_tensor(p.ck_name, device=device))
             continue
-        full = torch.empty(p.region.full_shape, dtype=torch.bfloat16, device=device)
+        full = torch.empty(p.region.full_shape, dtype=getattr(torch, ck.out_dtype), device=device)
         m = full.reshape(-1, full.shape[-1]) if full.dim() > 1 else full.reshape(1, -1)
         # An expert of a stack: the region's rows are the stack's.
         base = 0 if p.expert is None else p.expert * m.shape[0]

@@ -99,6 +99,12 @@ class Checkpoint:
     def __exit__(self, *exc):
         return False
 
+    @property
+    def out_dtype(self) -> str:
+        """What this checkpoint's loads write unless a call says otherwise:
+        "bfloat16" (the default) or "float16" (`dtype=torch.float16`)."""
+        return "float16" if self._out == "f16" else "bfloat16"
+
     def keys(self) -> list[str]:
         """The tensors a load produces (data tensors; FP8 scales are consumed
         and activation scales left out), in file order."""

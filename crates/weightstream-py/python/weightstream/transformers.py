@@ -232,8 +232,8 @@ def _build(model_class, config, dtype):
     return model
 
 
-def _bf16(a: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a)).view(torch.bfloat16)
+def _bits_as(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(a)).view(dtype)
 
 
 def _fill(model, ckpt: Checkpoint, plan: _Plan, device: torch.device, kind: str, index: int) -> set[str]:
@@ -248,13 +248,15 @@ def _fill(model, ckpt: Checkpoint, plan: _Plan, device: torch.device, kind: str,
         return t
 
     # Direct tensors: weightstream writes into the parameters themselves
-    # (BF16 ones; another dtype is cast from the BF16 bits in batches).
+    # (those of its output dtype, BF16 or float16; another dtype is cast
+    # from those bits in batches).
+    made = getattr(torch, ckpt.out_dtype)
     names = list(ckpt.keys())
     pos = {n: i for i, n in enumerate(names)}
-    direct = [(n, p) for n, p in plan.direct.items() if params[p].dtype == torch.bfloat16]
+    direct = [(n, p) for n, p in plan.direct.items() if params[p].dtype == made]
     if direct:
         ckpt._run([pos[n] for n, _ in direct], [allocate(p) for _, p in direct], kind, index, ckpt._stream(kind, index))
-    cast = [n for n, p in plan.direct.items() if params[p].dtype != torch.bfloat16]
+    cast = [n for n, p in plan.direct.items() if params[p].dtype != made]
     for batch in _batches(ckpt, cast):
         temps = ckpt._load([pos[n] for n in batch], kind, index)
         for n, t in zip(batch, temps):
@@ -275,11 +277,11 @@ def _fill(model, ckpt: Checkpoint, plan: _Plan, device: torch.device, kind: str,
             left[target] -= 1
             if left[target] == 0:  # every source of the parameter is in
                 value = parsed["tensors"].pop(target)
-                value = _bf16(value) if isinstance(value, np.ndarray) else value.view(torch.bfloat16)
+                value = _bits_as(value, made) if isinstance(value, np.ndarray) else value.view(made)
                 if target not in params or list(value.shape) != list(params[target].shape):
                     raise WeightstreamError(f"{n}: transformers' mapping gives {target} of shape {list(value.shape)}, "
                                             f"the model's is {list(params[target].shape) if target in params else 'absent'}")
-                if device.type == "cpu" and params[target].dtype == torch.bfloat16 and value.is_contiguous() \
+                if device.type == "cpu" and params[target].dtype == made and value.is_contiguous() \
                         and not np.shares_memory(value.view(torch.int16).numpy(), bits):
                     filled[target] = value  # the processor's own copy becomes the parameter
                 else:
@@ -321,7 +323,8 @@ def _prepare(path, model_class, dtype, config, attn_implementation, options):
         _remote.refuse_hub_link(path)
     # A URL's format is what weightstream found under it (a prefix may hold a split GGUF set).
     meta_file, is_gguf = (None, False) if url else _gguf_files(path)
-    ckpt = Checkpoint(path, "cpu", **options)
+    # A float16 model is filled with float16, each value rounded once.
+    ckpt = Checkpoint(path, "cpu", **options, dtype=torch.float16 if dtype == torch.float16 else None)
     is_gguf = is_gguf or (url and ckpt.format() == "gguf")
     if is_gguf:
         # weightstream's own reader parsed the header; the vocabulary stays in Rust.
@@ -397,8 +400,9 @@ def load_model(path, *, model_class=None, device="auto", dtype=torch.bfloat16, c
     - model_class: a model class (LlamaForCausalLM) or an Auto class
       (default AutoModelForCausalLM), resolved against the config;
     - device: 'auto' (GPU 0 when usable, else the CPU), 'cpu', 'cuda[:N]';
-    - dtype: BF16 is what weightstream produces; another dtype is cast from
-      the BF16 values;
+    - dtype: torch.bfloat16 or torch.float16, which weightstream produces
+      (each value rounded once from the format's exact value); another
+      dtype is cast from the BF16 values;
     - config: a transformers config to use instead of the checkpoint's;
     - options: weightstream.open's (source, threads, readers, ...).
 

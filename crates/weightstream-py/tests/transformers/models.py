@@ -120,9 +120,10 @@ def unpermute(x: np.ndarray, n_head: int) -> np.ndarray:
     return x.reshape(n_head, x.shape[0] // n_head // 2, 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
 
 
-def reference(files: list[Path]) -> dict[str, np.ndarray]:
+def reference(files: list[Path], dtype=ml_dtypes.bfloat16) -> dict[str, np.ndarray]:
     """{transformers name: BF16 array} of every tensor in `files` (a GGUF
-    or the files of a split set): gguf-py's dequantization, ml_dtypes' BF16."""
+    or the files of a split set): gguf-py's dequantization, ml_dtypes' BF16
+    (or numpy's rounding to `dtype`, np.float16: one rounding each)."""
     tensors, fields = {}, None
     for f in files:
         r = gguf.GGUFReader(f)
@@ -144,9 +145,9 @@ def reference(files: list[Path]) -> dict[str, np.ndarray]:
             continue  # joined with the gate below
         if leaf == "ffn_gate_exps.weight":  # transformers' gate_up_proj: gate rows, then up rows
             x = np.concatenate([x, tensors[f"blk.{m[1]}.ffn_up_exps.weight"]], axis=1)
-            out[prefix + "mlp.experts.gate_up_proj"] = x.astype(ml_dtypes.bfloat16)
+            out[prefix + "mlp.experts.gate_up_proj"] = x.astype(dtype)
             continue
-        out[prefix + NAMES[leaf]] = x.astype(ml_dtypes.bfloat16)
+        out[prefix + NAMES[leaf]] = x.astype(dtype)
     return out
 
 

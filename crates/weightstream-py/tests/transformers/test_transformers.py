@@ -121,6 +121,21 @@ def test_a_declared_fp8_scale_that_is_missing_is_refused(packed_models, tmp_path
     assert e.value.kind == "config_mismatch"
 
 
+@pytest.mark.parametrize("name", ["llama-q4_k_m", "qwen3moe-q4_k_m"])
+def test_float16_parameters_are_rounded_once_from_the_exact_values(gguf_models, name):
+    """dtype=torch.float16 (issue 57): every parameter is gguf-py's exact
+    dequantization rounded once to float16 by numpy, not the BF16 values
+    cast (which loses 3 of float16's mantissa bits)."""
+    path, _, files = gguf_models[name]
+    model = wst.load_model(path, device="cpu", dtype=torch.float16)
+    want = models.reference(files, np.float16)
+    twice = models.reference(files)
+    assert any(not np.array_equal(want[n], twice[n].astype(np.float16)) for n in want), "the check could not fail"
+    for n, x in want.items():
+        got = model.get_parameter(n)
+        assert got.dtype == torch.float16 and torch.equal(bits(got), torch.from_numpy(x.view(np.int16))), n
+
+
 def test_other_dtype_is_cast_from_the_bf16_bits(gguf_models):
     path, ref, _ = gguf_models["llama-q4_k_m"]
     model = wst.load_model(path, device="cpu", dtype=torch.float32)
