@@ -42,8 +42,15 @@ done
 # with its own binaries). Deleting it only makes the next run slower.
 export WS_CACHE=${WEIGHTSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/weightstream}
 # cargo's intermediate outputs (dependencies compiled, build scripts' output)
-# there too: a fresh clone compiles only the workspace's own crates (their
-# artifacts are keyed by the clone's path, so clones never share those).
+# there too: a fresh clone compiles only the workspace's own crates. Those
+# are NOT kept apart per clone: cargo keys a path crate's artifacts by its
+# place in the workspace, not the clone's path, and judges them fresh by
+# modification times. A fresh clone's sources are newer than anything
+# there, so it rebuilds them (CI's case); but two clones edited side by
+# side can each get the other's newer build of a crate it did not touch
+# (seen 2026-11-29 with three worktrees). Give each concurrent clone its
+# own: CARGO_BUILD_BUILD_DIR=<clone>/target/build-private (seeded by
+# copying this one, then touching the clone's sources).
 export CARGO_BUILD_BUILD_DIR=${CARGO_BUILD_BUILD_DIR:-$WS_CACHE/cargo-build}
 # nvcc's fatbins, the slowest part of the build, keyed by their exact
 # inputs (kernels/build/nvcc.rs): made once per machine, not per clone and
