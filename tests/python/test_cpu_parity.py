@@ -69,15 +69,15 @@ def assert_bits_equal(name, got: np.ndarray, want: np.ndarray):
     assert diff.size == 0, f"{name}: {diff.size} elements differ, first at {diff[0]}: {got[diff[0]]:#06x} != {want[diff[0]]:#06x}"
 
 
-def gguf_reference(path: Path) -> dict[str, np.ndarray]:
+def gguf_reference(path: Path, out_dtype: str = "BF16") -> dict[str, np.ndarray]:
     out = {}
     for t in gguf.GGUFReader(path).tensors:
         raw = t.data.tobytes()
         name = t.tensor_type.name
         if t.tensor_type in edge_cases.BLOCK_TYPES:
-            out[t.name] = reference.gguf_quant(raw, t.tensor_type)
+            out[t.name] = reference.gguf_quant(raw, t.tensor_type, out=out_dtype)
         elif name in ("F32", "F16", "BF16"):
-            out[t.name] = reference.floats(raw, name)
+            out[t.name] = reference.floats(raw, name, out=out_dtype)
     return out
 
 
@@ -101,7 +101,7 @@ def test_fixture_gguf_matches_gguf_py(fixtures, tmp_path, name):
         assert_bits_equal(n, got[n], want[n])
 
 
-def fp8_reference(path: Path) -> dict[str, np.ndarray]:
+def fp8_reference(path: Path, out_dtype: str = "BF16") -> dict[str, np.ndarray]:
     info = inspect_json(path)
     files = [Path(f["path"]) for f in info["files"]]
     raw = {}
@@ -117,9 +117,9 @@ def fp8_reference(path: Path) -> dict[str, np.ndarray]:
             s = t.get("scale")
             scales = None if s is None else reference.scale_values(bytes(raw[s["tensor"]]["data"]), raw[s["tensor"]]["dtype"])
             block = None if s is None else s["block"]
-            out[t["name"]] = reference.fp8(bytes(r["data"]), t["dtype"], t["shape"], scales, block)
+            out[t["name"]] = reference.fp8(bytes(r["data"]), t["dtype"], t["shape"], scales, block, out=out_dtype)
         elif t["dtype"] in ("F32", "F16", "BF16"):
-            out[t["name"]] = reference.floats(bytes(r["data"]), t["dtype"])
+            out[t["name"]] = reference.floats(bytes(r["data"]), t["dtype"], out=out_dtype)
     return out
 
 

@@ -3,7 +3,8 @@ the same independent references as BF16 (tests/python/reference.py), the
 reference's exact f32 value rounded once to float16 by numpy
 (`astype(np.float16)`: nearest even, subnormals, infinities past 65504),
 every NaN the canonical 0x7E00; F16 tensors copied as stored, NaN payloads
-included. GGUF blocks (gguf-py, and ggml's C code for Q1_0/Q2_0), FP8
+included. GGUF blocks (gguf-py; Q1_0/Q2_0 against ggml's C code in
+test_ggml_lowbit.py), FP8
 (numpy), NVFP4/MXFP4 and INT packs (numpy), floats: edge data included
 (edges.gguf, fp8_edges: NaN, infinities, subnormals, ties), on the
 scalar path and the machine's best ISA, one and two threads."""
@@ -18,8 +19,8 @@ import safetensors
 import edge_cases
 import packed
 import reference
-from harness import SEED, inspect_json, run_ws
-from test_cpu_parity import assert_bits_equal, cpu_has_avx2, cpu_has_avx512
+from harness import SEED, run_ws
+from test_cpu_parity import assert_bits_equal, cpu_has_avx2, cpu_has_avx512, fp8_reference, gguf_reference
 
 BEST = "avx512" if cpu_has_avx512() else "avx2" if cpu_has_avx2() else "scalar"
 
@@ -36,19 +37,6 @@ def convert_f16(src, out, isa: str = "scalar", threads: int = 2) -> dict[str, np
     return result
 
 
-def gguf_reference(path) -> dict[str, np.ndarray]:
-    import gguf
-
-    out = {}
-    for t in gguf.GGUFReader(path).tensors:
-        raw, name = t.data.tobytes(), t.tensor_type.name
-        if t.tensor_type in edge_cases.BLOCK_TYPES:
-            out[t.name] = reference.gguf_quant(raw, t.tensor_type, out="F16")
-        elif name in ("F32", "F16", "BF16"):
-            out[t.name] = reference.floats(raw, name, out="F16")
-    return out
-
-
 @pytest.fixture(scope="module")
 def edges(tmp_path_factory):
     out = tmp_path_factory.mktemp("edges16")
@@ -62,7 +50,7 @@ def test_gguf_blocks_and_floats_round_once_to_f16(edges, fixtures, tmp_path, isa
     checked = 0
     for src in (edges / "edges.gguf", out / "all_types.gguf"):
         got = convert_f16(src, tmp_path / f"{src.stem}.safetensors", isa, threads)
-        want = gguf_reference(src)
+        want = gguf_reference(src, "F16")
         assert set(got) == set(want)
         for name in want:
             assert_bits_equal(name, got[name], want[name])
@@ -94,33 +82,12 @@ def test_f16_tensors_come_back_as_stored_and_overflow_is_infinity(tmp_path):
     assert_bits_equal("b", got["b"], reference.floats(b.tobytes(), "BF16", out="F16"))
 
 
-def fp8_reference(path) -> dict[str, np.ndarray]:
-    info = inspect_json(path)
-    raw = {}
-    for f in info["files"]:
-        for name, t in safetensors.deserialize(open(f["path"], "rb").read()):
-            raw[name] = t
-    out = {}
-    for t in info["tensors"]:
-        if t["role"] != "data":
-            continue
-        r = raw[t["name"]]
-        if t["dtype"] in reference.FP8:
-            s = t.get("scale")
-            scales = None if s is None else reference.scale_values(bytes(raw[s["tensor"]]["data"]), raw[s["tensor"]]["dtype"])
-            out[t["name"]] = reference.fp8(bytes(r["data"]), t["dtype"], t["shape"], scales, None if s is None else s["block"],
-                                           out="F16")
-        elif t["dtype"] in ("F32", "F16", "BF16"):
-            out[t["name"]] = reference.floats(bytes(r["data"]), t["dtype"], out="F16")
-    return out
-
-
 @pytest.mark.parametrize("isa", ["scalar", BEST])
 def test_fp8_rounds_once_to_f16(edges, fixtures, tmp_path, isa):
     out, _ = fixtures
     for src in (edges / "fp8_edges", out / "fp8_deepseek", out / "fp8_compressed_tensors"):
         got = convert_f16(src, tmp_path / src.name, isa)
-        want = fp8_reference(src)
+        want = fp8_reference(src, "F16")
         assert set(got) == set(want)
         for name in want:
             assert_bits_equal(name, got[name], want[name])

@@ -59,17 +59,18 @@ def write(path: Path, rng) -> Path:
     return path
 
 
-def ggml_reference(path: Path) -> dict[str, np.ndarray]:
+def ggml_reference(path: Path, out_dtype: str = "BF16") -> dict[str, np.ndarray]:
     """Each tensor as ggml reads it (its own GGUF reader), dequantized by
     ggml's C code (Q1_0, Q2_0), gguf-py (the other block types llama-quantize
     mixes in) or numpy (floats)."""
     out = {}
     for name, (type_id, raw) in reference.ggml_gguf_tensors(path).items():
         if type_id in reference.GGML_C_TYPES:
-            out[name] = reference.ggml_c(raw, type_id)
+            out[name] = reference.ggml_c(raw, type_id, out_dtype)
         else:
             q = gguf.GGMLQuantizationType(type_id)
-            out[name] = reference.floats(raw, q.name) if q.name in ("F32", "F16", "BF16") else reference.gguf_quant(raw, q)
+            out[name] = (reference.floats(raw, q.name, out_dtype) if q.name in ("F32", "F16", "BF16")
+                         else reference.gguf_quant(raw, q, out_dtype))
     return out
 
 
@@ -83,6 +84,18 @@ def lowbit_file(tmp_path_factory):
 def test_edges_and_odd_shapes_match_ggml_c(lowbit_file, tmp_path, isa, threads):
     got = convert(lowbit_file, tmp_path / "o.safetensors", isa, threads)
     want = ggml_reference(lowbit_file)
+    assert set(got) == set(want) and len(want) == 8
+    for name in want:
+        assert_bits_equal(name, got[name], want[name])
+
+
+def test_edges_and_odd_shapes_round_once_to_float16(lowbit_file, tmp_path):
+    """Q1_0 and Q2_0 as float16 (issue 57): ggml's C values rounded once by
+    numpy (tests/python/test_f16_out.py has every other format)."""
+    from test_f16_out import convert_f16
+
+    got = convert_f16(lowbit_file, tmp_path / "o.safetensors")
+    want = ggml_reference(lowbit_file, "F16")
     assert set(got) == set(want) and len(want) == 8
     for name in want:
         assert_bits_equal(name, got[name], want[name])
