@@ -1,4 +1,5 @@
-//! NEON F32 and F16 -> BF16 (neon.rs has the shared rounding).
+//! NEON F32 -> BF16 or float16, F16 -> BF16 (neon.rs has the roundings;
+//! F16 to float16 is a copy, the portable kernel's).
 
 use std::arch::aarch64::*;
 
@@ -6,16 +7,16 @@ use super::neon::*;
 use crate::scalar;
 
 #[target_feature(enable = "neon")]
-pub unsafe fn f32(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn f32<O: Out128>(src: &[u8], dst: &mut [u16]) {
     let n = dst.len() / 8 * 8;
     for i in (0..n).step_by(8) {
         // SAFETY: i + 8 <= n <= dst.len(), and src holds 4 bytes per element.
         unsafe {
             let p = src.as_ptr().add(i * 4) as *const f32;
-            store8(dst.as_mut_ptr().add(i), vld1q_f32(p), vld1q_f32(p.add(4)));
+            store8::<O>(dst.as_mut_ptr().add(i), vld1q_f32(p), vld1q_f32(p.add(4)));
         }
     }
-    scalar::f32::<crate::output::Bf16Out>(&src[n * 4..], &mut dst[n..]);
+    scalar::f32::<O>(&src[n * 4..], &mut dst[n..]);
 }
 
 #[target_feature(enable = "neon")]
@@ -27,7 +28,7 @@ pub unsafe fn f16(src: &[u8], dst: &mut [u16]) {
         // which the rounding makes canonical.
         unsafe {
             let (a, b) = f16x8_to_f32(vld1q_u16(src.as_ptr().add(i * 2) as *const u16));
-            store8(dst.as_mut_ptr().add(i), a, b);
+            store8::<crate::output::Bf16Out>(dst.as_mut_ptr().add(i), a, b);
         }
     }
     scalar::f16::<crate::output::Bf16Out>(&src[n * 2..], &mut dst[n..]);
