@@ -31,8 +31,9 @@ fn dequantize_as<O: SimdOut>(kernel: &Kernel, first: u64, src: &[u8], dst: &mut 
         Kernel::Block(f) => run(src, dst, scalar::block_kernel::<O>(f), simd_fn::<O>(isa, Simd::Block(f))),
         Kernel::F32 => run(src, dst, scalar::f32::<O>, simd_fn::<O>(isa, Simd::F32)),
         Kernel::F16 => run(src, dst, scalar::f16::<O>, simd_fn::<O>(isa, Simd::F16)),
-        // A copy (or, to F16, one rounding): no ISA does better than the compiler's loop.
-        Kernel::BF16 => scalar::bf16::<O>(src, dst),
+        // To BF16 a copy: no ISA does better than the compiler's loop. To
+        // float16 one rounding, vectorised (the portable one branches per value).
+        Kernel::BF16 => run(src, dst, scalar::bf16::<O>, simd_fn::<O>(isa, Simd::BF16)),
         Kernel::Fp8 { format, cols, scales, .. } => fp8::<O>(isa, format, cols, scales.as_ref(), first, src, dst),
         Kernel::E2m1 { cols, scales, .. } => e2m1::<O>(isa, cols, &scales, first, src, dst),
         Kernel::Int { bits, cols, scales, zeros, round_f16, .. } => {
@@ -43,21 +44,27 @@ fn dequantize_as<O: SimdOut>(kernel: &Kernel, first: u64, src: &[u8], dst: &mut 
 
 /// The path `dequantize` takes for `kernel` under `isa`: `isa` itself, or
 /// what it falls back to: AVX2 for a block format without an AVX-512 kernel
-/// (`simd_fn`), the portable code for an unsupported ISA, for BF16 (a
-/// copy or, to float16, one rounding) and for F16 to float16 (a copy).
+/// (`simd_fn`) and for BF16 to float16, the portable code for an
+/// unsupported ISA and for the copies (BF16 to BF16, F16 to float16).
 /// What `weightstream bench` reports per kernel.
 pub fn runs_on(kernel: &Kernel, out: OutDtype, isa: Isa) -> Isa {
-    if !isa.supported() || matches!(kernel, Kernel::BF16) || (matches!(kernel, Kernel::F16) && out == OutDtype::F16) {
+    let copy = match kernel {
+        Kernel::BF16 => out == OutDtype::BF16,
+        Kernel::F16 => out == OutDtype::F16,
+        _ => false,
+    };
+    if !isa.supported() || copy {
         return Isa::Scalar;
     }
     #[cfg(target_arch = "x86_64")]
-    if let (Kernel::Block(f), Isa::Avx512 | Isa::Avx512Int) = (kernel, isa) {
-        // Every rounding exists or none (x86::avx512_kernels).
-        if crate::x86::avx512_block_kernel::<Bf16Out>(*f, false).is_none() {
-            return Isa::Avx2;
+    if matches!(isa, Isa::Avx512 | Isa::Avx512Int) {
+        match kernel {
+            Kernel::BF16 => return Isa::Avx2,
+            // Every rounding exists or none (x86::avx512_kernels).
+            Kernel::Block(f) if crate::x86::avx512_block_kernel::<Bf16Out>(*f, false).is_none() => return Isa::Avx2,
+            _ => {}
         }
     }
-    let _ = out;
     isa
 }
 
@@ -82,6 +89,8 @@ enum Simd {
     Block(BlockFormat),
     F32,
     F16,
+    /// BF16 to float16 only (to BF16 it is the portable copy).
+    BF16,
 }
 
 type KernelFn = fn(&[u8], &mut [u16]);
@@ -99,7 +108,12 @@ type SimdFn = unsafe fn(&[u8], &mut [u16]);
 /// format has a NEON kernel. `isa` must be supported (checked by the
 /// caller).
 fn simd_fn<O: SimdOut>(isa: Isa, k: Simd) -> Option<SimdFn> {
-    if matches!(k, Simd::F16) && O::DTYPE == OutDtype::F16 {
+    let copy = match k {
+        Simd::F16 => O::DTYPE == OutDtype::F16,
+        Simd::BF16 => O::DTYPE == OutDtype::BF16,
+        _ => false,
+    };
+    if copy {
         return None;
     }
     #[cfg(target_arch = "x86_64")]
@@ -109,6 +123,7 @@ fn simd_fn<O: SimdOut>(isa: Isa, k: Simd) -> Option<SimdFn> {
             Simd::Block(f) => x86::avx2_block_kernel::<O>(f),
             Simd::F32 => Some(float::avx2::f32::<O> as SimdFn),
             Simd::F16 => Some(float::avx2::f16 as SimdFn),
+            Simd::BF16 => Some(float::avx2::bf16::<O> as SimdFn),
         };
         match isa {
             Isa::Scalar | Isa::Neon => None,
@@ -119,6 +134,7 @@ fn simd_fn<O: SimdOut>(isa: Isa, k: Simd) -> Option<SimdFn> {
                     Simd::Block(f) => x86::avx512_block_kernel::<O>(f, bf16).or_else(|| avx2_fn(k)),
                     Simd::F32 => Some(float::avx512::f32::<O>()),
                     Simd::F16 => Some(float::avx512::f16(bf16)),
+                    Simd::BF16 => avx2_fn(k),
                 }
             }
         }
@@ -130,6 +146,7 @@ fn simd_fn<O: SimdOut>(isa: Isa, k: Simd) -> Option<SimdFn> {
             (Isa::Neon, Simd::Block(f)) => arm::block_kernel::<O>(f),
             (Isa::Neon, Simd::F32) => Some(float::f32::<O> as SimdFn),
             (Isa::Neon, Simd::F16) => Some(float::f16 as SimdFn),
+            (Isa::Neon, Simd::BF16) => Some(float::bf16::<O> as SimdFn),
             _ => None,
         }
     }

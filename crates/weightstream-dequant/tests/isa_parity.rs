@@ -249,9 +249,21 @@ fn f16_store_edges_on_every_isa() {
     }
 }
 
-/// Float16 output runs where it says: every block format and the scaled
-/// encodings on the path BF16 takes (F16 and BF16 sources: copies or one
-/// portable rounding).
+/// BF16 to float16, exhaustively: every BF16 bit pattern (NaN payloads,
+/// subnormals, values past 65504) plus a 7-element tail, on every path.
+#[test]
+fn every_bf16_to_f16_on_every_isa() {
+    let src: Vec<u8> = (0..=0xFFFFu16).chain(0x3F80..0x3F87).flat_map(|b| b.to_le_bytes()).collect();
+    let n = src.len() / 2;
+    let want = run_as(&Kernel::BF16, OutDtype::F16, 0, &src, n, Isa::Scalar);
+    for path in paths() {
+        assert_eq!(run_as(&Kernel::BF16, OutDtype::F16, 0, &src, n, path), want, "{}", path.name());
+    }
+}
+
+/// Float16 output runs where it says: every block format on the path
+/// BF16 takes; F16 sources copied, BF16 sources converted by a vector
+/// kernel (AVX2's under AVX-512).
 #[test]
 fn f16_output_runs_on_the_vector_paths() {
     for path in paths() {
@@ -260,7 +272,9 @@ fn f16_output_runs_on_the_vector_paths() {
             assert_eq!(runs_on(&k, OutDtype::F16, path), runs_on(&k, OutDtype::BF16, path), "{f:?}");
         }
         assert_eq!(runs_on(&Kernel::F16, OutDtype::F16, path), Isa::Scalar);
-        assert_eq!(runs_on(&Kernel::BF16, OutDtype::F16, path), Isa::Scalar);
+        assert_eq!(runs_on(&Kernel::BF16, OutDtype::BF16, path), Isa::Scalar);
+        let bf16_to_f16 = if matches!(path, Isa::Avx512 | Isa::Avx512Int) { Isa::Avx2 } else { path };
+        assert_eq!(runs_on(&Kernel::BF16, OutDtype::F16, path), bf16_to_f16);
     }
 }
 

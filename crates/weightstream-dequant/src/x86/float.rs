@@ -1,5 +1,6 @@
-//! F32 -> BF16 or float16, F16 -> BF16 on x86 (F16 to float16 is a copy,
-//! done by the portable kernel: a conversion would lose NaN payloads).
+//! F32 -> BF16 or float16, F16 -> BF16, BF16 -> float16 on x86 (F16 to
+//! float16 and BF16 to BF16 are copies, done by the portable kernels: a
+//! conversion would lose NaN payloads).
 
 /// AVX2 + F16C.
 pub mod avx2 {
@@ -38,6 +39,26 @@ pub mod avx2 {
                 store16::<crate::output::Bf16Out>(dst.as_mut_ptr().add(i), a, b);
             }
             scalar::f16::<crate::output::Bf16Out>(&src[n * 2..], &mut dst[n..]);
+        }
+    }
+
+    /// BF16 -> float16 (for BF16 output it would not be the copy: NaN
+    /// payloads; chunk.rs never picks it there): each value widened
+    /// exactly to f32 (a 16-bit shift), then rounded once. Under AVX-512
+    /// too (a memory-bound conversion; `vcvtps2ph` is the same).
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn bf16<O: Out256>(src: &[u8], dst: &mut [u16]) {
+        // SAFETY: the caller upholds this function's contract: the CPU has the
+        // features it enables, and the pointers and lengths are as documented.
+        unsafe {
+            let n = dst.len() / 16 * 16;
+            for i in (0..n).step_by(16) {
+                // SAFETY: i + 16 <= n <= dst.len(), and src holds 2 bytes per element.
+                let v = _mm256_loadu_si256(src.as_ptr().add(i * 2) as *const __m256i);
+                let wide = |h: __m128i| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)));
+                store16::<O>(dst.as_mut_ptr().add(i), wide(_mm256_castsi256_si128(v)), wide(_mm256_extracti128_si256::<1>(v)));
+            }
+            scalar::bf16::<O>(&src[n * 2..], &mut dst[n..]);
         }
     }
 }
