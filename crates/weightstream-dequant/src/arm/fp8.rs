@@ -13,10 +13,9 @@
 //! - E2M1 and INT4: a run of one scale (and zero point) has at most 16
 //!   outputs, so they are computed once per run by the scalar kernel's own
 //!   operations on each code (the exact f32 level, `- zero` for integers,
-//!   one `fmul`, F16 rounding where asked, the output's rounding, `Out128`),
-//!   then
-//!   looked up per nibble with `tbl` on the outputs' low bytes and on their
-//!   high bytes.
+//!   one `fmul`, F16 rounding where asked, the output's rounding,
+//!   `Out128`), then looked up per nibble with `tbl` on the outputs' low
+//!   bytes and on their high bytes.
 //! - INT8: value by value, `(q - zero) * scale`.
 //!
 //! Runs come from `kernel::fp8_runs` / `pack_runs`; what a run leaves

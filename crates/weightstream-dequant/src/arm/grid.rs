@@ -105,12 +105,12 @@ pub(super) unsafe fn mags_f32(m: &[u8; 8]) -> (float32x4_t, float32x4_t) {
     }
 }
 
-/// The IQ2/IQ3 kernels: per 32 values, a table of BF16(db * m) for the 8
+/// The IQ2/IQ3 kernels: per 32 values, a table of O(db * m) (BF16 or float16) for the 8
 /// magnitudes m (`vmulq_f32`, as the scalar `db * level`), and each value's
 /// output looked up by its grid byte. The scalar kernel computes
 /// `(db * g) * (±1)`: `db * g` is NaN only where db is (g > 0), and
 /// otherwise `* -1` negates it exactly and round to nearest even is
-/// symmetric, so a negative value's BF16 is the positive one's with the
+/// symmetric, so a negative value's output is the positive one's with the
 /// sign bit flipped (zeros and infinities included). A NaN db gives the
 /// canonical NaN either way, so its flip is 0.
 #[target_feature(enable = "neon")]

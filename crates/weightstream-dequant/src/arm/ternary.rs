@@ -7,7 +7,7 @@ use super::neon::*;
 use crate::scalar::f16_at;
 use weightstream_blocks::block;
 
-/// A ternary table: entry q is BF16(d * (q - 1)) for q = 0, 1, 2 and, for
+/// A ternary table: entry q is O(d * (q - 1)) for q = 0, 1, 2 and, for
 /// TQ2_0's crumbs, 3 (the scalar kernel's one multiply each).
 #[inline(always)]
 pub(super) unsafe fn ternary_table<O: Out128>(d: f32) -> Table {

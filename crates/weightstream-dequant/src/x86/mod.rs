@@ -1,7 +1,7 @@
 //! x86-64 kernels (AVX2 + F16C; AVX-512 where `avx512_block_kernel`
 //! lists one), chosen at run time by `Isa::detect`.
 //!
-//! `avx2.rs` and `avx512.rs` hold only the primitives (rounding to BF16,
+//! `avx2.rs` and `avx512.rs` hold only the primitives (rounding to BF16 or float16,
 //! packing, stores), `emit.rs` and `lookup.rs` the helpers several
 //! families share; the kernels live in family files with the same names
 //! as scalar/, arm/ and kernels/cuda/: `legacy.rs`, `kquant.rs`,
