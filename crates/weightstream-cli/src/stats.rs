@@ -12,23 +12,30 @@ impl Timing {
     /// Two workloads measured alternately, run by run, so that both see the
     /// same moments of a noisy machine and their ratio is fair.
     pub fn measure_pair(warmup: usize, reps: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (Timing, Timing) {
+        let [ta, tb] = Timing::measure_interleaved(warmup, reps, [&mut a, &mut b]);
+        (ta, tb)
+    }
+
+    /// `N` workloads measured in turn, run by run (`bench --dtype f16`:
+    /// float16, BF16 and memcpy in the same rounds).
+    pub fn measure_interleaved<const N: usize>(warmup: usize, reps: usize, mut fs: [&mut dyn FnMut(); N]) -> [Timing; N] {
         for _ in 0..warmup {
-            a();
-            b();
+            for f in fs.iter_mut() {
+                f();
+            }
         }
-        let time = |f: &mut dyn FnMut()| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        };
-        let (mut ra, mut rb) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+        let mut runs: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(reps));
         for _ in 0..reps.max(1) {
-            ra.push(time(&mut a));
-            rb.push(time(&mut b));
+            for (f, r) in fs.iter_mut().zip(runs.iter_mut()) {
+                let t = Instant::now();
+                f();
+                r.push(t.elapsed().as_secs_f64());
+            }
         }
-        ra.sort_by(f64::total_cmp);
-        rb.sort_by(f64::total_cmp);
-        (Timing { runs: ra }, Timing { runs: rb })
+        runs.map(|mut r| {
+            r.sort_by(f64::total_cmp);
+            Timing { runs: r }
+        })
     }
 
     pub fn median(&self) -> f64 {

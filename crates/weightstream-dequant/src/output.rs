@@ -51,6 +51,11 @@ pub fn f32_to_f16(x: f32) -> u16 {
 /// where the source is the output's own type).
 pub trait Output: Copy + Send + Sync + 'static {
     const DTYPE: OutDtype;
+    /// The one NaN this output's paths emit.
+    const NAN: u16;
+    /// +infinity's bits: a magnitude above it is a NaN (the vector
+    /// kernels' NaN test after a hardware conversion).
+    const INF: u16;
     fn from_f32(x: f32) -> u16;
     fn from_f16_bits(h: u16) -> u16;
     fn from_bf16_bits(b: u16) -> u16;
@@ -64,6 +69,8 @@ pub struct F16Out;
 
 impl Output for Bf16Out {
     const DTYPE: OutDtype = OutDtype::BF16;
+    const NAN: u16 = crate::numerics::CANONICAL_NAN;
+    const INF: u16 = 0x7F80;
     #[inline(always)]
     fn from_f32(x: f32) -> u16 {
         f32_to_bf16(x)
@@ -81,6 +88,8 @@ impl Output for Bf16Out {
 
 impl Output for F16Out {
     const DTYPE: OutDtype = OutDtype::F16;
+    const NAN: u16 = CANONICAL_NAN_F16;
+    const INF: u16 = 0x7C00;
     #[inline(always)]
     fn from_f32(x: f32) -> u16 {
         f32_to_f16(x)

@@ -1,18 +1,26 @@
 //! Every ISA, every chunking and every thread count give the scalar
-//! kernels' bits: the CPU runner of the one parity case list
+//! kernels' bits, for both outputs (BF16 and float16): the CPU runner of the one parity case list
 //! (`weightstream_dequant::cases`, which the host-grid and GPU runners run
 //! too), and the checks only the CPU has. An ISA this CPU lacks is
 //! skipped, and said so on stderr (`cargo test -- --nocapture` shows it).
 
 use weightstream_blocks::{BlockFormat, Encoding, Fp8Format, ScaleKind, ScaleLayout};
 use weightstream_dequant::cases::{self, Draw, Size};
-use weightstream_dequant::{dequantize, dequantize_par, numerics, Isa, Kernel, OutDtype, ScaleGrid};
+use weightstream_dequant::output::{f32_to_f16, CANONICAL_NAN_F16};
+use weightstream_dequant::{dequantize, dequantize_par, numerics, runs_on, Isa, Kernel, OutDtype, ScaleGrid};
 use weightstream_io::testing::SeededRng as Rng;
 
+/// Both outputs: every vector kernel body is compiled for each.
+const OUTS: [OutDtype; 2] = [OutDtype::BF16, OutDtype::F16];
+
 fn run(kernel: &Kernel, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> {
-    let mut out = vec![0xDEADu16; n];
-    dequantize(kernel, OutDtype::BF16, first, src, &mut out, isa).unwrap();
-    out
+    run_as(kernel, OutDtype::BF16, first, src, n, isa)
+}
+
+fn run_as(kernel: &Kernel, out: OutDtype, first: u64, src: &[u8], n: usize, isa: Isa) -> Vec<u16> {
+    let mut o = vec![0xDEADu16; n];
+    dequantize(kernel, out, first, src, &mut o, isa).unwrap();
+    o
 }
 
 /// Every path this CPU supports (AVX-512 twice where it has AVX512_BF16:
@@ -85,22 +93,27 @@ fn every_isa_runs_or_is_reported_skipped() {
     assert!(Isa::Neon.supported() && Isa::detect() == Isa::Neon);
 }
 
-/// The runner: every case, every path this CPU has, bit for bit against
-/// the scalar kernels.
+/// The runner: every case, every path this CPU has, both outputs, bit
+/// for bit against the scalar kernels.
 #[test]
 fn every_case_on_every_isa() {
     let mut rng = Rng::from_env("every_case_on_every_isa");
     let all = cases::all(Size::Host, &mut Draw(&mut || rng.next_u64()));
     let paths = paths();
+    let mut compared = [0usize; 2];
     for c in &all {
-        let want = c.scalar();
-        for &path in &paths {
-            let got = run(&c.kernel(), c.first, &c.src, c.n, path);
-            if let Some(i) = (0..c.n).find(|&i| got[i] != want[i]) {
-                panic!("{}: {} element {i}: {:#06x}, scalar {:#06x}", c.name, path.name(), got[i], want[i]);
+        for (o, &out) in OUTS.iter().enumerate() {
+            let want = c.scalar_as(out);
+            for &path in &paths {
+                let got = run_as(&c.kernel(), out, c.first, &c.src, c.n, path);
+                if let Some(i) = (0..c.n).find(|&i| got[i] != want[i]) {
+                    panic!("{} to {out:?}: {} element {i}: {:#06x}, scalar {:#06x}", c.name, path.name(), got[i], want[i]);
+                }
+                compared[o] += c.n;
             }
         }
     }
+    eprintln!("{} cases, {} paths: {} BF16 and {} float16 elements compared", all.len(), paths.len(), compared[0], compared[1]);
     // The list reaches what it says: every block format, the three formats
     // with scale bytes that are not f16 fields, every encoding with scales.
     let edge_formats: Vec<_> = all.iter().filter(|c| c.name.ends_with("scale bytes at their edges")).map(|c| c.encoding).collect();
@@ -161,9 +174,12 @@ fn every_q_value_matches_the_formula() {
     }
     for path in paths() {
         let out = run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, 32, path);
+        let half = run_as(&Kernel::Block(BlockFormat::Q4_0), OutDtype::F16, 0, &src, 32, path);
         for j in 0..16 {
             assert_eq!(out[j], numerics::f32_to_bf16(j as f32 - 8.0));
             assert_eq!(out[j + 16], numerics::f32_to_bf16(7.0 - j as f32));
+            assert_eq!(half[j], f32_to_f16(j as f32 - 8.0));
+            assert_eq!(half[j + 16], f32_to_f16(7.0 - j as f32));
         }
     }
     let mut src = vec![0u8; 34 * 8];
@@ -186,14 +202,79 @@ fn parallel_equals_serial_for_any_piece_size() {
     let mut rng = Rng::from_env("parallel_equals_serial_for_any_piece_size");
     let src = rng.bytes(18 * 3001);
     let n = 3001 * 32;
-    let want = run(&Kernel::Block(BlockFormat::Q4_0), 0, &src, n, Isa::Scalar);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
-    for isa in Isa::all_supported() {
-        for piece in [1, 32, 33, 1000, 4096, 1 << 20] {
-            let mut out = vec![0u16; n];
-            pool.install(|| dequantize_par(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &src, &mut out, isa, piece)).unwrap();
-            assert_eq!(out, want, "piece {piece} {isa:?}");
+    for dt in OUTS {
+        let want = run_as(&Kernel::Block(BlockFormat::Q4_0), dt, 0, &src, n, Isa::Scalar);
+        for isa in Isa::all_supported() {
+            for piece in [1, 32, 33, 1000, 4096, 1 << 20] {
+                let mut out = vec![0u16; n];
+                pool.install(|| dequantize_par(&Kernel::Block(BlockFormat::Q4_0), dt, 0, &src, &mut out, isa, piece)).unwrap();
+                assert_eq!(out, want, "piece {piece} {isa:?} {dt:?}");
+            }
         }
+    }
+}
+
+/// The float16 stores on their edges, through the F32 kernel (one
+/// rounding of each input): every f16 value's neighbourhood (each value,
+/// the midpoint to the next, one f32 ulp either side of it: ties to even,
+/// subnormals, the overflow threshold 65520), NaNs with every kind of
+/// payload and sign (all 0x7E00), infinities, zeros, f32 subnormals, in
+/// an odd-length buffer (vector steps and the scalar tail) on every path.
+#[test]
+fn f16_store_edges_on_every_isa() {
+    let f16 = |h: u16| numerics::f16_to_f32(h);
+    let mut xs: Vec<f32> = Vec::new();
+    for h in 0u16..0x7C00 {
+        let (v, next) = (f16(h), if h == 0x7BFF { 65520.0 } else { f16(h + 1) });
+        let mid = ((v as f64 + next as f64) / 2.0) as f32;
+        for x in [v, mid, f32::from_bits(mid.to_bits().wrapping_sub(1)), f32::from_bits(mid.to_bits() + 1)] {
+            xs.extend([x, -x]);
+        }
+    }
+    for nan in [0x7F80_0001u32, 0x7FC0_0000, 0x7FFF_FFFF, 0xFF80_0001, 0xFFC0_1234, 0x7F80_2000, 0x7FA0_0000] {
+        xs.push(f32::from_bits(nan));
+    }
+    xs.extend([f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, f32::MAX, f32::MIN, 1e-40, -1e-45, 65519.996, 65520.0, 2.980_232_2e-8]);
+    xs.push(1.0); // odd length: a scalar tail
+    let src: Vec<u8> = xs.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let want: Vec<u16> = xs.iter().map(|&x| f32_to_f16(x)).collect();
+    assert!(want.iter().filter(|&&h| h == CANONICAL_NAN_F16).count() >= 7);
+    for path in paths() {
+        assert_eq!(runs_on(&Kernel::F32, OutDtype::F16, path), path, "F32 to float16 has a vector kernel");
+        let got = run_as(&Kernel::F32, OutDtype::F16, 0, &src, xs.len(), path);
+        if let Some(i) = (0..xs.len()).find(|&i| got[i] != want[i]) {
+            panic!("{}: {:e} ({:#010x}) -> {:#06x}, want {:#06x}", path.name(), xs[i], xs[i].to_bits(), got[i], want[i]);
+        }
+    }
+}
+
+/// BF16 to float16, exhaustively: every BF16 bit pattern (NaN payloads,
+/// subnormals, values past 65504) plus a 7-element tail, on every path.
+#[test]
+fn every_bf16_to_f16_on_every_isa() {
+    let src: Vec<u8> = (0..=0xFFFFu16).chain(0x3F80..0x3F87).flat_map(|b| b.to_le_bytes()).collect();
+    let n = src.len() / 2;
+    let want = run_as(&Kernel::BF16, OutDtype::F16, 0, &src, n, Isa::Scalar);
+    for path in paths() {
+        assert_eq!(run_as(&Kernel::BF16, OutDtype::F16, 0, &src, n, path), want, "{}", path.name());
+    }
+}
+
+/// Float16 output runs where it says: every block format on the path
+/// BF16 takes; F16 sources copied, BF16 sources converted by a vector
+/// kernel (AVX2's under AVX-512).
+#[test]
+fn f16_output_runs_on_the_vector_paths() {
+    for path in paths() {
+        for &f in BlockFormat::ALL {
+            let k = Kernel::Block(f);
+            assert_eq!(runs_on(&k, OutDtype::F16, path), runs_on(&k, OutDtype::BF16, path), "{f:?}");
+        }
+        assert_eq!(runs_on(&Kernel::F16, OutDtype::F16, path), Isa::Scalar);
+        assert_eq!(runs_on(&Kernel::BF16, OutDtype::BF16, path), Isa::Scalar);
+        let bf16_to_f16 = if matches!(path, Isa::Avx512 | Isa::Avx512Int) { Isa::Avx2 } else { path };
+        assert_eq!(runs_on(&Kernel::BF16, OutDtype::F16, path), bf16_to_f16);
     }
 }
 

@@ -195,7 +195,7 @@ pub fn checkpoint(data: &[u8]) {
 }
 
 /// Arbitrary kernel parameters and bytes: every ISA gives the scalar
-/// kernels' bits, or the same error.
+/// kernels' bits, or the same error, for both outputs (BF16, float16).
 pub fn dequant(data: &[u8]) {
     if data.len() < 12 {
         return;
@@ -231,14 +231,16 @@ pub fn dequant(data: &[u8]) {
     };
     let src = &body[body.len() / 2..];
     let src = &src[..src.len().min(kernel.src_bytes(n as u64) as usize)];
-    let mut want = vec![0u16; n];
-    let reference = dequantize(&kernel, OutDtype::BF16, first, src, &mut want, Isa::Scalar);
-    for isa in Isa::all_supported() {
-        let mut got = vec![0u16; n];
-        let r = dequantize(&kernel, OutDtype::BF16, first, src, &mut got, isa);
-        assert_eq!(r, reference, "{isa:?}");
-        if r.is_ok() {
-            assert_eq!(got, want, "{isa:?} differs from scalar");
+    for out in [OutDtype::BF16, OutDtype::F16] {
+        let mut want = vec![0u16; n];
+        let reference = dequantize(&kernel, out, first, src, &mut want, Isa::Scalar);
+        for isa in Isa::all_supported() {
+            let mut got = vec![0u16; n];
+            let r = dequantize(&kernel, out, first, src, &mut got, isa);
+            assert_eq!(r, reference, "{isa:?} {out:?}");
+            if r.is_ok() {
+                assert_eq!(got, want, "{isa:?} {out:?} differs from scalar");
+            }
         }
     }
 }

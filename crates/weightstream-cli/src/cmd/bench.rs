@@ -19,10 +19,11 @@ repeatedly after warm-up and reports output GB/s (median, fastest, slowest) besi
 same output size measured in the same run, and their ratio. Hot: the output buffer is reused \
 (what a loader's ring of buffers sees). Fresh: a newly allocated buffer each run, so page faults \
 are part of the cost. PATH: whose kernel ran, the chosen ISA's or the one it falls back to for that \
-format (AVX2 for the table-lookup formats under AVX-512; bf16 is a copy).",
+format (AVX2 for the table-lookup formats under AVX-512; bf16 is a copy). With --dtype f16, each kernel writes float16, measured hot in the same rounds as its BF16 path and memcpy (run by run in turn), and the table gives float16's GB/s beside BF16's and their ratio.",
     after_help = "Examples:\n  \
 weightstream bench                       every kernel, all cores\n  \
 weightstream bench --format q4_0 --threads 1\n  \
+weightstream bench --dtype f16 --threads 1    float16 output against BF16 and memcpy, per kernel\n  \
 python3 bench/cpu/paths.py               every path in interleaved rounds, one table\n  \
 WEIGHTSTREAM_ISA=scalar weightstream bench --json   the portable kernels\n  \
 WEIGHTSTREAM_ISA=avx2 weightstream bench --format q4_0   one path: scalar, avx2, avx512-int (AVX-512 without vcvtne2ps2bf16), avx512 or neon (default: the best the CPU has)"
@@ -44,6 +45,10 @@ pub struct Args {
     /// Matrix shape ROWSxCOLS
     #[arg(long, default_value = "4096x11008")]
     pub shape: String,
+    /// Output: bf16 (the default), or f16: float16 measured against the BF16 path and memcpy
+    /// in the same rounds (hot buffers)
+    #[arg(long, default_value = "bf16", value_parser = crate::dtype_arg::parse)]
+    pub dtype: crate::dtype_arg::OutDtype,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
@@ -190,6 +195,65 @@ struct Measured {
     fresh: (Timing, Timing),
 }
 
+/// `--dtype f16`: one kernel's float16 path, its BF16 path and memcpy,
+/// measured in turn in the same rounds (hot buffers).
+struct F16Measured {
+    name: &'static str,
+    /// The float16 kernel that ran (`runs_on`).
+    path: Isa,
+    f16: Timing,
+    bf16: Timing,
+    copy: Timing,
+}
+
+/// The `--dtype f16` table (or JSON): float16 GB/s beside BF16's and
+/// memcpy's, and the ratios.
+fn report_f16(results: &[F16Measured], (rows, cols): (u64, u64), threads: usize, isa: Isa, reps: usize, json: bool) {
+    let out_bytes = rows * cols * 2;
+    if json {
+        let entry = |t: &Timing| {
+            let (med, fast, slow) = t.gbps(out_bytes);
+            json!({"gbps_median": med, "gbps_fastest": fast, "gbps_slowest": slow, "seconds": t.runs})
+        };
+        let out = json!({
+            "shape": [rows, cols], "threads": threads, "isa": isa.name(), "reps": reps, "output_bytes": out_bytes, "dtype": "f16",
+            "kernels": results.iter().map(|r| json!({
+                "kernel": r.name, "path": r.path.name(), "f16": entry(&r.f16), "bf16": entry(&r.bf16), "memcpy": entry(&r.copy),
+                "f16_over_bf16": r.bf16.median() / r.f16.median(), "f16_over_memcpy": r.copy.median() / r.f16.median(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).expect("JSON of owned values"));
+        return;
+    }
+    println!(
+        "{rows}x{cols} -> float16 and BF16 ({:.1} MB out each), {threads} thread(s), {} kernels, median of {reps} rounds after warm-up",
+        out_bytes as f64 / 1e6,
+        isa.name()
+    );
+    println!("each round runs the float16 path, the BF16 path and memcpy in turn (hot buffers); GB/s written (fastest..slowest)\n");
+    let mut t = Table::new(
+        &["KERNEL", "PATH", "F16 GB/s", "", "BF16 GB/s", "", "MEMCPY", "F16/BF16", "F16/MEMCPY"],
+        &[false, false, true, false, true, false, true, true, true],
+    );
+    for r in results {
+        let (f, f0, f1) = r.f16.gbps(out_bytes);
+        let (b, b0, b1) = r.bf16.gbps(out_bytes);
+        let (c, _, _) = r.copy.gbps(out_bytes);
+        t.row(vec![
+            r.name.to_string(),
+            r.path.name().to_string(),
+            format!("{f:.2}"),
+            format!("({f0:.2}..{f1:.2})"),
+            format!("{b:.2}"),
+            format!("({b0:.2}..{b1:.2})"),
+            format!("{c:.2}"),
+            format!("{:.2}", f / b),
+            format!("{:.2}", f / c),
+        ]);
+    }
+    print!("{}", t.render());
+}
+
 pub fn run(args: &Args) -> CmdResult {
     let fail = |m: String| Err(weightstream::Error::InvalidArgument(m)).or_fail(args.json);
     let Some((rows, cols)) = args.shape.split_once('x').and_then(|(r, c)| Some((r.parse::<u64>().ok()?, c.parse::<u64>().ok()?))) else {
@@ -242,6 +306,7 @@ pub fn run(args: &Args) -> CmdResult {
     let mut hot_copy = vec![0u16; n];
 
     let mut results = Vec::new();
+    let mut f16_results = Vec::new();
     for name in names {
         let inp = input(name, rows, cols).expect("every name in all_names() has an input");
         let kernel = match &inp.kind {
@@ -266,6 +331,28 @@ pub fn run(args: &Args) -> CmdResult {
             }
             InputKind::Plain(k) => *k,
         };
+        if args.dtype == OutDtype::F16 {
+            let go = |out: OutDtype, d: &mut [u16]| dequantize_par(&kernel, out, 0, &inp.src, d, isa, DEFAULT_PIECE);
+            let mut hot16 = vec![0u16; n];
+            let mut err = None;
+            let [f16, bf16, copy] = pool.install(|| {
+                let mut f = || {
+                    if let Err(e) = go(OutDtype::F16, black_box(&mut hot16)) {
+                        err = Some(e);
+                    }
+                };
+                let mut b = || {
+                    go(OutDtype::BF16, black_box(&mut hot)).expect("the BF16 path takes what the F16 path takes");
+                };
+                let mut c = || memcpy_par(&baseline_src, black_box(&mut hot_copy));
+                Timing::measure_interleaved(2, reps, [&mut f, &mut b, &mut c])
+            });
+            if let Some(e) = err {
+                return fail(format!("{name}: {e}"));
+            }
+            f16_results.push(F16Measured { name, path: runs_on(&kernel, OutDtype::F16, isa), f16, bf16, copy });
+            continue;
+        }
         let mut err = None;
         let m = pool.install(|| {
             let mut go = |d: &mut [u16]| {
@@ -296,6 +383,10 @@ pub fn run(args: &Args) -> CmdResult {
         results.push(m);
     }
 
+    if args.dtype == OutDtype::F16 {
+        report_f16(&f16_results, (rows, cols), threads, isa, reps, args.json);
+        return Ok(());
+    }
     if args.json {
         let entry = |(k, m): &(Timing, Timing), source_bytes: usize| {
             let (med, fast, slow) = k.gbps(out_bytes);

@@ -13,9 +13,9 @@
 //! - E2M1 and INT4: a run of one scale (and zero point) has at most 16
 //!   outputs, so they are computed once per run by the scalar kernel's own
 //!   operations on each code (the exact f32 level, `- zero` for integers,
-//!   one `fmul`, F16 rounding where asked, the BF16 rounding formula), then
-//!   looked up per nibble with `tbl` on the outputs' low bytes and on their
-//!   high bytes.
+//!   one `fmul`, F16 rounding where asked, the output's rounding,
+//!   `Out128`), then looked up per nibble with `tbl` on the outputs' low
+//!   bytes and on their high bytes.
 //! - INT8: value by value, `(q - zero) * scale`.
 //!
 //! Runs come from `kernel::fp8_runs` / `pack_runs`; what a run leaves
@@ -36,17 +36,17 @@ use weightstream_blocks::Fp8Format;
 /// # Safety
 /// `src.len() == dst.len()` (Kernel::check); NEON, which every aarch64 CPU has.
 #[target_feature(enable = "neon")]
-pub unsafe fn fp8(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn fp8<O: Out128>(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| {
         // SAFETY: NEON is present; the run lies within src and dst
         // (fp8_runs covers [0, dst.len())).
-        unsafe { fp8_run(format, scale, &src[i..i + len], &mut dst[i..i + len]) }
+        unsafe { fp8_run::<O>(format, scale, &src[i..i + len], &mut dst[i..i + len]) }
     });
 }
 
 /// One run of one scale: whole 16-value steps, the rest through the scalar kernel.
 #[inline(always)]
-pub(super) unsafe fn fp8_run(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn fp8_run<O: Out128>(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u16]) {
     // x = (h * rebias) * scale with h * rebias exact. Folding rebias (a
     // power of two) into the scale gives the same single rounding as long
     // as the folded factor is finite (then it is exact); past f32's range
@@ -60,17 +60,17 @@ pub(super) unsafe fn fp8_run(format: Fp8Format, scale: f32, src: &[u8], dst: &mu
     // SAFETY: n <= dst.len() == src.len(); NEON is present.
     unsafe {
         if folded.is_finite() || !scale.is_finite() {
-            fp8_loop::<false>(format, src, dst, n, folded, 1.0);
+            fp8_loop::<O, false>(format, src, dst, n, folded, 1.0);
         } else {
-            fp8_loop::<true>(format, src, dst, n, rebias, scale);
+            fp8_loop::<O, true>(format, src, dst, n, rebias, scale);
         }
     }
-    scalar::fp8_run::<crate::output::Bf16Out>(format, scale, &src[n..], &mut dst[n..]);
+    scalar::fp8_run::<O>(format, scale, &src[n..], &mut dst[n..]);
 }
 
 /// Values `[0, n)` (`n` a multiple of 16): `h * m1`, then `* m2` if `TWO`.
 #[inline(always)]
-pub(super) unsafe fn fp8_loop<const TWO: bool>(format: Fp8Format, src: &[u8], dst: &mut [u16], n: usize, m1: f32, m2: f32) {
+pub(super) unsafe fn fp8_loop<O: Out128, const TWO: bool>(format: Fp8Format, src: &[u8], dst: &mut [u16], n: usize, m1: f32, m2: f32) {
     // SAFETY: each step reads src[i..i + 16] and writes dst[i..i + 16],
     // i + 16 <= n <= dst.len() == src.len() (the caller's contract).
     unsafe {
@@ -79,9 +79,9 @@ pub(super) unsafe fn fp8_loop<const TWO: bool>(format: Fp8Format, src: &[u8], ds
             let (a, b) = f16x8_to_f32(h);
             let (a, b) = (vmulq_f32(a, m1), vmulq_f32(b, m1));
             if TWO {
-                store8(out, vmulq_f32(a, m2), vmulq_f32(b, m2))
+                store8::<O>(out, vmulq_f32(a, m2), vmulq_f32(b, m2))
             } else {
-                store8(out, a, b)
+                store8::<O>(out, a, b)
             }
         };
         for i in (0..n).step_by(16) {

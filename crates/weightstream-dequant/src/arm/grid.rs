@@ -3,6 +3,8 @@
 
 use std::arch::aarch64::*;
 
+use super::neon::Out128;
+
 use super::lookup::*;
 use crate::scalar::{f16_at, iq1_delta, iq1_m_d, iq2_scale, u16_at, u32_at};
 use weightstream_blocks::block;
@@ -103,16 +105,16 @@ pub(super) unsafe fn mags_f32(m: &[u8; 8]) -> (float32x4_t, float32x4_t) {
     }
 }
 
-/// The IQ2/IQ3 kernels: per 32 values, a table of BF16(db * m) for the 8
+/// The IQ2/IQ3 kernels: per 32 values, a table of O(db * m) (BF16 or float16) for the 8
 /// magnitudes m (`vmulq_f32`, as the scalar `db * level`), and each value's
 /// output looked up by its grid byte. The scalar kernel computes
 /// `(db * g) * (±1)`: `db * g` is NaN only where db is (g > 0), and
 /// otherwise `* -1` negates it exactly and round to nearest even is
-/// symmetric, so a negative value's BF16 is the positive one's with the
+/// symmetric, so a negative value's output is the positive one's with the
 /// sign bit flipped (zeros and infinities included). A NaN db gives the
 /// canonical NaN either way, so its flip is 0.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn grid<G: Grid>(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn grid<O: Out128, G: Grid>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the magnitudes are 8 bytes.
     let (m0, m1) = unsafe { mags_f32(&G::SHAPE.mags) };
     let shift = vdupq_n_s8(-G::SHAPE.shift);
@@ -122,7 +124,7 @@ pub(super) unsafe fn grid<G: Grid>(src: &[u8], dst: &mut [u16]) {
             let g = G::group(b, d, ib);
             // SAFETY: outputs 32ib .. 32ib + 32 inside the block's 256.
             unsafe {
-                let t = table8(vmulq_f32(m0, vdupq_n_f32(g.db[0])), vmulq_f32(m1, vdupq_n_f32(g.db[1])));
+                let t = table8::<O>(vmulq_f32(m0, vdupq_n_f32(g.db[0])), vmulq_f32(m1, vdupq_n_f32(g.db[1])));
                 for h in 0..2 {
                     let (q, neg) = entries16([g.entries[2 * h], g.entries[2 * h + 1]], [g.signs[2 * h], g.signs[2 * h + 1]]);
                     let base = vdupq_n_u8(if G::SHAPE.split { 4 * h as u8 } else { 0 });
@@ -274,7 +276,7 @@ pub(super) trait Iq1 {
 /// and 4..7; the add, then the multiply, each rounded, as in the scalar
 /// kernel), and each value looked up by g + 1.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn iq1<G: Iq1>(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn iq1<O: Out128, G: Iq1>(src: &[u8], dst: &mut [u16]) {
     const G3: [f32; 4] = [-1.0, 0.0, 1.0, 0.0];
     // SAFETY: 4 readable f32.
     let g3 = unsafe { vld1q_f32(G3.as_ptr()) };
@@ -288,7 +290,7 @@ pub(super) unsafe fn iq1<G: Iq1>(src: &[u8], dst: &mut [u16]) {
             unsafe {
                 let dl = vdupq_n_f32(h.dl);
                 let x = |delta: f32| vmulq_f32(vaddq_f32(g3, vdupq_n_f32(delta)), dl);
-                let t = table8(x(h.delta[0]), x(h.delta[1]));
+                let t = table8::<O>(x(h.delta[0]), x(h.delta[1]));
                 let e = vcombine_u8(vcreate_u8(h.entries[0]), vcreate_u8(h.entries[1]));
                 let idx = vorrq_u8(vandq_u8(vaddq_u8(e, vdupq_n_u8(1)), vdupq_n_u8(3)), second);
                 lookup16(idx, t, vdupq_n_u8(0), o.add(16 * k));

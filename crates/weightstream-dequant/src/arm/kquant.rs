@@ -5,7 +5,7 @@
 //! scalar f32 multiplies (through the same scalar helpers), and per element
 //! `neon::emit16` does the exact int -> f32 conversion, one `fmul`, then
 //! `fadd`/`fsub` as the formula says (never a fused multiply-add), and the
-//! scalar BF16 rounding.
+//! output's rounding (`neon::Out128`: BF16 or float16).
 //!
 //! One extraction helper, [`field16`], serves every format: ggml packs all
 //! of these quant fields (Q4_1's nibbles, the K-quants' 2-bit crumbs,
@@ -30,7 +30,7 @@ use weightstream_blocks::{block, BlockLayout};
 /// x = (d * sc) * q - (dmin * m): q the 2-bit crumbs of `QS`, sc and m 4
 /// bits each per 16 elements.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q2_k<O: Out128>(src: &[u8], dst: &mut [u16]) {
     use block::q2_k::*;
     for (b, o) in blocks(src, dst, &LAYOUT) {
         let (d, dmin) = (f16_at(b, D), f16_at(b, DMIN));
@@ -39,7 +39,7 @@ pub(super) unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
             let qs: [_; 4] = load(b.as_ptr().add(QS));
             for k in 0..16 {
                 let sm = b[SCALES + k];
-                emit16::<false, SUB>(field16::<2>(&qs, k, 32), d * (sm & 0x0F) as f32, dmin * (sm >> 4) as f32, o.add(16 * k));
+                emit16::<O, false, SUB>(field16::<2>(&qs, k, 32), d * (sm & 0x0F) as f32, dmin * (sm >> 4) as f32, o.add(16 * k));
             }
         }
     }
@@ -51,7 +51,7 @@ pub(super) unsafe fn q2_k(src: &[u8], dst: &mut [u16]) {
 /// (as [`field16`] reads them), `high` the HIGH-bit field of the `NH` at
 /// `high.0`.
 #[inline(always)]
-pub(super) unsafe fn low_high16<const LOW: i32, const HIGH: i32, const NL: usize, const NH: usize>(
+pub(super) unsafe fn low_high16<O: Out128, const LOW: i32, const HIGH: i32, const NL: usize, const NH: usize>(
     src: &[u8],
     dst: &mut [u16],
     layout: &BlockLayout,
@@ -68,7 +68,7 @@ pub(super) unsafe fn low_high16<const LOW: i32, const HIGH: i32, const NL: usize
             let (lv, hv): ([_; NL], [_; NH]) = (load(b.as_ptr().add(low.0)), load(b.as_ptr().add(high.0)));
             for k in 0..16 {
                 let q = vsliq_n_u8::<LOW>(field16::<LOW>(&lv, k, low.1), field16::<HIGH>(&hv, k, high.1));
-                emit16::<true, NONE>(vsubq_u8(q, vdupq_n_u8(offset)), d * sc(b, k) as f32, 0.0, o.add(16 * k));
+                emit16::<O, true, NONE>(vsubq_u8(q, vdupq_n_u8(offset)), d * sc(b, k) as f32, 0.0, o.add(16 * k));
             }
         }
     }
@@ -78,17 +78,17 @@ pub(super) unsafe fn low_high16<const LOW: i32, const HIGH: i32, const NL: usize
 /// `HMASK` bit is clear (crumb | h << 2, minus 4), sc 6 bits signed per
 /// 16 elements.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn q3_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q3_k<O: Out128>(src: &[u8], dst: &mut [u16]) {
     use block::q3_k::*;
     // SAFETY: as in q4_1; QS holds 4 vectors, HMASK 2.
-    unsafe { low_high16::<2, 1, 4, 2>(src, dst, &LAYOUT, (QS, 32), (HMASK, 32), 4, |b, k| q3_k_scale(&b[SCALES..], k)) }
+    unsafe { low_high16::<O, 2, 1, 4, 2>(src, dst, &LAYOUT, (QS, 32), (HMASK, 32), 4, |b, k| q3_k_scale(&b[SCALES..], k)) }
 }
 
 /// Q4_K and Q5_K: x = (d * sc) * q - (dmin * m), sc and m 6 bits per 32
 /// elements; q a nibble of `QS`, with Q5_K's fifth bit from `qh` (the
 /// offset of its `QH`; None for Q4_K).
 #[inline(always)]
-pub(super) unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout, qh: Option<usize>) {
+pub(super) unsafe fn k4_family<O: Out128>(src: &[u8], dst: &mut [u16], layout: &BlockLayout, qh: Option<usize>) {
     let field = |name| layout.field(name).expect("K-quant field").0;
     let (d_at, dmin_at, sc_at, qs_at) = (field("D"), field("DMIN"), field("SCALES"), field("QS"));
     for (b, o) in blocks(src, dst, layout) {
@@ -105,7 +105,7 @@ pub(super) unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout
                     if let Some(h) = &qh {
                         q = vsliq_n_u8::<4>(q, field16::<1>(h, j, 32));
                     }
-                    emit16::<false, SUB>(q, dl, ml, o.add(16 * j));
+                    emit16::<O, false, SUB>(q, dl, ml, o.add(16 * j));
                 }
             }
         }
@@ -113,22 +113,22 @@ pub(super) unsafe fn k4_family(src: &[u8], dst: &mut [u16], layout: &BlockLayout
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn q4_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q4_k<O: Out128>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: as in q4_1.
-    unsafe { k4_family(src, dst, &block::q4_k::LAYOUT, None) }
+    unsafe { k4_family::<O>(src, dst, &block::q4_k::LAYOUT, None) }
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn q5_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q5_k<O: Out128>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: as in q4_1.
-    unsafe { k4_family(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH)) }
+    unsafe { k4_family::<O>(src, dst, &block::q5_k::LAYOUT, Some(block::q5_k::QH)) }
 }
 
 /// x = (d * sc) * (q - 32): q a nibble of `QL` (runs of 64 bytes) with a
 /// crumb of `QH` as bits 4 and 5, sc an i8 per 16 elements.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn q6_k(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q6_k<O: Out128>(src: &[u8], dst: &mut [u16]) {
     use block::q6_k::*;
     // SAFETY: as in q4_1; QL holds 8 vectors, QH 4.
-    unsafe { low_high16::<4, 2, 8, 4>(src, dst, &LAYOUT, (QL, 64), (QH, 32), 32, |b, k| (b[SCALES + k] as i8) as i32) }
+    unsafe { low_high16::<O, 4, 2, 8, 4>(src, dst, &LAYOUT, (QL, 64), (QH, 32), 32, |b, k| (b[SCALES + k] as i8) as i32) }
 }

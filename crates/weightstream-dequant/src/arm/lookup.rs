@@ -7,12 +7,12 @@
 //! per scale (16 for the 4-bit codebooks, 3 or 4 ternary, 3 or 8 grid
 //! magnitudes, 6 for IQ1), so they are computed once per (sub-)block scale
 //! with the scalar kernel's f32 operations (exact integer -> f32, one
-//! `vmulq_f32`, for IQ1 the `vaddq_f32` of the delta first, the shared BF16
-//! rounding `round4`), and each value's output is then looked up: its low
+//! `vmulq_f32`, for IQ1 the `vaddq_f32` of the delta first, the output's
+//! rounding `Out128`), and each value's output is then looked up: its low
 //! and its high byte with a `vqtbl1q_u8` each, interleaved into u16s by
 //! `vzip`. The codebook and ternary tables hold every level with its own
 //! sign: a product is the scalar one exactly, whatever the scale. The IQ2
-//! and IQ3 tables hold magnitudes, and a negative value's BF16 is the
+//! and IQ3 tables hold magnitudes, and a negative value's output is the
 //! positive one's with the sign bit flipped (why that is exact: [`grid`]).
 //!
 //! Every kernel is `unsafe` with `#[target_feature(enable = "neon")]`, as
@@ -34,7 +34,7 @@ pub(super) fn sized_blocks<'a>(
     src.chunks_exact(bytes).zip(dst.chunks_exact_mut(elems)).map(|(b, o)| (b, o.as_mut_ptr()))
 }
 
-/// A lookup table of up to 16 BF16 outputs for `vqtbl1q_u8`: entry i's low
+/// A lookup table of up to 16 outputs (BF16 or float16) for `vqtbl1q_u8`: entry i's low
 /// byte is byte i of `lo`, its high byte byte i of `hi`.
 #[derive(Clone, Copy)]
 pub(super) struct Table {
@@ -42,7 +42,7 @@ pub(super) struct Table {
     hi: uint8x16_t,
 }
 
-/// The table of 16 BF16 values, entries 0..8 in `a` and 8..16 in `b` (for
+/// The table of 16 output values, entries 0..8 in `a` and 8..16 in `b` (for
 /// 8 entries, `a == b`: entry i is also entry 8 + i).
 #[inline(always)]
 pub(super) unsafe fn table(a: uint16x8_t, b: uint16x8_t) -> Table {
@@ -54,12 +54,12 @@ pub(super) unsafe fn table(a: uint16x8_t, b: uint16x8_t) -> Table {
     }
 }
 
-/// The table of 8 f32 values rounded to BF16 (`a` entries 0..4, `b` 4..8).
+/// The table of 8 f32 values rounded to `O` (`a` entries 0..4, `b` 4..8).
 #[inline(always)]
-pub(super) unsafe fn table8(a: float32x4_t, b: float32x4_t) -> Table {
+pub(super) unsafe fn table8<O: Out128>(a: float32x4_t, b: float32x4_t) -> Table {
     // SAFETY: NEON is always present on aarch64; no memory is touched.
     unsafe {
-        let t = vcombine_u16(round4(a), round4(b));
+        let t = O::round8(a, b);
         table(t, t)
     }
 }
@@ -96,16 +96,16 @@ impl Levels {
         }
     }
 
-    /// Every output a value scaled by `d` can have: BF16(d * level) for
+    /// Every output a value scaled by `d` can have: O(d * level) for
     /// the 16 levels, the scalar kernel's multiply and rounding once per
     /// level instead of once per value.
     #[inline(always)]
-    pub(super) unsafe fn times(self, d: f32) -> Table {
+    pub(super) unsafe fn times<O: Out128>(self, d: f32) -> Table {
         // SAFETY: NEON is always present on aarch64; no memory is touched.
         unsafe {
             let dv = vdupq_n_f32(d);
-            let r = |k: usize| round4(vmulq_f32(self.0[k], dv));
-            table(vcombine_u16(r(0), r(1)), vcombine_u16(r(2), r(3)))
+            let x = |k: usize| vmulq_f32(self.0[k], dv);
+            table(O::round8(x(0), x(1)), O::round8(x(2), x(3)))
         }
     }
 }

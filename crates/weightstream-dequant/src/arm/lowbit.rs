@@ -1,5 +1,5 @@
-//! NEON kernels of Q1_0 and Q2_0 (scalar/lowbit.rs): a block's two (Q1_0:
-//! BF16 of d and of -d) or four (Q2_0: BF16 of (q - 1) * d) possible
+//! NEON kernels of Q1_0 and Q2_0 (scalar/lowbit.rs), for either output
+//! `O`: a block's two (Q1_0: O(d) and O(-d)) or four (Q2_0: O((q - 1) * d)) possible
 //! outputs are rounded once per block with the scalar kernel's operations,
 //! then each element's is selected: Q1_0 by `vbslq` on a mask from its bit
 //! (`vtstq`), Q2_0 by looking its code up (`vqtbl1q_u8`, two bytes per
@@ -9,19 +9,18 @@ use std::arch::aarch64::*;
 
 use super::lookup::sized_blocks;
 use super::neon::*;
-use crate::numerics::f32_to_bf16;
 use crate::scalar::f16_at;
 use weightstream_blocks::block;
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn q1_0(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q1_0<O: Out128>(src: &[u8], dst: &mut [u16]) {
     use block::q1_0::*;
     const BITS: [u16; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768];
     // SAFETY: 16 readable u16 in BITS.
     let (lo, hi) = unsafe { (vld1q_u16(BITS.as_ptr()), vld1q_u16(BITS.as_ptr().add(8))) };
     for (b, o) in sized_blocks(src, dst, BYTES, ELEMS) {
         let d = f16_at(b, D);
-        let (pos, neg) = (vdupq_n_u16(f32_to_bf16(d)), vdupq_n_u16(f32_to_bf16(-d)));
+        let (pos, neg) = (vdupq_n_u16(O::from_f32(d)), vdupq_n_u16(O::from_f32(-d)));
         for k in 0..8 {
             // Elements 16k .. 16k + 16: bits 0..16 of the LE u16 at qs[2k].
             let w = vdupq_n_u16(u16::from_le_bytes([b[QS + 2 * k], b[QS + 2 * k + 1]]));
@@ -35,7 +34,7 @@ pub(super) unsafe fn q1_0(src: &[u8], dst: &mut [u16]) {
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn q2_0(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn q2_0<O: Out128>(src: &[u8], dst: &mut [u16]) {
     use block::q2_0::*;
     const LEVELS: [f32; 4] = [-1.0, 0.0, 1.0, 2.0];
     // Element 8k + e is bits 2e of the LE u16 at qs[2k].
@@ -46,8 +45,8 @@ pub(super) unsafe fn q2_0(src: &[u8], dst: &mut [u16]) {
     for (b, o) in sized_blocks(src, dst, BYTES, ELEMS) {
         // SAFETY: NEON is always present on aarch64; no memory is touched.
         let t = unsafe {
-            let r = round4(vmulq_f32(levels, vdupq_n_f32(f16_at(b, D))));
-            vreinterpretq_u8_u16(vcombine_u16(r, r))
+            let x = vmulq_f32(levels, vdupq_n_f32(f16_at(b, D)));
+            vreinterpretq_u8_u16(O::round8(x, x))
         };
         for k in 0..8 {
             let w = vdupq_n_u16(u16::from_le_bytes([b[QS + 2 * k], b[QS + 2 * k + 1]]));

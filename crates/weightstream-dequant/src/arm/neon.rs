@@ -5,6 +5,13 @@
 //! Each kernel reproduces `scalar` bit for bit (Linux runs aarch64 code
 //! with FPCR.FZ clear: subnormals are IEEE, as on x86 without FTZ/DAZ).
 //!
+//! The output is a type parameter of every kernel ([`Out128`]): BF16
+//! through that formula, float16 through `fcvtn` (round to nearest even by
+//! FPCR.RMode, which Linux leaves at its default; f16 subnormals and
+//! infinities as IEEE; FPCR.FZ would flush f32 subnormal inputs, which
+//! round to a zero of their sign in f16 anyway, and FZ16 does not govern
+//! conversions), its NaNs then made 0x7E00 (`fcvtn` keeps the payload top).
+//!
 //! `bfcvtn` (FEAT_BF16) is not used: it is an ARMv8.6 extension many
 //! servers lack, and its subnormal handling follows FPCR, which the
 //! formula's does not.
@@ -18,6 +25,8 @@
 use std::arch::aarch64::*;
 
 use weightstream_blocks::BlockLayout;
+
+use crate::output::{Bf16Out, F16Out, Output};
 
 /// A chunk kernel: callable only on aarch64 with NEON.
 pub type KernelFn = unsafe fn(&[u8], &mut [u16]);
@@ -38,11 +47,52 @@ pub(super) unsafe fn round4(x: float32x4_t) -> uint16x4_t {
     }
 }
 
-/// 8 f32 lanes (`a` first) rounded to BF16 and stored at `out`.
+/// The output of the NEON kernels, a type parameter of every kernel body:
+/// its rounding of f32 lanes, NaNs canonical (`Output::NAN`), bit for bit
+/// the scalar `Output::from_f32`.
+pub trait Out128: Output {
+    /// 8 f32 lanes (`a` first) -> 8 outputs in order.
+    unsafe fn round8(a: float32x4_t, b: float32x4_t) -> uint16x8_t;
+}
+
+impl Out128 for Bf16Out {
+    #[inline(always)]
+    unsafe fn round8(a: float32x4_t, b: float32x4_t) -> uint16x8_t {
+        // SAFETY: NEON is always present on aarch64; no memory is touched.
+        unsafe { vcombine_u16(round4(a), round4(b)) }
+    }
+}
+
+impl Out128 for F16Out {
+    #[inline(always)]
+    unsafe fn round8(a: float32x4_t, b: float32x4_t) -> uint16x8_t {
+        let h: uint16x8_t;
+        // SAFETY: fcvtn/fcvtn2 are baseline aarch64 (FP and Advanced SIMD),
+        // read and write registers only. Inline assembly: the f16 vector
+        // types (`vcvt_f16_f32`) are stable only from Rust 1.94, above the
+        // workspace's rust-version.
+        unsafe {
+            std::arch::asm!(
+                "fcvtn {h:v}.4h, {a:v}.4s",
+                "fcvtn2 {h:v}.8h, {b:v}.4s",
+                a = in(vreg) a,
+                b = in(vreg) b,
+                h = out(vreg) h,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+            // A NaN keeps its sign and payload top: magnitude above 0x7C00,
+            // which no other input gives.
+            let nan = vcgtq_u16(vandq_u16(h, vdupq_n_u16(0x7FFF)), vdupq_n_u16(F16Out::INF));
+            vbslq_u16(nan, vdupq_n_u16(F16Out::NAN), h)
+        }
+    }
+}
+
+/// 8 f32 lanes (`a` first) rounded to `O` and stored at `out`.
 #[inline(always)]
-pub(super) unsafe fn store8(out: *mut u16, a: float32x4_t, b: float32x4_t) {
+pub(super) unsafe fn store8<O: Out128>(out: *mut u16, a: float32x4_t, b: float32x4_t) {
     // SAFETY: the caller guarantees 8 writable u16 at out.
-    unsafe { vst1q_u16(out, vcombine_u16(round4(a), round4(b))) }
+    unsafe { vst1q_u16(out, O::round8(a, b)) }
 }
 
 /// 8 binary16 bit patterns -> their exact f32 values (`fcvtl`, `fcvtl2`):
@@ -75,15 +125,15 @@ pub(super) const ADD: u8 = 1;
 
 pub(super) const SUB: u8 = 2;
 
-/// 16 quants (the bytes of `q`, signed when `SIGNED`) -> 16 BF16 values at
+/// 16 quants (the bytes of `q`, signed when `SIGNED`) -> 16 `O` values at
 /// `out`: `d * q`, then `+ m` or `- m` per `OP`, each operation rounded.
 #[inline(always)]
-pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: uint8x16_t, d: f32, m: f32, out: *mut u16) {
+pub(super) unsafe fn emit16<O: Out128, const SIGNED: bool, const OP: u8>(q: uint8x16_t, d: f32, m: f32, out: *mut u16) {
     // SAFETY: NEON is always present; the caller guarantees 16 writable
     // u16 at out.
     unsafe {
         let (dv, mv) = (vdupq_n_f32(d), vdupq_n_f32(m));
-        map16::<SIGNED>(q, out, |q| {
+        map16::<O, SIGNED>(q, out, |q| {
             let x = vmulq_f32(q, dv);
             match OP {
                 ADD => vaddq_f32(x, mv),
@@ -96,10 +146,10 @@ pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: uint8x16_t, d: 
 
 /// 16 integers (the bytes of `q`, signed when `SIGNED`), each converted
 /// to f32 (exact) and passed through `f` 4 lanes at a time, rounded to
-/// BF16 and stored in order at `out`: the shape of every kernel that
+/// `O` and stored in order at `out`: the shape of every kernel that
 /// computes value by value from bytes.
 #[inline(always)]
-pub(super) unsafe fn map16<const SIGNED: bool>(q: uint8x16_t, out: *mut u16, f: impl Fn(float32x4_t) -> float32x4_t) {
+pub(super) unsafe fn map16<O: Out128, const SIGNED: bool>(q: uint8x16_t, out: *mut u16, f: impl Fn(float32x4_t) -> float32x4_t) {
     // SAFETY: NEON is always present; the caller guarantees 16 writable
     // u16 at out.
     unsafe {
@@ -110,8 +160,8 @@ pub(super) unsafe fn map16<const SIGNED: bool>(q: uint8x16_t, out: *mut u16, f: 
             (vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(q))), vreinterpretq_s16_u16(vmovl_high_u8(q)))
         };
         let g = |w: int32x4_t| f(vcvtq_f32_s32(w));
-        store8(out, g(vmovl_s16(vget_low_s16(lo))), g(vmovl_high_s16(lo)));
-        store8(out.add(8), g(vmovl_s16(vget_low_s16(hi))), g(vmovl_high_s16(hi)));
+        store8::<O>(out, g(vmovl_s16(vget_low_s16(lo))), g(vmovl_high_s16(lo)));
+        store8::<O>(out.add(8), g(vmovl_s16(vget_low_s16(hi))), g(vmovl_high_s16(hi)));
     }
 }
 

@@ -26,20 +26,24 @@ pub(super) fn levels(t: &[f32; 16]) -> [float32x4_t; 4] {
     std::array::from_fn(|k| unsafe { vld1q_f32(t.as_ptr().add(4 * k)) })
 }
 
-/// The 16 outputs of a run, BF16(R(level * scale)) with R the F16
+/// The 16 outputs of a run, O(R(level * scale)) with R the F16
 /// rounding where `to_f16`, as two `tbl` tables: their low bytes, their
 /// high bytes.
 #[inline(always)]
-pub(super) unsafe fn table16(levels: [float32x4_t; 4], scale: f32, to_f16: bool) -> uint8x16x2_t {
+pub(super) unsafe fn table16<O: Out128>(levels: [float32x4_t; 4], scale: f32, to_f16: bool) -> uint8x16x2_t {
     // SAFETY: NEON is always present on aarch64; registers only.
     unsafe {
         let s = vdupq_n_f32(scale);
-        let out = |l: float32x4_t| {
+        let x = |l: float32x4_t| {
             let x = vmulq_f32(l, s);
-            round4(if to_f16 { round_f16(x) } else { x })
+            if to_f16 {
+                round_f16(x)
+            } else {
+                x
+            }
         };
-        let t0 = vreinterpretq_u8_u16(vcombine_u16(out(levels[0]), out(levels[1])));
-        let t1 = vreinterpretq_u8_u16(vcombine_u16(out(levels[2]), out(levels[3])));
+        let t0 = vreinterpretq_u8_u16(O::round8(x(levels[0]), x(levels[1])));
+        let t1 = vreinterpretq_u8_u16(O::round8(x(levels[2]), x(levels[3])));
         // Even bytes are the low halves (little-endian), odd the high.
         uint8x16x2_t(vuzp1q_u8(t0, t1), vuzp2q_u8(t0, t1))
     }
@@ -141,7 +145,7 @@ pub(super) fn pack_runs(
 /// # Safety
 /// `src.len() * 2 == dst.len()` (Kernel::check); NEON, which every aarch64 CPU has.
 #[target_feature(enable = "neon")]
-pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn e2m1<O: Out128>(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     let l = levels(&E2M1_VALUES);
     pack_runs(
         cols,
@@ -151,8 +155,8 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
         src,
         dst,
         // SAFETY: NEON is present; s and d are one run's bytes and outputs.
-        |k, s, d| unsafe { nibble_run(table16(l, scales.value(k), false), s, d) },
-        |k, s, d| scalar::e2m1_run::<crate::output::Bf16Out>(scales.value(k), s, d),
+        |k, s, d| unsafe { nibble_run(table16::<O>(l, scales.value(k), false), s, d) },
+        |k, s, d| scalar::e2m1_run::<O>(scales.value(k), s, d),
     );
 }
 
@@ -163,7 +167,7 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
 /// `src` holds `dst.len()` values of `bits` bits (Kernel::check); NEON,
 /// which every aarch64 CPU has.
 #[target_feature(enable = "neon")]
-pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn int<O: Out128>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     let IntPack { bits, cols, ref scales, zeros, to_f16 } = pack;
     let zeros = zeros.as_ref();
     let int4 = levels(&INT4_LEVELS);
@@ -175,20 +179,20 @@ pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
             if bits == 4 {
                 // q - zero: exact, as in the scalar kernel.
                 let z = vdupq_n_f32(zero);
-                nibble_run(table16(int4.map(|l| vsubq_f32(l, z)), scale, to_f16), s, d)
+                nibble_run(table16::<O>(int4.map(|l| vsubq_f32(l, z)), scale, to_f16), s, d)
             } else {
-                int8_run(scale, zero, to_f16, s, d)
+                int8_run::<O>(scale, zero, to_f16, s, d)
             }
         }
     };
-    let rest = |k, s: &[u8], d: &mut [u16]| scalar::int_run::<crate::output::Bf16Out>(bits, scales.value(k), zero(k), to_f16, s, d);
+    let rest = |k, s: &[u8], d: &mut [u16]| scalar::int_run::<O>(bits, scales.value(k), zero(k), to_f16, s, d);
     pack_runs(cols, scales, first, 8 / bits as usize, src, dst, vector, rest);
 }
 
 /// INT8 values `[0, n - n % 16)` of a run, value by value:
 /// R((q - zero) * scale); returns how many were written.
 #[inline(always)]
-pub(super) unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
+pub(super) unsafe fn int8_run<O: Out128>(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
     let n = dst.len() / 16 * 16;
     // SAFETY: each step reads src[i..i + 16] and writes dst[i..i + 16],
     // inside the run (src holds dst.len() bytes).
@@ -197,7 +201,7 @@ pub(super) unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], d
         for i in (0..n).step_by(16) {
             // Offset bytes minus 128: the top bit flipped, read as i8.
             let q = veorq_u8(load16(src.as_ptr().add(i)), vdupq_n_u8(0x80));
-            map16::<true>(q, dst.as_mut_ptr().add(i), |q| {
+            map16::<O, true>(q, dst.as_mut_ptr().add(i), |q| {
                 let x = vmulq_f32(vsubq_f32(q, z), s);
                 if to_f16 {
                     round_f16(x)

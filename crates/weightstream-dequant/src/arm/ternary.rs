@@ -7,25 +7,25 @@ use super::neon::*;
 use crate::scalar::f16_at;
 use weightstream_blocks::block;
 
-/// A ternary table: entry q is BF16(d * (q - 1)) for q = 0, 1, 2 and, for
+/// A ternary table: entry q is O(d * (q - 1)) for q = 0, 1, 2 and, for
 /// TQ2_0's crumbs, 3 (the scalar kernel's one multiply each).
 #[inline(always)]
-pub(super) unsafe fn ternary_table(d: f32) -> Table {
+pub(super) unsafe fn ternary_table<O: Out128>(d: f32) -> Table {
     const VALUES: [f32; 4] = [-1.0, 0.0, 1.0, 2.0];
     // SAFETY: 4 readable f32 in VALUES; NEON is always present on aarch64.
     unsafe {
         let x = vmulq_f32(vld1q_f32(VALUES.as_ptr()), vdupq_n_f32(d));
-        table8(x, x)
+        table8::<O>(x, x)
     }
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn tq2_0<O: Out128>(src: &[u8], dst: &mut [u16]) {
     use block::tq2_0::*;
     let (three, zero) = (vdupq_n_u8(3), vdupq_n_u8(0));
     for (b, o) in sized_blocks(src, dst, BYTES, ELEMS) {
         // SAFETY: NEON is always present on aarch64.
-        let t = unsafe { ternary_table(f16_at(b, D)) };
+        let t = unsafe { ternary_table::<O>(f16_at(b, D)) };
         // Element 128h + 32s + j is crumb s of qs[32h + j] (Q2_K's layout).
         for h in 0..2 {
             for half in 0..2 {
@@ -59,7 +59,7 @@ pub(super) unsafe fn trits16(bytes: uint8x16_t, pow3: uint8x16_t) -> uint8x16_t 
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
+pub(super) unsafe fn tq1_0<O: Out128>(src: &[u8], dst: &mut [u16]) {
     use block::tq1_0::*;
     const POW3: [u8; 5] = [1, 3, 9, 27, 81];
     // Elements 240..256: digit e/4 of qh[e % 4], so bytes qh[0..4] four
@@ -72,7 +72,7 @@ pub(super) unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
         // SAFETY: qs[0..48] and qh[0..4] lie inside the block; outputs
         // 0..256 inside its elements.
         unsafe {
-            let t = ternary_table(f16_at(b, D));
+            let t = ternary_table::<O>(f16_at(b, D));
             let p = b.as_ptr();
             let (q0, q1, q2) = (load16(p.add(QS)), load16(p.add(QS + 16)), load16(p.add(QS + 32)));
             // Elements 0..160: digit k of qs[j] (j < 32) is 32k + j; 160..240:

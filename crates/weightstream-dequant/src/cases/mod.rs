@@ -77,12 +77,16 @@ impl Case {
         }
     }
 
-    /// The reference: the scalar kernel's output.
+    /// The reference: the scalar kernel's BF16 output.
     pub fn scalar(&self) -> Vec<u16> {
-        let mut out = vec![0u16; self.n];
-        crate::dequantize(&self.kernel(), crate::OutDtype::BF16, self.first, &self.src, &mut out, crate::Isa::Scalar)
-            .expect("a valid case");
-        out
+        self.scalar_as(crate::OutDtype::BF16)
+    }
+
+    /// The reference for output `out`: the scalar kernel's.
+    pub fn scalar_as(&self, out: crate::OutDtype) -> Vec<u16> {
+        let mut o = vec![0u16; self.n];
+        crate::dequantize(&self.kernel(), out, self.first, &self.src, &mut o, crate::Isa::Scalar).expect("a valid case");
+        o
     }
 
     /// The scale values, if any.

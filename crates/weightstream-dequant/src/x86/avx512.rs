@@ -35,12 +35,21 @@
 //!   was compared on this project's AMD EPYC (family 25 model 17, Zen 4)
 //!   while writing it.
 //!
+//! Float16 output has one rounding, [`F16Round`]: `vcvtps2ph` (round to
+//! nearest even from the immediate, f16 subnormals and infinities as IEEE,
+//! so exact on every input: `CVT` is false), NaN lanes then set to 0x7E00
+//! (the instruction keeps a NaN's sign and payload). The kernels are
+//! generic over `Round`, so each body serves the three.
+//!
 //! Every public function is `unsafe`: callers must have checked
 //! `Isa::Avx512.supported()`, and for the `bf16` variants
 //! [`has_bf16`] too. Lengths: as `Kernel::check` leaves them (`src` whole
 //! blocks or values, `dst` their elements).
 
 use std::arch::x86_64::*;
+
+use super::avx2::F16_RNE;
+use crate::output::{Bf16Out, F16Out, Output};
 
 /// A chunk kernel: callable only where its target features are present.
 pub type KernelFn = unsafe fn(&[u8], &mut [u16]);
@@ -50,28 +59,35 @@ pub fn has_bf16() -> bool {
     is_x86_feature_detected!("avx512bf16")
 }
 
-/// 32 f32 lanes (two vectors, `a`'s first) -> 32 BF16 values in order.
+/// 32 f32 lanes (two vectors, `a`'s first) -> 32 output values in order
+/// (BF16 or float16: `Out`).
 ///
 /// The methods are `#[inline(always)]` without target features: they are
 /// only called from the `#[target_feature]` kernels below, into which they
 /// (and the intrinsics in them) are inlined.
-pub(super) trait Round {
+pub trait Round {
     /// Whether this is `vcvtne2ps2bf16`, which must not see subnormals.
     const CVT: bool;
-    /// Any input but (for `CVT`) subnormals; NaN -> 0x7FC0.
+    /// What it writes; `<Out as Out256>::Round512` is the rounding to the
+    /// same output that takes every input (the fallback where `CVT`).
+    type Out: super::avx2::Out256;
+    /// Any input but (for `CVT`) subnormals; NaN -> `Out::NAN`.
     unsafe fn pack(a: __m512, b: __m512) -> __m512i;
     /// Inputs neither NaN nor subnormal.
     unsafe fn pack_ordinary(a: __m512, b: __m512) -> __m512i;
-    /// 8 f32 lanes -> 8 BF16 values (inputs as for `pack`); a NaN lane
-    /// gives some BF16 NaN, not necessarily 0x7FC0 (the callers fix them).
+    /// 8 f32 lanes -> 8 output values (inputs as for `pack`); a NaN lane
+    /// gives some NaN, not necessarily `Out::NAN` (the callers fix them).
     unsafe fn round8(x: __m256) -> __m128i;
 }
 
 /// The scalar formula `(b + 0x7FFF + ((b >> 16) & 1)) >> 16`, lane by lane.
-pub(super) struct IntRound;
+pub struct IntRound;
 
 /// `vcvtne2ps2bf16`, NaNs made canonical after it.
-pub(super) struct Bf16Round;
+pub struct Bf16Round;
+
+/// Float16: `vcvtps2ph`, NaNs made canonical after it.
+pub struct F16Round;
 
 /// Word `2i + 1` of the 64 words of (a, b): the high halves, in order.
 const ODD_WORDS: [u16; 32] = {
@@ -113,6 +129,7 @@ impl IntRound {
 
 impl Round for IntRound {
     const CVT: bool = false;
+    type Out = Bf16Out;
 
     #[inline(always)]
     unsafe fn pack(a: __m512, b: __m512) -> __m512i {
@@ -135,20 +152,27 @@ impl Round for IntRound {
     }
 }
 
+/// 32 words of `O` from a hardware conversion, their NaNs made `O::NAN`:
+/// `vcvtne2ps2bf16` and `vcvtps2ph` keep a NaN's sign and payload (quiet),
+/// a magnitude above infinity's, which no other input gives.
+#[inline(always)]
+unsafe fn canonical_nans<O: Output>(r: __m512i) -> __m512i {
+    // SAFETY: callers run inside a kernel with avx512f and avx512bw enabled.
+    unsafe {
+        let nan = _mm512_cmpgt_epu16_mask(_mm512_and_si512(r, _mm512_set1_epi16(0x7FFF)), _mm512_set1_epi16(O::INF as i16));
+        _mm512_mask_mov_epi16(r, nan, _mm512_set1_epi16(O::NAN as i16))
+    }
+}
+
 impl Round for Bf16Round {
     const CVT: bool = true;
+    type Out = Bf16Out;
 
     #[inline(always)]
     unsafe fn pack(a: __m512, b: __m512) -> __m512i {
         // SAFETY: callers run inside a kernel with avx512f, avx512bw and
         // avx512bf16 enabled.
-        unsafe {
-            let r = Self::pack_ordinary(a, b);
-            // A NaN input gives a BF16 NaN (quiet, sign and payload kept):
-            // magnitude above 0x7F80, which no other input gives.
-            let nan = _mm512_cmpgt_epu16_mask(_mm512_and_si512(r, _mm512_set1_epi16(0x7FFF)), _mm512_set1_epi16(0x7F80));
-            _mm512_mask_mov_epi16(r, nan, _mm512_set1_epi16(0x7FC0))
-        }
+        unsafe { canonical_nans::<Bf16Out>(Self::pack_ordinary(a, b)) }
     }
 
     #[inline(always)]
@@ -167,7 +191,30 @@ impl Round for Bf16Round {
     }
 }
 
-/// Store 32 BF16 values at `dst`.
+impl Round for F16Round {
+    const CVT: bool = false;
+    type Out = F16Out;
+
+    #[inline(always)]
+    unsafe fn pack(a: __m512, b: __m512) -> __m512i {
+        // SAFETY: callers run inside a kernel with avx512f and avx512bw enabled.
+        unsafe { canonical_nans::<F16Out>(Self::pack_ordinary(a, b)) }
+    }
+
+    #[inline(always)]
+    unsafe fn pack_ordinary(a: __m512, b: __m512) -> __m512i {
+        // SAFETY: callers run inside a kernel with avx512f enabled.
+        unsafe { _mm512_inserti64x4::<1>(_mm512_castsi256_si512(_mm512_cvtps_ph::<F16_RNE>(a)), _mm512_cvtps_ph::<F16_RNE>(b)) }
+    }
+
+    #[inline(always)]
+    unsafe fn round8(x: __m256) -> __m128i {
+        // SAFETY: callers run inside a kernel with f16c enabled.
+        unsafe { _mm256_cvtps_ph::<F16_RNE>(x) }
+    }
+}
+
+/// Store 32 output values at `dst`.
 #[inline(always)]
 pub(super) unsafe fn store(dst: *mut u16, v: __m512i) {
     // SAFETY: the caller guarantees 32 writable u16 at dst, inside a kernel

@@ -1,18 +1,18 @@
 //! The emitter the x86 legacy and K-quant kernels share (legacy.rs,
-//! kquant.rs): quant bytes to BF16 through `d * q (+/- m)`, for AVX2 and
-//! AVX-512 (`Emit`), and the bit-field readers of their blocks.
-//! elements) and the K-quants Q2_K ... Q6_K (256), one body per format,
-//! each compiled three times (`kernels!`): for AVX2 + F16C ([`Avx2`]: 16
-//! values per store, the integer BF16 rounding) and for AVX-512 ([`Avx512`]:
-//! 32 values per store, rounded by `vcvtne2ps2bf16` where the CPU has
-//! AVX512_BF16, by the integer formula on 16 lanes where it has not).
+//! kquant.rs): quant bytes to BF16 or float16 through `d * q (+/- m)`,
+//! for AVX2 and AVX-512 (`Emit`), and the bit-field readers of their
+//! blocks. One body per format, compiled for each ISA and output
+//! (`kernels!`): for AVX2 + F16C ([`Avx2`]: 16 values per store, rounded
+//! by its `Out256`) and for AVX-512 ([`Avx512`]: 32 values per store,
+//! rounded by `vcvtne2ps2bf16` where the CPU has AVX512_BF16, by the
+//! integer formula on 16 lanes where it has not, by `vcvtps2ph` to float16).
 //!
 //! Each reproduces its scalar kernel (scalar.rs) bit for bit: the per-block
 //! scale products (`d * sc`, `dmin * m`) are the same scalar f32
 //! multiplies; per element, the exact int -> f32 conversion, one `vmulps`,
 //! then `vaddps`/`vsubps` as the formula says (never an FMA: Rust never
 //! contracts), and a BF16 rounding equal to the scalar one (see
-//! [`Avx512Bf16`] for why `vcvtne2ps2bf16` is exact here).
+//! [`Avx512`] for why `vcvtne2ps2bf16` is exact here).
 //!
 //! Every public function is `unsafe` with `#[target_feature]`: callers must
 //! have checked `Isa::Avx2.supported()` (for the `_avx512` ones
@@ -21,8 +21,10 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::store16;
-use super::avx512::{Bf16Round, IntRound, Round};
+use std::marker::PhantomData;
+
+use super::avx2::{store16, Out256};
+use super::avx512::Round;
 
 /// What follows the multiply: `dl * q`, `dl * q + m`, `dl * q - m`.
 pub(super) const NONE: u8 = 0;
@@ -31,13 +33,12 @@ pub(super) const ADD: u8 = 1;
 
 pub(super) const SUB: u8 = 2;
 
-/// 16 quants (bytes of `q`, signed when `SIGNED`) -> 16 BF16 values at `out`:
+/// 16 quants (bytes of `q`, signed when `SIGNED`) -> 16 `O` values at `out`:
 /// `dl * q`, then `+ m` or `- m` per `OP`, each operation rounded.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+pub(super) unsafe fn emit16<O: Out256, const SIGNED: bool, const OP: u8>(q: __m128i, dl: f32, m: f32, out: *mut u16) {
+    // SAFETY: inside a kernel with avx2 and f16c enabled; the caller
+    // guarantees 16 writable u16 at out.
     unsafe {
         let (a, b) = if SIGNED {
             (_mm256_cvtepi8_epi32(q), _mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)))
@@ -52,11 +53,11 @@ pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f3
             (x, y) = if OP == ADD { (_mm256_add_ps(x, mm), _mm256_add_ps(y, mm)) } else { (_mm256_sub_ps(x, mm), _mm256_sub_ps(y, mm)) };
         }
         // SAFETY: the caller guarantees 16 writable u16 at out.
-        store16(out, x, y);
+        store16::<O>(out, x, y);
     }
 }
 
-/// How a kernel turns 32 quants into 32 BF16 values, per ISA.
+/// How a kernel turns 32 quants into 32 output values, per ISA and output.
 ///
 /// The methods are `#[inline(always)]` without target features: they are
 /// only called from the `#[target_feature]` kernels of `kernels!`, into
@@ -64,30 +65,31 @@ pub(super) unsafe fn emit16<const SIGNED: bool, const OP: u8>(q: __m128i, dl: f3
 pub(super) trait Emit {
     /// 32 quants (bytes of `q`, signed when `SIGNED`): the first 16 with
     /// (`d0`, `m0`), the next 16 with (`d1`, `m1`): `dl * q`, then `+ m` or
-    /// `- m` per `OP`, each operation rounded, then rounded to BF16 and
+    /// `- m` per `OP`, each operation rounded, then rounded to the output and
     /// stored at `out` (32 writable u16). `finite`: the block's scale fields
     /// are all finite, so no output is NaN (a hint; either value is correct
     /// when false).
     unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, finite: bool, out: *mut u16);
 }
 
-/// AVX2: two `emit16`, the integer rounding.
-pub(super) struct Avx2;
+/// AVX2: two `emit16`, rounded to `O`.
+pub(super) struct Avx2<O>(PhantomData<O>);
 
-impl Emit for Avx2 {
+impl<O: Out256> Emit for Avx2<O> {
     #[inline(always)]
     unsafe fn emit32<const SIGNED: bool, const OP: u8>(q: __m256i, d0: f32, m0: f32, d1: f32, m1: f32, _finite: bool, out: *mut u16) {
         // SAFETY: inside a kernel with avx2 and f16c enabled; the caller
         // guarantees 32 writable u16 at out.
         unsafe {
-            emit16::<SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
-            emit16::<SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
+            emit16::<O, SIGNED, OP>(_mm256_castsi256_si128(q), d0, m0, out);
+            emit16::<O, SIGNED, OP>(_mm256_extracti128_si256::<1>(q), d1, m1, out.add(16));
         }
     }
 }
 
-/// AVX-512: 16 lanes per `vmulps`, rounded to BF16 by `R` (avx512.rs):
-/// `vcvtne2ps2bf16` where the CPU has AVX512_BF16, else the integer formula.
+/// AVX-512: 16 lanes per `vmulps`, rounded by `R` (avx512.rs):
+/// `vcvtne2ps2bf16` where the CPU has AVX512_BF16, else the integer
+/// formula; `vcvtps2ph` for float16.
 ///
 /// `vcvtne2ps2bf16` is exact here: that instruction rounds to nearest even like the scalar
 /// formula but flushes f32 subnormal inputs to zero, and none reach it. In
@@ -103,14 +105,7 @@ impl Emit for Avx2 {
 /// f32 subnormal. NaN outputs (only from a NaN or infinite scale field)
 /// are made canonical after it, checked only for blocks whose scales are
 /// not all `finite`.
-pub(super) struct Avx512<R>(std::marker::PhantomData<R>);
-
-/// AVX-512 with AVX512_BF16 (`vcvtne2ps2bf16`).
-pub(super) type Avx512Bf16 = Avx512<Bf16Round>;
-
-/// AVX-512 without it: the integer formula on 16 lanes (what `Isa::Avx512`
-/// runs on CPUs without AVX512_BF16, and `Isa::Avx512Int` everywhere).
-pub(super) type Avx512Int = Avx512<IntRound>;
+pub(super) struct Avx512<R>(PhantomData<R>);
 
 impl<R: Round> Emit for Avx512<R> {
     #[inline(always)]

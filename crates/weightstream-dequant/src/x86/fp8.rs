@@ -1,6 +1,6 @@
-//! FP8 (E4M3, E5M2) times its scales -> BF16 on x86, written once for both
-//! vector widths ([`Width`]: AVX2's 16 lanes with the integer BF16
-//! rounding, AVX-512's 32 with either rounding): a whole chunk in runs of
+//! FP8 (E4M3, E5M2) times its scales -> BF16 or float16 on x86, written
+//! once for both vector widths and outputs ([`Width`]: AVX2's 16 lanes
+//! with `Out256`'s rounding, AVX-512's 32 with any `Round`): a whole chunk in runs of
 //! one scale, each run inside one target-feature function.
 //!
 //! Each code becomes a binary16 whose exact f32 conversion, times
@@ -19,9 +19,10 @@ use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
 use crate::kernel::{fp8_runs, ScaleGrid};
+use crate::output::Output;
 use crate::scalar;
-use crate::x86::avx2::store16;
-use crate::x86::avx512::{store, Bf16Round, IntRound, Round};
+use crate::x86::avx2::{store16, Out256};
+use crate::x86::avx512::{store, Bf16Round, Round};
 use weightstream_blocks::Fp8Format;
 
 /// A vector width. The methods are `#[inline(always)]` without target
@@ -32,25 +33,28 @@ trait Width {
     const LANES: usize;
     type F: Copy;
     /// Where [`Width::exact`] says no, the width that runs the scale instead.
-    type Fallback: Width;
+    type Fallback: Width<Out = Self::Out>;
+    /// What it writes.
+    type Out: Output;
     /// `LANES` codes at `p` as f32 halves (times `rebias`: their values).
     unsafe fn codes(format: Fp8Format, p: *const u8) -> (Self::F, Self::F);
     unsafe fn splat(x: f32) -> Self::F;
     unsafe fn mul(a: Self::F, b: Self::F) -> Self::F;
-    /// Round both halves to BF16 and store `LANES` outputs at `dst`.
+    /// Round both halves to the output and store `LANES` outputs at `dst`.
     unsafe fn store(dst: *mut u16, a: Self::F, b: Self::F);
     /// Whether this width's rounding gives the formula's bits for every
     /// product `v * scale` of an FP8 value and `scale`.
     fn exact(scale: f32) -> bool;
 }
 
-/// AVX2 + F16C, the integer BF16 rounding.
-struct Avx2;
+/// AVX2 + F16C, `O`'s rounding.
+struct Avx2<O>(PhantomData<O>);
 
-impl Width for Avx2 {
+impl<O: Out256> Width for Avx2<O> {
     const LANES: usize = 16;
     type F = __m256;
-    type Fallback = Avx2;
+    type Fallback = Self;
+    type Out = O;
 
     #[inline(always)]
     unsafe fn codes(format: Fp8Format, p: *const u8) -> (__m256, __m256) {
@@ -89,7 +93,7 @@ impl Width for Avx2 {
     #[inline(always)]
     unsafe fn store(dst: *mut u16, a: __m256, b: __m256) {
         // SAFETY: inside a kernel with avx2 enabled; 16 writable u16 at dst.
-        unsafe { store16(dst, a, b) }
+        unsafe { store16::<O>(dst, a, b) }
     }
 
     fn exact(_: f32) -> bool {
@@ -103,7 +107,8 @@ struct Avx512<R>(PhantomData<R>);
 impl<R: Round> Width for Avx512<R> {
     const LANES: usize = 32;
     type F = __m512;
-    type Fallback = Avx512<IntRound>;
+    type Fallback = Avx512<<R::Out as Out256>::Round512>;
+    type Out = R::Out;
 
     #[inline(always)]
     unsafe fn codes(format: Fp8Format, p: *const u8) -> (__m512, __m512) {
@@ -189,7 +194,7 @@ unsafe fn run<W: Width>(format: Fp8Format, scale: f32, src: &[u8], dst: &mut [u1
             steps::<W, true>(format, src, dst, n, W::splat(r), W::splat(scale));
         }
         if n < dst.len() {
-            scalar::fp8_run::<crate::output::Bf16Out>(format, scale, &src[n..], &mut dst[n..]);
+            scalar::fp8_run::<W::Out>(format, scale, &src[n..], &mut dst[n..]);
         }
     }
 }
@@ -221,35 +226,45 @@ unsafe fn steps<W: Width, const TWO: bool>(format: Fp8Format, src: &[u8], dst: &
 /// # Safety
 /// `Isa::Avx2.supported()`; `src.len() == dst.len()`.
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn avx2(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn avx2<O: Out256>(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| {
         // SAFETY: the features are enabled here; the run lies within src
         // and dst (fp8_runs covers [0, dst.len())).
-        unsafe { scaled_run::<Avx2>(format, scale, &src[i..i + len], &mut dst[i..i + len]) }
+        unsafe { scaled_run::<Avx2<O>>(format, scale, &src[i..i + len], &mut dst[i..i + len]) }
     });
 }
 
-/// A whole FP8 chunk on AVX-512, with `vcvtne2ps2bf16` where `bf16`.
+/// A whole FP8 chunk on AVX-512 to `O`, with `vcvtne2ps2bf16` where
+/// `bf16` (BF16 only).
 ///
 /// # Safety
 /// `Isa::Avx512.supported()`, and `avx512::has_bf16()` when `bf16`;
 /// `src.len() == dst.len()`.
-pub unsafe fn avx512(bf16: bool, format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn avx512<O: Out256>(
+    bf16: bool,
+    format: Fp8Format,
+    cols: u64,
+    scales: Option<&ScaleGrid>,
+    first: u64,
+    src: &[u8],
+    dst: &mut [u16],
+) {
     // SAFETY: the caller's contract above.
     unsafe {
-        if bf16 {
+        if bf16 && O::DTYPE == weightstream_blocks::OutDtype::BF16 {
             avx512_bf16(format, cols, scales, first, src, dst)
         } else {
-            avx512_int(format, cols, scales, first, src, dst)
+            avx512_exact::<O::Round512>(format, cols, scales, first, src, dst)
         }
     }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-unsafe fn avx512_int(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn avx512_exact<R: Round>(format: Fp8Format, cols: u64, scales: Option<&ScaleGrid>, first: u64, src: &[u8], dst: &mut [u16]) {
     fp8_runs(cols, scales, first, dst.len(), |scale, i, len| {
         // SAFETY: as in `avx2`, with this function's features.
-        unsafe { scaled_run::<Avx512<IntRound>>(format, scale, &src[i..i + len], &mut dst[i..i + len]) }
+        unsafe { scaled_run::<Avx512<R>>(format, scale, &src[i..i + len], &mut dst[i..i + len]) }
     });
 }
 

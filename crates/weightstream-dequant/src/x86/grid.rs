@@ -85,7 +85,7 @@ pub(super) fn mags_f32(m: &[u8; 8]) -> __m256 {
     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))
 }
 
-/// BF16(db * m) for the 8 magnitudes m as a `pshufb` table (low bytes,
+/// The outputs of db * m (BF16 or float16, `L`'s) for the 8 magnitudes m as a `pshufb` table (low bytes,
 /// then high bytes), db0 for entries 0..4 and db1 for 4..8 (IQ2's three
 /// magnitudes fit twice: two 16-value groups' scales in one table), and
 /// the masks that flip a negative value's sign bit: 0x80, or 0 where db is
@@ -104,7 +104,7 @@ pub(super) unsafe fn grid_table<L: Lut>(mags: __m256, db0: f32, db1: f32) -> (L:
 /// `grid_table`'s outputs: entry `BASE | byte >> SHIFT`, sign bit flipped
 /// (`flip`) for the negative ones. gguf-py computes `(db * g) * sign`;
 /// `db * g` is never NaN unless db is (g > 0), and otherwise `* -1` negates
-/// it exactly and round to nearest even is symmetric, so its BF16 is the
+/// it exactly and round to nearest even is symmetric, so its output is the
 /// positive one's with the sign bit flipped (zeros and infinities
 /// included). A NaN db gives the canonical NaN either way: its flip is 0.
 #[inline(always)]
@@ -281,7 +281,7 @@ pub(super) unsafe fn iq3_s_body<L: Lut>(src: &[u8], dst: &mut [u16]) {
 
 /// The IQ1 outputs dl * (g + delta) for g = -1, 0, 1: entries 0..3 with
 /// `delta0`, 4..7 with `delta1` (the add and the multiply each rounded, as
-/// in the scalar kernel), as a `bf16_table8` table.
+/// in the scalar kernel), as a `table8` table.
 #[inline(always)]
 pub(super) unsafe fn iq1_table<L: Lut>(dl: f32, delta0: f32, delta1: f32) -> L::Table {
     // SAFETY: the caller upholds this function's contract: the CPU has the
@@ -337,7 +337,7 @@ pub(super) trait Iq1mBlocks: Lut {
     unsafe fn iq1_m(src: &[u8], dst: &mut [u16]);
 }
 
-impl Iq1mBlocks for Avx2 {
+impl<O: super::avx2::Out256> Iq1mBlocks for Avx2<O> {
     #[inline(always)]
     unsafe fn iq1_m(src: &[u8], dst: &mut [u16]) {
         // SAFETY: as for the kernel calling this (features enabled, lengths checked).

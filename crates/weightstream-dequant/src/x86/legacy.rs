@@ -1,11 +1,12 @@
 //! x86 kernels of the legacy 32-element block formats: Q4_0 and Q8_0
-//! (AVX2 written out, AVX-512 bodies with both roundings), Q4_1, Q5_0 and
+//! (AVX2 written out, AVX-512 bodies with every rounding), each generic
+//! over the output, Q4_1, Q5_0 and
 //! Q5_1 (through emit.rs's `Emit`, for both).
 
 use std::arch::x86_64::*;
 
-use super::avx2::store16;
-use super::avx512::{f16_finite, splat_f16, store, Bf16Round, IntRound, Round};
+use super::avx2::{store16, Out256};
+use super::avx512::{f16_finite, splat_f16, store, Round};
 use super::emit::*;
 use crate::numerics::f16_to_f32;
 use crate::scalar::f16_at;
@@ -19,7 +20,7 @@ pub(super) fn scaled(q: __m256i, d: __m256) -> __m256 {
 }
 
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q4_0(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn q4_0<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -35,14 +36,14 @@ pub unsafe fn q4_0(src: &[u8], dst: &mut [u16]) {
             let qs = _mm_loadu_si128(p.add(2) as *const __m128i);
             let lo = _mm_sub_epi8(_mm_and_si128(qs, mask), eight);
             let hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16::<4>(qs), mask), eight);
-            store16(o, scaled(_mm256_cvtepi8_epi32(lo), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(lo)), d));
-            store16(o.add(16), scaled(_mm256_cvtepi8_epi32(hi), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(hi)), d));
+            store16::<O>(o, scaled(_mm256_cvtepi8_epi32(lo), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(lo)), d));
+            store16::<O>(o.add(16), scaled(_mm256_cvtepi8_epi32(hi), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(hi)), d));
         }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn q8_0(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn q8_0<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -54,8 +55,8 @@ pub unsafe fn q8_0(src: &[u8], dst: &mut [u16]) {
             let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([*p, *p.add(1)])));
             let a = _mm_loadu_si128(p.add(2) as *const __m128i);
             let b = _mm_loadu_si128(p.add(18) as *const __m128i);
-            store16(o, scaled(_mm256_cvtepi8_epi32(a), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(a)), d));
-            store16(o.add(16), scaled(_mm256_cvtepi8_epi32(b), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(b)), d));
+            store16::<O>(o, scaled(_mm256_cvtepi8_epi32(a), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(a)), d));
+            store16::<O>(o.add(16), scaled(_mm256_cvtepi8_epi32(b), d), scaled(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(b)), d));
         }
     }
 }

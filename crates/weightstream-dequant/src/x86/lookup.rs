@@ -6,15 +6,15 @@
 //!
 //! They compute per possible output rather than per value: a scale (the
 //! same scalar f32 operations, in the same order, as the scalar kernel)
-//! times a format's few values gives few BF16 results: 16 for the 4-bit
+//! times a format's few values gives few output values (BF16 or float16): 16 for the 4-bit
 //! formats, 3 or 4 ternary, 3 or 8 grid magnitudes, 6 for IQ1 (-1, 0, 1
 //! plus either delta). Those are computed once per scale with the scalar
 //! kernel's operations (exact i8 -> f32, `vmulps`, for IQ1 the `vaddps` of
-//! the delta first; the shared BF16 rounding), and each value's result is
+//! the delta first; the output's rounding, `Out256`), and each value's result is
 //! then looked up: its low and its high byte with a `vpshufb` each.
 //!
 //! NVFP4 and the IQ2/IQ3 grids keep only the magnitudes and set the sign
-//! bit of the negative values' BF16: gguf-py negates a product (`s * -|l|`,
+//! bit of the negative values' outputs (bit 15 in BF16 and float16): gguf-py negates a product (`s * -|l|`,
 //! `(db * g) * -1`), which is exact, and round to nearest even is
 //! symmetric, so the result is the positive one's with its sign bit
 //! flipped, zeros and infinities included; the one exception, NaN (always
@@ -26,9 +26,11 @@
 //! elements (checked by `Kernel::check`).
 
 use std::arch::x86_64::*;
+use std::marker::PhantomData;
 
-use super::avx2::{pack, round_bf16};
-use super::avx512::{Bf16Round, IntRound, Round};
+use super::avx2::Out256;
+use super::avx512::Round;
+use crate::output::Output;
 
 /// A 16-entry i8 table for `pshufb`.
 #[inline]
@@ -56,18 +58,20 @@ pub(super) fn split_bytes(t: __m256i) -> __m256i {
     _mm256_shuffle_epi8(t, order)
 }
 
-/// Every output a 32-value group with one scale can have: BF16(d * level)
+/// Every output a 32-value group with one scale can have: O(d * level)
 /// for the 16 levels (the same `vmulps` and rounding as computing each
 /// output, once per level instead of once per value), as two `pshufb`
 /// tables, the low bytes and the high bytes, each in both lanes.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) fn products16(levels: (__m256, __m256), d: f32) -> (__m256i, __m256i) {
-    let dv = _mm256_set1_ps(d);
-    let t = pack(round_bf16(_mm256_mul_ps(levels.0, dv)), round_bf16(_mm256_mul_ps(levels.1, dv)));
-    // [low bytes of 0..8, of 8..16 | high bytes of 0..8, of 8..16]
-    let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(split_bytes(t));
-    (_mm256_permute2x128_si256::<0x00>(s, s), _mm256_permute2x128_si256::<0x11>(s, s))
+#[inline(always)]
+pub(super) unsafe fn products16<O: Out256>(levels: (__m256, __m256), d: f32) -> (__m256i, __m256i) {
+    // SAFETY: inside a kernel with avx2 and f16c enabled.
+    unsafe {
+        let dv = _mm256_set1_ps(d);
+        let t = O::pack16(_mm256_mul_ps(levels.0, dv), _mm256_mul_ps(levels.1, dv));
+        // [low bytes of 0..8, of 8..16 | high bytes of 0..8, of 8..16]
+        let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(split_bytes(t));
+        (_mm256_permute2x128_si256::<0x00>(s, s), _mm256_permute2x128_si256::<0x11>(s, s))
+    }
 }
 
 /// Low and high bytes of 32 BF16 values (lane 0: values 0..16 of `out0`,
@@ -86,17 +90,15 @@ pub(super) unsafe fn store_bytes(lo: __m256i, hi: __m256i, out0: *mut u16, out1:
     }
 }
 
-/// 8 f32 values rounded to BF16 as a `pshufb` table: the low bytes of the
+/// 8 f32 values rounded to `O` as a `pshufb` table: the low bytes of the
 /// 8, then their high bytes.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) fn bf16_table8(x: __m256) -> __m128i {
-    let r = round_bf16(x);
-    let t = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r));
-    _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(t)))
+#[inline(always)]
+pub(super) unsafe fn table8<O: Out256>(x: __m256) -> __m128i {
+    // SAFETY: inside a kernel with avx2 and f16c enabled.
+    unsafe { _mm256_castsi256_si128(split_bytes(_mm256_zextsi128_si256(O::pack8(x)))) }
 }
 
-/// 16 outputs: entry `idx[j]` (0..8) of a `bf16_table8` table, the high
+/// 16 outputs: entry `idx[j]` (0..8) of a `table8` table, the high
 /// byte XORed with `flip[j]`.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -112,8 +114,8 @@ pub(super) unsafe fn lookup16(idx: __m128i, t: __m128i, flip: __m128i, out: *mut
     }
 }
 
-/// The table lookups of the grid and IQ1 kernels, per ISA: 8 f32 outputs
-/// rounded to BF16 as a table (`table8`), and 16 outputs looked up in it
+/// The table lookups of the grid and IQ1 kernels, per ISA and output: 8
+/// f32 outputs rounded to the output as a table (`table8`), and 16 outputs looked up in it
 /// (`lookup16`: entry `idx[j]`, 0..8, its sign bit flipped where `flip[j]`
 /// is 0x80).
 ///
@@ -126,16 +128,16 @@ pub(super) trait Lut {
     unsafe fn lookup16(idx: __m128i, t: Self::Table, flip: __m128i, out: *mut u16);
 }
 
-/// AVX2: the integer rounding, a `pshufb` per byte of the outputs.
-pub(super) struct Avx2;
+/// AVX2: `O`'s rounding, a `pshufb` per byte of the outputs.
+pub(super) struct Avx2<O>(PhantomData<O>);
 
-impl Lut for Avx2 {
+impl<O: Out256> Lut for Avx2<O> {
     type Table = __m128i;
 
     #[inline(always)]
     unsafe fn table8(x: __m256) -> __m128i {
-        // SAFETY: inside a kernel with avx2 enabled.
-        unsafe { bf16_table8(x) }
+        // SAFETY: inside a kernel with avx2 and f16c enabled.
+        unsafe { table8::<O>(x) }
     }
 
     #[inline(always)]
@@ -148,11 +150,11 @@ impl Lut for Avx2 {
 
 /// AVX-512: the table is 16 words, the 8 outputs rounded by `R`
 /// (`vcvtneps2bf16` where the CPU has AVX512_BF16, else the integer
-/// formula) and the same with the sign bit flipped (NaNs canonical
-/// in both halves); a lookup is one `vpermw` of 16 words, index `idx[j]`
+/// formula; `vcvtps2ph` to float16) and the same with the sign bit
+/// flipped (NaNs canonical in both halves); a lookup is one `vpermw` of 16 words, index `idx[j]`
 /// plus 8 where flipped.
 ///
-/// `vcvtneps2bf16` (`Avx512Bf16`) rounds like the scalar formula except that it flushes
+/// `vcvtneps2bf16` (`Bf16Round`) rounds like the scalar formula except that it flushes
 /// f32 subnormal inputs to zero, and none reach it: every table entry is a
 /// product of an f16 value `d` (a multiple of 2^-24; IQ1_M's `d` too, an
 /// f16 pieced from the scale bits) and factors that are multiples of 2^-3
@@ -162,14 +164,7 @@ impl Lut for Avx2 {
 /// multiple of 2^-27 is one too (exact below 2^-4 in magnitude, a multiple
 /// of its ulp above): zero or at least 2^-27 in magnitude. A NaN scale
 /// gives 0x7FC0 in both halves, so its flip does not matter.
-pub(super) struct Avx512<R>(std::marker::PhantomData<R>);
-
-/// AVX-512 with AVX512_BF16.
-pub(super) type Avx512Bf16 = Avx512<Bf16Round>;
-
-/// AVX-512 without it (what `Isa::Avx512` runs on CPUs without
-/// AVX512_BF16, and `Isa::Avx512Int` everywhere).
-pub(super) type Avx512Int = Avx512<IntRound>;
+pub(super) struct Avx512<R>(PhantomData<R>);
 
 impl<R: Round> Lut for Avx512<R> {
     type Table = __m256i;
@@ -181,10 +176,11 @@ impl<R: Round> Lut for Avx512<R> {
         unsafe {
             let t = R::round8(x);
             let both = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(t), _mm_xor_si128(t, _mm_set1_epi16(i16::MIN)));
-            // A NaN input gives a BF16 NaN (sign and payload kept):
-            // magnitude above 0x7F80, which no other input gives.
-            let nan = _mm256_cmpgt_epu16_mask(_mm256_and_si256(both, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x7F80));
-            _mm256_mask_mov_epi16(both, nan, _mm256_set1_epi16(0x7FC0))
+            // A NaN input gives a NaN (sign and payload kept): magnitude
+            // above infinity's, which no other input gives.
+            let inf = _mm256_set1_epi16(R::Out::INF as i16);
+            let nan = _mm256_cmpgt_epu16_mask(_mm256_and_si256(both, _mm256_set1_epi16(0x7FFF)), inf);
+            _mm256_mask_mov_epi16(both, nan, _mm256_set1_epi16(R::Out::NAN as i16))
         }
     }
 

@@ -1,10 +1,11 @@
 //! AVX2 kernels of the 4-bit codebook formats: IQ4_NL, IQ4_XS, MXFP4 and
-//! NVFP4 (a nibble picks one of 16 levels; lookup.rs). Under
+//! NVFP4 (a nibble picks one of 16 levels; lookup.rs), for either output
+//! (the tables are built with its rounding). Under
 //! `Isa::Avx512` these run too: already faster than memcpy on one thread.
 
 use std::arch::x86_64::*;
 
-use super::avx2::{pack, round_bf16};
+use super::avx2::Out256;
 use super::emit::{blocks, load32};
 use super::lookup::*;
 use crate::scalar::{e8m0_half, f16_at, iq4_xs_scale, ue4m3_half};
@@ -14,23 +15,21 @@ use weightstream_blocks::block_tables::*;
 /// The 32 values of 16 bytes of nibbles (low nibbles, then high), looked
 /// up in `levels` and scaled by `d`, to `out`: the 16 possible outputs
 /// computed once (`products16`), then a `pshufb` per byte of them.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn lut32(qs: *const u8, levels: (__m256, __m256), d: f32, out: *mut u16) {
-    // SAFETY: the caller upholds this function's contract: the CPU has the
-    // features it enables, and the pointers and lengths are as documented.
+#[inline(always)]
+pub(super) unsafe fn lut32<O: Out256>(qs: *const u8, levels: (__m256, __m256), d: f32, out: *mut u16) {
+    // SAFETY: inside a kernel with avx2 and f16c enabled (below).
     unsafe {
         let mask = _mm_set1_epi8(0x0F);
         // SAFETY: the caller guarantees 16 readable bytes at qs and 32 writable u16 at out.
         let v = _mm_loadu_si128(qs as *const __m128i);
         let idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16::<4>(v), mask), _mm_and_si128(v, mask));
-        let (lo, hi) = products16(levels, d);
+        let (lo, hi) = products16::<O>(levels, d);
         store_bytes(_mm256_shuffle_epi8(lo, idx), _mm256_shuffle_epi8(hi, idx), out, out.add(16));
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq4_nl(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn iq4_nl<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -38,13 +37,13 @@ pub unsafe fn iq4_nl(src: &[u8], dst: &mut [u16]) {
         let levels = levels_f32(&IQ4NL_VALUES);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-            lut32(b.as_ptr().add(QS), levels, f16_at(b, D), o);
+            lut32::<O>(b.as_ptr().add(QS), levels, f16_at(b, D), o);
         }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn iq4_xs(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn iq4_xs<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -55,14 +54,14 @@ pub unsafe fn iq4_xs(src: &[u8], dst: &mut [u16]) {
             for k in 0..8 {
                 let dl = d * iq4_xs_scale(b, k) as f32;
                 // SAFETY: qs[16k .. 16k + 16] inside the block; outputs 32k .. 32k + 32 of its 256.
-                lut32(b.as_ptr().add(QS + 16 * k), levels, dl, o.add(32 * k));
+                lut32::<O>(b.as_ptr().add(QS + 16 * k), levels, dl, o.add(32 * k));
             }
         }
     }
 }
 
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn mxfp4<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -70,7 +69,7 @@ pub unsafe fn mxfp4(src: &[u8], dst: &mut [u16]) {
         let levels = levels_f32(&E2M1_DOUBLED);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
             // SAFETY: 16 bytes of qs inside the block; 32 outputs at o.
-            lut32(b.as_ptr().add(QS), levels, e8m0_half(b[E]), o);
+            lut32::<O>(b.as_ptr().add(QS), levels, e8m0_half(b[E]), o);
         }
     }
 }
@@ -86,7 +85,7 @@ const _: () = {
 
 /// 16 values of each lane's sub-block (nibbles `q`), from that lane's
 /// table of 8 magnitudes (`t`: low bytes, then high bytes): nibble q gives
-/// magnitude q & 7, negated for q > 8 by flipping the BF16 sign bit.
+/// magnitude q & 7, negated for q > 8 by flipping the sign bit (bit 15).
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn signed_lookup(q: __m256i, t: __m256i, out0: *mut u16, out1: *mut u16) {
@@ -99,16 +98,16 @@ pub(super) unsafe fn signed_lookup(q: __m256i, t: __m256i, out0: *mut u16, out1:
     }
 }
 
-/// NVFP4: per sub-block scale s, the 8 outputs BF16(s * |level|) are
+/// NVFP4: per sub-block scale s, the 8 outputs O(s * |level|) are
 /// computed once (4 `vmulps` per 64 values), and a nibble's output is one
 /// of them, with the sign bit set for the negative levels (q > 8). The same
 /// bits as the scalar `s * level`: s (`ue4m3_half`) is finite and >= +0, so
 /// `s * -|l|` is exactly `-(s * |l|)` (no NaN can arise), and round to
-/// nearest even is symmetric, so its BF16 is the positive one's with the
+/// nearest even is symmetric, so its output is the positive one's with the
 /// sign bit flipped, zero included (`s = 0`: -0, 0x8000, as in the scalar
 /// kernel). Level 0 at q = 8 is +0 (an i8 has no -0): not flipped.
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn nvfp4(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn nvfp4<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -116,9 +115,9 @@ pub unsafe fn nvfp4(src: &[u8], dst: &mut [u16]) {
         let mags = levels_f32(&E2M1_DOUBLED).0;
         let f = _mm256_set1_epi8(0x0F);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let r = |k: usize| round_bf16(_mm256_mul_ps(mags, _mm256_set1_ps(ue4m3_half(b[D + k]))));
+            let x = |k: usize| _mm256_mul_ps(mags, _mm256_set1_ps(ue4m3_half(b[D + k])));
             // Lane 0: sub-block 0 (1), lane 1: sub-block 2 (3).
-            let (t02, t13) = (split_bytes(pack(r(0), r(2))), split_bytes(pack(r(1), r(3))));
+            let (t02, t13) = (split_bytes(O::pack16(x(0), x(2))), split_bytes(O::pack16(x(1), x(3))));
             // SAFETY: qs[0..32] inside the block.
             let v = load32(b.as_ptr().add(QS));
             let (lo, hi) = (_mm256_and_si256(v, f), _mm256_and_si256(_mm256_srli_epi16::<4>(v), f));

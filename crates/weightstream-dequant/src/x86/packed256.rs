@@ -6,7 +6,7 @@
 //! formats); INT8 value by value. Each reproduces its scalar kernel bit for
 //! bit: a table entry is the scalar kernel's own operations on one code
 //! (the exact f32 level, one `vmulps`, F16 rounding where the scales are
-//! F16, the integer BF16 rounding of avx2.rs, every NaN 0x7FC0). What a run
+//! F16, the output's rounding of avx2.rs `Out256`, every NaN canonical). What a run
 //! leaves under 16 values goes through the scalar kernel.
 //!
 //! Every function is `unsafe`: callers must have checked
@@ -14,7 +14,7 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::{pack, round_bf16};
+use super::avx2::Out256;
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
 use weightstream_blocks::E2M1_VALUES;
@@ -42,10 +42,10 @@ unsafe fn round_f16(x: __m256) -> __m256 {
     }
 }
 
-/// The 16 outputs of a run, BF16(R(level * scale)), as two `pshufb`
+/// The 16 outputs of a run, O(R(level * scale)), as two `pshufb`
 /// tables: their low bytes and their high bytes, each in both lanes.
 #[inline(always)]
-unsafe fn table16(levels: (__m256, __m256), scale: f32, to_f16: bool) -> (__m256i, __m256i) {
+unsafe fn table16<O: Out256>(levels: (__m256, __m256), scale: f32, to_f16: bool) -> (__m256i, __m256i) {
     // SAFETY: inside a kernel with avx2 enabled.
     unsafe {
         let s = _mm256_set1_ps(scale);
@@ -54,7 +54,7 @@ unsafe fn table16(levels: (__m256, __m256), scale: f32, to_f16: bool) -> (__m256
             a = round_f16(a);
             b = round_f16(b);
         }
-        let t = pack(round_bf16(a), round_bf16(b));
+        let t = O::pack16(a, b);
         let order =
             _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
         // [low bytes of 0..8, of 8..16 | high bytes of 0..8, of 8..16]
@@ -120,15 +120,15 @@ unsafe fn levels(t: &[f32; 16]) -> (__m256, __m256) {
 /// # Safety
 /// `Isa::Avx2.supported()`; `src.len() * 2 == dst.len()`.
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn e2m1<O: Out256>(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: this function's features.
     let l = unsafe { levels(&E2M1_VALUES) };
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
         let scale = scales.value(k);
         let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
         // SAFETY: this function's features; the run lies within src and dst.
-        let done = unsafe { nibble_run(table16(l, scale, false), s, d) };
-        scalar::e2m1_run::<crate::output::Bf16Out>(scale, &s[done / 2..], &mut d[done..]);
+        let done = unsafe { nibble_run(table16::<O>(l, scale, false), s, d) };
+        scalar::e2m1_run::<O>(scale, &s[done / 2..], &mut d[done..]);
     });
 }
 
@@ -138,7 +138,7 @@ pub unsafe fn e2m1(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &
 /// # Safety
 /// `Isa::Avx2.supported()`; `src` holds `dst.len()` values of `bits` bits.
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn int<O: Out256>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     let IntPack { bits, cols, ref scales, zeros, to_f16 } = pack;
     let zeros = zeros.as_ref();
     // SAFETY: this function's features.
@@ -151,31 +151,35 @@ pub unsafe fn int(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
         let done = unsafe {
             if bits == 4 {
                 let z = _mm256_set1_ps(zero);
-                nibble_run(table16((_mm256_sub_ps(int4.0, z), _mm256_sub_ps(int4.1, z)), scale, to_f16), s, d)
+                nibble_run(table16::<O>((_mm256_sub_ps(int4.0, z), _mm256_sub_ps(int4.1, z)), scale, to_f16), s, d)
             } else {
-                int8_run(scale, zero, to_f16, s, d)
+                int8_run::<O>(scale, zero, to_f16, s, d)
             }
         };
-        scalar::int_run::<crate::output::Bf16Out>(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
+        scalar::int_run::<O>(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
     });
 }
 
-/// 8 INT8 values (offset bytes, the low 8 of `b`) rounded to BF16 in the
-/// low half of each lane: R((q - zero) * scale).
+/// 8 INT8 values (offset bytes, the low 8 of `b`) as f32 outputs before
+/// the output's rounding: R((q - zero) * scale).
 #[inline(always)]
-unsafe fn int8_values(b: __m128i, s: __m256, z: __m256, to_f16: bool) -> __m256i {
+unsafe fn int8_values(b: __m128i, s: __m256, z: __m256, to_f16: bool) -> __m256 {
     // SAFETY: inside a kernel with avx2 enabled.
     unsafe {
         let q = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(128)));
         let x = _mm256_mul_ps(_mm256_sub_ps(q, z), s);
-        round_bf16(if to_f16 { round_f16(x) } else { x })
+        if to_f16 {
+            round_f16(x)
+        } else {
+            x
+        }
     }
 }
 
 /// INT8 values `[0, n - n % 16)` of a run, value by value: returns how
 /// many were written.
 #[inline(always)]
-unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
+unsafe fn int8_run<O: Out256>(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
     let n = dst.len();
     let mut i = 0;
     // SAFETY: inside a kernel with avx2 enabled; each step reads
@@ -184,7 +188,7 @@ unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u
         let (s, z) = (_mm256_set1_ps(scale), _mm256_set1_ps(zero));
         while i + 16 <= n {
             let b = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
-            let v = pack(int8_values(b, s, z, to_f16), int8_values(_mm_srli_si128::<8>(b), s, z, to_f16));
+            let v = O::pack16(int8_values(b, s, z, to_f16), int8_values(_mm_srli_si128::<8>(b), s, z, to_f16));
             _mm256_storeu_si256(dst.as_mut_ptr().add(i) as *mut __m256i, v);
             i += 16;
         }

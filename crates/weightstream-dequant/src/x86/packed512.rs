@@ -10,8 +10,9 @@
 //!   exact f32 level (E2M1 value, or `q - zero` for integers, whose `vsubps`
 //!   is exact), one `vmulps` by the scale, F16 rounding where the scales
 //!   are F16 (`round_f16`: the same two rounded adds as numerics.rs), and
-//!   the integer BF16 rounding (avx512.rs `IntRound`: subnormal results
-//!   rounded as the scalar formula does, every NaN 0x7FC0);
+//!   the output's exact rounding (avx512.rs `IntRound` for BF16:
+//!   subnormal results rounded as the scalar formula does, every NaN
+//!   0x7FC0; `F16Round`, `vcvtps2ph`, for float16, every NaN 0x7E00);
 //! - each value's output is then its table entry (`vpermw` on its code,
 //!   the codes in element order: low nibble of a byte first).
 //!
@@ -30,7 +31,8 @@
 
 use std::arch::x86_64::*;
 
-use super::avx512::{round_f16, Bf16Round, IntRound, Round};
+use super::avx2::Out256;
+use super::avx512::{round_f16, Bf16Round, Round};
 use super::packed512_int8::{int8_run, int8_table, int8_table_run, INT8_TABLE_MIN};
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
 use crate::scalar;
@@ -39,14 +41,15 @@ use weightstream_blocks::E2M1_VALUES;
 /// INT4 codes 0..16 as values, before the zero point: q - 8.
 const INT4_LEVELS: [f32; 16] = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
 
-/// The 16 outputs of a run, in words 0..16: BF16(R(level * scale)).
+/// The 16 outputs of a run, in words 0..16: O(R(level * scale)), by `O`'s
+/// exact rounding (results may be subnormal).
 #[inline(always)]
-unsafe fn table16(levels: __m512, scale: f32, to_f16: bool) -> __m512i {
+unsafe fn table16<O: Out256>(levels: __m512, scale: f32, to_f16: bool) -> __m512i {
     // SAFETY: inside a kernel with avx512f and avx512bw enabled.
     unsafe {
         let x = _mm512_mul_ps(levels, _mm512_set1_ps(scale));
         let x = if to_f16 { round_f16(x) } else { x };
-        IntRound::pack(x, x)
+        O::Round512::pack(x, x)
     }
 }
 
@@ -88,27 +91,28 @@ unsafe fn nibble_run(table: __m512i, src: &[u8], dst: &mut [u16]) -> usize {
     i
 }
 
-/// A whole E2M1 chunk (chunk.rs checked it: even rows and groups), BF16
-/// rounding by `vcvtne2ps2bf16` where `bf16` (else the integer formula).
+/// A whole E2M1 chunk (chunk.rs checked it: even rows and groups) to `O`:
+/// BF16 rounded by `vcvtne2ps2bf16` where `bf16` (else the integer
+/// formula), float16 by `vcvtps2ph`.
 ///
 /// # Safety
 /// `Isa::Avx512.supported()`, and `has_bf16()` where `bf16`;
 /// `src.len() * 2 == dst.len()`.
-pub unsafe fn e2m1(bf16: bool, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn e2m1<O: Out256>(bf16: bool, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller's contract above.
     unsafe {
-        if bf16 {
+        if bf16 && O::DTYPE == weightstream_blocks::OutDtype::BF16 {
             e2m1_bf16(cols, scales, first, src, dst)
         } else {
-            e2m1_int(cols, scales, first, src, dst)
+            e2m1_exact::<O::Round512>(cols, scales, first, src, dst)
         }
     }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-unsafe fn e2m1_int(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn e2m1_exact<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: this function's features; the caller's lengths.
-    unsafe { e2m1_rows::<IntRound>(cols, scales, first, src, dst) }
+    unsafe { e2m1_rows::<R>(cols, scales, first, src, dst) }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c,avx512bf16")]
@@ -129,7 +133,7 @@ unsafe fn e2m1_rows<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[
     // below lies within the chunk and starts on an even element.
     unsafe {
         if n == 0 || scales.uniform().is_some() || !bc.is_power_of_two() || bc < 16 {
-            return e2m1_tables(cols, scales, first, src, dst);
+            return e2m1_tables::<R::Out>(cols, scales, first, src, dst);
         }
         let cols = cols as usize;
         let (mut i, mut row, mut c) = (0usize, first / cols as u64, (first % cols as u64) as usize);
@@ -138,9 +142,9 @@ unsafe fn e2m1_rows<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[
             let head = (c.next_multiple_of(16) - c).min(len);
             let steps = (len - head) / 32 * 32;
             let (a, b) = (i + head, i + head + steps);
-            e2m1_tables(cols as u64, scales, first + i as u64, &src[i / 2..a / 2], &mut dst[i..a]);
+            e2m1_tables::<R::Out>(cols as u64, scales, first + i as u64, &src[i / 2..a / 2], &mut dst[i..a]);
             e2m1_direct::<R>(scales.row(row), c + head, bc.trailing_zeros(), &src[a / 2..b / 2], &mut dst[a..b]);
-            e2m1_tables(cols as u64, scales, first + b as u64, &src[b / 2..(i + len) / 2], &mut dst[b..i + len]);
+            e2m1_tables::<R::Out>(cols as u64, scales, first + b as u64, &src[b / 2..(i + len) / 2], &mut dst[b..i + len]);
             i += len;
             row += 1;
             c = 0;
@@ -148,17 +152,17 @@ unsafe fn e2m1_rows<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[
     }
 }
 
-/// Elements through one BF16 table per run of one scale (`grid_runs`).
+/// Elements through one output table per run of one scale (`grid_runs`).
 #[inline(always)]
-unsafe fn e2m1_tables(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn e2m1_tables<O: Out256>(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: 16 readable f32.
     let levels = unsafe { _mm512_loadu_ps(E2M1_VALUES.as_ptr()) };
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
         let scale = scales.value(k);
         let (s, d) = (&src[i / 2..(i + len) / 2], &mut dst[i..i + len]);
         // SAFETY: the caller's features; the run lies within src and dst.
-        let done = unsafe { nibble_run(table16(levels, scale, false), s, d) };
-        scalar::e2m1_run::<crate::output::Bf16Out>(scale, &s[done / 2..], &mut d[done..]);
+        let done = unsafe { nibble_run(table16::<O>(levels, scale, false), s, d) };
+        scalar::e2m1_run::<O>(scale, &s[done / 2..], &mut d[done..]);
     });
 }
 
@@ -175,7 +179,8 @@ fn e2m1_ordinary(scale: f32) -> bool {
 /// multiple of 16; groups of `1 << shift` >= 16 values, `row` the row's
 /// scales): each value its E2M1 level (`vpermps` on its code) times its
 /// group's scale, rounded by `R` where no scale of the row can make a
-/// NaN or subnormal product, else by `IntRound`.
+/// NaN or subnormal product, else by the output's exact rounding
+/// (`IntRound` for BF16; float16's `F16Round` is exact on every input).
 #[inline(always)]
 unsafe fn e2m1_direct<R: Round>(row: &[f32], c: usize, shift: u32, src: &[u8], dst: &mut [u16]) {
     let steps = dst.len() / 32;
@@ -188,7 +193,7 @@ unsafe fn e2m1_direct<R: Round>(row: &[f32], c: usize, shift: u32, src: &[u8], d
         if used.iter().fold(true, |ok, &s| ok & e2m1_ordinary(s)) {
             e2m1_steps::<R, false>(row, c, shift, src, dst)
         } else {
-            e2m1_steps::<IntRound, true>(row, c, shift, src, dst)
+            e2m1_steps::<<R::Out as Out256>::Round512, true>(row, c, shift, src, dst)
         }
     }
 }
@@ -224,13 +229,13 @@ unsafe fn e2m1_steps<R: Round, const ANY: bool>(row: &[f32], c: usize, shift: u3
 /// # Safety
 /// `Isa::Avx512.supported()`, and [`has_vbmi`] when `vbmi`; `src` holds
 /// `dst.len()` values of `bits` bits.
-pub unsafe fn int(vbmi: bool, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn int<O: Out256>(vbmi: bool, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller's contract above.
     unsafe {
         if vbmi {
-            int_vbmi(pack, first, src, dst)
+            int_vbmi::<O>(pack, first, src, dst)
         } else {
-            int_plain(pack, first, src, dst)
+            int_plain::<O>(pack, first, src, dst)
         }
     }
 }
@@ -241,26 +246,26 @@ pub fn has_vbmi() -> bool {
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-unsafe fn int_plain(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn int_plain<O: Out256>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     // The closure is defined here so that it has these features.
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: see `int` (these features confirmed by the caller);
         // grid_runs covers [0, dst.len()).
-        unsafe { int_one_run::<false>(&pack, k, i, len, src, dst) }
+        unsafe { int_one_run::<O, false>(&pack, k, i, len, src, dst) }
     });
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c,avx512vbmi")]
-unsafe fn int_vbmi(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn int_vbmi<O: Out256>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: as in int_plain, AVX512VBMI confirmed too.
-        unsafe { int_one_run::<true>(&pack, k, i, len, src, dst) }
+        unsafe { int_one_run::<O, true>(&pack, k, i, len, src, dst) }
     });
 }
 
 /// The run of scale `k`, values `[i, i + len)` of the chunk.
 #[inline(always)]
-unsafe fn int_one_run<const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len: usize, src: &[u8], dst: &mut [u16]) {
+unsafe fn int_one_run<O: Out256, const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len: usize, src: &[u8], dst: &mut [u16]) {
     let IntPack { bits, ref scales, ref zeros, to_f16, .. } = *pack;
     let (scale, zero) = (scales.value(k), zeros.as_ref().map_or(0.0, |z| z.value(k)));
     let per_byte = 8 / bits as usize;
@@ -270,13 +275,13 @@ unsafe fn int_one_run<const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len:
     let done = unsafe {
         if bits == 4 {
             let int4 = _mm512_loadu_ps(INT4_LEVELS.as_ptr());
-            nibble_run(table16(_mm512_sub_ps(int4, _mm512_set1_ps(zero)), scale, to_f16), s, d)
+            nibble_run(table16::<O>(_mm512_sub_ps(int4, _mm512_set1_ps(zero)), scale, to_f16), s, d)
         } else if VBMI && len >= INT8_TABLE_MIN {
-            let done = int8_table_run(&int8_table(scale, zero, to_f16), s, d);
-            done + int8_run(scale, zero, to_f16, &s[done..], &mut d[done..])
+            let done = int8_table_run(&int8_table::<O>(scale, zero, to_f16), s, d);
+            done + int8_run::<O>(scale, zero, to_f16, &s[done..], &mut d[done..])
         } else {
-            int8_run(scale, zero, to_f16, s, d)
+            int8_run::<O>(scale, zero, to_f16, s, d)
         }
     };
-    scalar::int_run::<crate::output::Bf16Out>(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
+    scalar::int_run::<O>(bits, scale, zero, to_f16, &s[done / per_byte..], &mut d[done..]);
 }

@@ -6,9 +6,10 @@
 
 use std::arch::x86_64::*;
 
-use super::avx512::{round_f16, IntRound, Round};
+use super::avx2::Out256;
+use super::avx512::{round_f16, Round};
 
-/// 16 INT8 values (offset bytes) as f32 outputs before BF16:
+/// 16 INT8 values (offset bytes) as f32 outputs before the output's rounding:
 /// R((q - zero) * scale).
 #[inline(always)]
 unsafe fn int8_values(b: __m128i, s: __m512, z: __m512, to_f16: bool) -> __m512 {
@@ -24,21 +25,22 @@ unsafe fn int8_values(b: __m128i, s: __m512, z: __m512, to_f16: bool) -> __m512 
     }
 }
 
-/// 32 INT8 values (offset bytes at `p`) as 32 BF16 outputs.
+/// 32 INT8 values (offset bytes at `p`) as 32 `O` outputs (its exact
+/// rounding: results may be subnormal).
 #[inline(always)]
-unsafe fn int8_pack32(p: *const u8, s: __m512, z: __m512, to_f16: bool) -> __m512i {
+unsafe fn int8_pack32<O: Out256>(p: *const u8, s: __m512, z: __m512, to_f16: bool) -> __m512i {
     // SAFETY: inside a kernel with avx512f/bw enabled; the caller
     // guarantees 32 readable bytes at p.
     unsafe {
         let (a, b) = (_mm_loadu_si128(p as *const __m128i), _mm_loadu_si128(p.add(16) as *const __m128i));
-        IntRound::pack(int8_values(a, s, z, to_f16), int8_values(b, s, z, to_f16))
+        O::Round512::pack(int8_values(a, s, z, to_f16), int8_values(b, s, z, to_f16))
     }
 }
 
 /// INT8 values `[0, n - n % 32)` of a run, value by value: returns how
 /// many were written.
 #[inline(always)]
-pub(super) unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
+pub(super) unsafe fn int8_run<O: Out256>(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
     let n = dst.len();
     let mut i = 0;
     // SAFETY: inside a kernel with avx512f/bw/vl enabled; each step reads
@@ -46,7 +48,7 @@ pub(super) unsafe fn int8_run(scale: f32, zero: f32, to_f16: bool, src: &[u8], d
     unsafe {
         let (s, z) = (_mm512_set1_ps(scale), _mm512_set1_ps(zero));
         while i + 32 <= n {
-            let packed = int8_pack32(src.as_ptr().add(i), s, z, to_f16);
+            let packed = int8_pack32::<O>(src.as_ptr().add(i), s, z, to_f16);
             _mm512_storeu_si512(dst.as_mut_ptr().add(i) as *mut __m512i, packed);
             i += 32;
         }
@@ -94,7 +96,7 @@ const LAST_WORDS: [u8; 64] = byte_picks(32, 0, true);
 /// value (so the same bits): low bytes of codes 0..64, 64..128, 128..192,
 /// 192..256 in vectors 0..4, high bytes in 4..8.
 #[inline(always)]
-pub(super) unsafe fn int8_table(scale: f32, zero: f32, to_f16: bool) -> [__m512i; 8] {
+pub(super) unsafe fn int8_table<O: Out256>(scale: f32, zero: f32, to_f16: bool) -> [__m512i; 8] {
     // SAFETY: inside a kernel with avx512f/bw/vbmi enabled; BYTES is 256
     // readable bytes, the index tables 64 each.
     unsafe {
@@ -103,8 +105,8 @@ pub(super) unsafe fn int8_table(scale: f32, zero: f32, to_f16: bool) -> [__m512i
             (_mm512_loadu_si512(LOW_BYTES.as_ptr() as *const __m512i), _mm512_loadu_si512(HIGH_BYTES.as_ptr() as *const __m512i));
         let mut t = [_mm512_setzero_si512(); 8];
         for j in 0..4 {
-            let w0 = int8_pack32(BYTES.as_ptr().add(64 * j), s, z, to_f16);
-            let w1 = int8_pack32(BYTES.as_ptr().add(64 * j + 32), s, z, to_f16);
+            let w0 = int8_pack32::<O>(BYTES.as_ptr().add(64 * j), s, z, to_f16);
+            let w1 = int8_pack32::<O>(BYTES.as_ptr().add(64 * j + 32), s, z, to_f16);
             t[j] = _mm512_permutex2var_epi8(w0, lo, w1);
             t[4 + j] = _mm512_permutex2var_epi8(w0, hi, w1);
         }

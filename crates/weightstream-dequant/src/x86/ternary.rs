@@ -1,14 +1,16 @@
-//! AVX2 kernels of the ternary formats TQ1_0 and TQ2_0 (lookup.rs).
+//! AVX2 kernels of the ternary formats TQ1_0 and TQ2_0 (lookup.rs), for
+//! either output.
 
 use std::arch::x86_64::*;
 
+use super::avx2::Out256;
 use super::emit::{bits, blocks, load32};
 use super::lookup::*;
 use crate::scalar::f16_at;
 use weightstream_blocks::block;
 
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn tq2_0<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -16,7 +18,7 @@ pub unsafe fn tq2_0(src: &[u8], dst: &mut [u16]) {
         // Crumb q is the value q - 1: entry q of d * (-1, 0, 1, 2).
         let values = _mm256_setr_ps(-1.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0);
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let t = bf16_table8(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
+            let t = table8::<O>(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
             let t = _mm256_broadcastsi128_si256(t);
             for h in 0..2 {
                 // SAFETY: 32 of qs's 64 bytes; outputs 128h + 32s .. + 32 inside the block's 256.
@@ -42,7 +44,7 @@ pub(super) fn trits16(bytes: __m128i, pow3: __m256i) -> __m128i {
 }
 
 #[target_feature(enable = "avx2,f16c")]
-pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
+pub unsafe fn tq1_0<O: Out256>(src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller upholds this function's contract: the CPU has the
     // features it enables, and the pointers and lengths are as documented.
     unsafe {
@@ -55,7 +57,7 @@ pub unsafe fn tq1_0(src: &[u8], dst: &mut [u16]) {
         let values = _mm256_setr_ps(-1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0);
         let zero = _mm_setzero_si128();
         for (b, o) in blocks(src, dst, BYTES, ELEMS) {
-            let t = bf16_table8(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
+            let t = table8::<O>(_mm256_mul_ps(values, _mm256_set1_ps(f16_at(b, D))));
             let p = b.as_ptr();
             // SAFETY (each load): qs[0..48] and qh[0..4] lie inside the block;
             // outputs 0..256 inside its elements.
