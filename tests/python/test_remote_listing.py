@@ -73,7 +73,11 @@ def test_sigterm_stops_an_open_waiting_on_the_store(phase, key):
 
 def test_ctrl_c_stops_a_python_open_waiting_on_a_listing():
     with EndlessStore("s3", stall="list", tokens="fresh") as store:
-        code = f"import weightstream; weightstream.open({store.url('dir/')!r})"
+        # The default handler installed by hand: Python leaves SIGINT ignored
+        # when it starts with it ignored (a test command started in the
+        # background from a script; found so on 2026-11-29).
+        code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); import weightstream; "
+                f"weightstream.open({store.url('dir/')!r})")
         p = subprocess.Popen([sys.executable, "-c", code], env=store.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
