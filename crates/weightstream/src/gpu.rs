@@ -362,7 +362,7 @@ fn chunks_for(
     for c in job.chunks(elems) {
         let layout = job.scale.as_ref().map(|s| s.scale.layout);
         let round_f16 = job.scale.as_ref().is_some_and(|s| s.scale.dtype == ScaleDtype::F16);
-        let op = match Launch::for_encoding(job.encoding, job.matrix, c.first, layout.as_ref(), round_f16) {
+        let op = match Launch::for_encoding(job.encoding, job.matrix, c.first, layout.as_ref(), round_f16, job.out) {
             None => ChunkOp::Copy,
             Some(Launch::Scaled(a)) => {
                 ChunkOp::Kernel(Launch::Scaled(ScaledArgs { scales: scales.unwrap_or(0), zeros: zeros.unwrap_or(0), ..a }))
