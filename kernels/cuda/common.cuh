@@ -111,28 +111,26 @@ WS_HD uint16_t f32_to_bf16(float x) {
 
 // f32 -> IEEE binary16 bits, round to nearest even: from 65520 (the tie
 // above 65504) to infinity, below 2^-14 to multiples of 2^-24 (f16
-// subnormals), at most 2^-25 to a signed zero; every NaN 0x7E00. Integer
-// code, the same on host and device: the host grid must give the GPU's
-// bits (cvt.rn.f16.f32 rounds non-NaNs alike but keeps NaN payloads, and
-// the host has no such instruction to compare). A port of
-// weightstream-dequant's output.rs `f32_to_f16`, branch for branch.
+// subnormals), at most 2^-25 to a signed zero; every NaN 0x7E00. The same
+// code on host and device, so the host grid gives the GPU's bits
+// (cvt.rn.f16.f32 rounds non-NaNs alike but keeps NaN payloads, and the
+// host has no such instruction to compare); kernels/tests/f16_rounding.rs
+// holds it to weightstream-dequant's f32_to_f16 on all 2^32 inputs.
+// All three results are computed and one selected (no divergent branch):
+// - normal f16 (and infinity from 65520, by the carry out of 0x7BFF):
+//   rebias the exponent (127 -> 15) and round the 13 dropped bits to
+//   nearest even with integer adds;
+// - below 2^-14: one IEEE add of 0.5, whose ulp is f16's subnormal
+//   quantum 2^-24, rounds to nearest even; the sum's low bits are the f16
+//   (0x400, the smallest normal, where it rounds up).
+// Cheaper than shifting the subnormals by their exponent (half the
+// integer instructions per output, bench/gpu/sass_budget.py --out f16).
 WS_HD uint16_t f32_to_f16(float x) {
-    uint32_t b = float_bits(x);
-    uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
-    uint32_t a = b & 0x7FFFFFFFu;
-    if (a > 0x7F800000u) return CANONICAL_NAN_F16;
-    if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);  // >= 65520, infinity included
-    if (a >= 0x38800000u) {
-        // A normal f16: rebias the exponent (127 -> 15), round the 13 bits
-        // dropped to nearest even; a carry is the right next binade.
-        uint32_t t = a - 0x38000000u;
-        return (uint16_t)(sign | ((t + 0x0FFFu + ((t >> 13) & 1u)) >> 13));
-    }
-    if (a <= 0x33000000u) return sign;  // <= 2^-25: ties to the even zero
-    // An f16 subnormal: x / 2^-24 = m * 2^(e - 126), shift s in 14..24.
-    uint32_t m = (a & 0x7FFFFFu) | 0x800000u, s = 126u - (a >> 23);
-    uint32_t r = m >> s, rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
-    return (uint16_t)(sign | (r + ((rem > half || (rem == half && (r & 1u))) ? 1u : 0u)));
+    uint32_t b = float_bits(x), a = b & 0x7FFFFFFFu;
+    uint32_t normal = (a - 0x38000000u + 0x0FFFu + ((a >> 13) & 1u)) >> 13;
+    uint32_t subnormal = float_bits(add(bits_float(a), 0.5f)) - 0x3F000000u;
+    uint32_t h = a >= 0x47800000u ? 0x7C00u : a < 0x38800000u ? subnormal : normal;
+    return a > 0x7F800000u ? CANONICAL_NAN_F16 : (uint16_t)(((b >> 16) & 0x8000u) | h);
 }
 
 // IEEE binary16 -> f32, exact, by bit manipulation on both host and device.
