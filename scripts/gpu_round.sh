@@ -20,7 +20,9 @@
 #       parity:    GPU kernel and pipeline tests, bitwise against the CPU
 #                  kernels; GPU loads through every source (mmap, read,
 #                  direct, gds via cuFile) against a CPU load; and
-#                  weightstream load --verify on the fixtures. cuFile is
+#                  weightstream load --verify on the fixtures, as BF16 and
+#                  as float16 (--dtype f16). The kernel tests run both
+#                  outputs too. cuFile is
 #                  required unless --gds-optional (or GPU_ROUND_GDS=optional);
 #                  either way the summary says whether gds used it, and why not
 #       sanitizer: compute-sanitizer memcheck over the GPU tests (found on
@@ -30,7 +32,8 @@
 #                  into torch tensors, and weightstream.transformers'
 #                  load_model(device="cuda"), bitwise equal to the CPU result
 #       sweep:     nvbench kernel sweep beside a device-to-device copy
-#                  (GPU_ROUND_SWEEP_ARGS: more sweep.py arguments)
+#                  (GPU_ROUND_SWEEP_ARGS: more sweep.py arguments; the BF16
+#                  kernels by default, "--out both" adds the float16 ones)
 #       e2e:       Llama-7B-shaped Q4_0/Q4_K_M/IQ4_XS/MXFP4/Q8_0/FP8/BF16 loads against pinned H2D,
 #                  safetensors.torch.load_file and gguf-py, plus a staging sweep;
 #                  checkpoints (~42 GB) generated in the call, where there is room
@@ -263,7 +266,10 @@ step_parity() {
     { note "FAIL parity: fixture loads not run: the fixtures were not generated"; return; }
   for f in all_types.gguf v2.gguf plain.safetensors sharded unindexed fp8_deepseek fp8_compressed_tensors fp8_single edges.gguf fp8_edges \
            packed/nvfp4_modelopt packed/nvfp4_ct packed/mxfp4_ct packed/mxfp4_gptoss packed/int_ct; do
-    part parity "load --verify $f" "$CARRY/bin/weightstream" load "$fx/$f" --device cuda --verify --skip-unsupported
+    # Both outputs: the kernels' BF16 and float16 instantiations (issue 57).
+    for dtype in bf16 f16; do
+      part parity "load --verify --dtype $dtype $f" "$CARRY/bin/weightstream" load "$fx/$f" --device cuda --dtype "$dtype" --verify --skip-unsupported
+    done
   done
 }
 

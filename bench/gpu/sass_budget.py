@@ -7,6 +7,7 @@ sm_90 SASS, and the fraction of device-to-device copy bandwidth they allow.
     bench/gpu/sass_budget.py --json       # {"kernels": {NAME: {alu_per_output, budget, predicted_fraction}}}
     bench/gpu/sass_budget.py --validate   # the kernels of 6609d34 against the 2026-11-27 H200 sweep
     bench/gpu/sass_budget.py --check      # the test command's gate (bench/gpu/sass_budget_below.json)
+    bench/gpu/sass_budget.py --out f16    # the float16 instantiations (table or --json; never gated)
 
 Needs WEIGHTSTREAM_NVCC (scripts/env.sh) and the pinned cuobjdump beside it
 (requirements/cuda-toolchain.txt); takes about 10 s on 2 cores.
@@ -38,6 +39,13 @@ Three of the sweep's kernels set the constants (q4_0 the ALU rate, q1_0 and
 q8_0 the latency ceiling), so `--validate` is in-sample for those three;
 every other kernel's prediction uses nothing measured about it.
 
+Float16 output (issue 57): each kernel `ws_<name>` has a float16 twin
+`ws_<name>_f16`, the same body with another final rounding (kernels/cuda/
+common.cuh `Out`). The gate and its list are the BF16 kernels' (whose
+machine code the twins left unchanged); `--out f16` models the twins, named
+`<name>:f16` (plus `bf16:f16`, BF16 -> float16), for information only:
+the constants were fitted to BF16 kernels, and no GPU has run a twin yet.
+
 Bytes per output: the block table's BYTES / ELEMS read (block.rs, parsed by
 sass_build.py) plus 2 written; the other kernels as sweep.py feeds them
 (SCALED below, with the scale bytes it counts).
@@ -66,7 +74,7 @@ ALU_RATE = 1.43e13  # ALU lane-ops per second at ws_q4_0's measured rate (§1.1)
 # Relative to the ALU pipe: lanes per sub-partition / 16.
 PIPE_SCALE = {"total": 2.0, "imad": 1.0, "fp32": 2.0, "xu": 0.25}
 LATENCY_CEILING = (0.82 + 0.80) / 2  # Q1_0, Q8_0 measured, 8 outputs per trip
-WRITTEN = 2  # BF16 bytes per output
+WRITTEN = 2  # BF16 (or float16) bytes per output
 
 # Kernels that are not block formats: (function, bytes read per output), as
 # bench/gpu/sweep.py `scaled_inputs` and `inputs` feed them (f32 scales
@@ -87,10 +95,16 @@ SCALED = {
 }
 
 
-def kernels(tree: Path) -> dict[str, tuple[str, float]]:
-    """{sweep kernel name: (CUDA function, bytes read per output)}."""
-    out = {f.module: (f"ws_{f.module}", f.bytes / f.elems) for f in sass_build.block_formats(tree).values()}
-    return {**out, **SCALED}
+def kernels(tree: Path, out: str = "bf16") -> dict[str, tuple[str, float]]:
+    """{sweep kernel name: (CUDA function, bytes read per output)}; for
+    `out` f16 the float16 twins (sweep.py's names, `<name>:f16`; ws_f16,
+    F16 -> BF16, has none: F16 -> float16 is a copy)."""
+    blocks = {f.module: (f"ws_{f.module}", f.bytes / f.elems) for f in sass_build.block_formats(tree).values()}
+    every = {**blocks, **SCALED}
+    if out == "bf16":
+        return every
+    twins = {f"{k}:f16": (f"{fn}_f16", read) for k, (fn, read) in every.items() if fn != "ws_f16"}
+    return {**twins, "bf16:f16": ("ws_bf16_f16", 2.0)}
 
 
 def predict(counts: dict[str, float], outputs: int, read: float, d2d: float) -> dict:
@@ -109,17 +123,19 @@ def predict(counts: dict[str, float], outputs: int, read: float, d2d: float) -> 
             "bound": min(bounds, key=bounds.get) if fraction < 1 else "copy", "outputs_per_trip": outputs}
 
 
-def model(tree: Path, d2d: float) -> dict[str, dict]:
-    """Compile `tree`'s kernels and predict every kernel the sweep measures."""
+def model(tree: Path, d2d: float, output: str = "bf16") -> dict[str, dict]:
+    """Compile `tree`'s kernels and predict every kernel the sweep measures
+    (writing `output`: bf16, or f16 for the float16 twins)."""
     funcs = sass_loop.parse(sass_build.sass(tree))
     counted = {}
     out = {}
-    for name, (fn, read) in kernels(tree).items():
+    for name, (fn, read) in kernels(tree, output).items():
         if fn not in funcs:
             raise SystemExit(f"sass_budget: no {fn} in the SASS of {tree}")
-        key = (fn, name in ROUND_F16)
+        rounds_f16 = name.partition(":")[0] in ROUND_F16
+        key = (fn, rounds_f16)
         if key not in counted:
-            path = sass_loop.hot_path(funcs[fn], 2 if name in ROUND_F16 else 1)
+            path = sass_loop.hot_path(funcs[fn], 2 if rounds_f16 else 1)
             counted[key] = (sass_loop.per_output(path), path.outputs)
         counts, outputs = counted[key]
         out[name] = predict(counts, outputs, read, d2d)
@@ -193,13 +209,17 @@ def main() -> int:
     mode.add_argument("--json", action="store_true", help="the current kernels' predictions as JSON")
     mode.add_argument("--validate", action="store_true", help=f"the kernels at {VALIDATE_COMMIT} against the measured sweep")
     mode.add_argument("--check", action="store_true", help=f"fail on a kernel below {TARGET} not listed in {BELOW.name}")
+    ap.add_argument("--out", choices=("bf16", "f16"), default="bf16",
+                    help="the kernels' output: bf16 (default; what --check gates) or f16 (the float16 twins, reported only)")
     args = ap.parse_args()
+    if args.out == "f16" and (args.check or args.validate):
+        ap.error("--out f16 only reports: the gate and the validation are the BF16 kernels'")
     record = json.loads(RECORD.read_text())
     d2d = record["d2d_gb_s"] * 1e9
     if args.validate:
         # GB/s over the same run's D2D: the doc's fractions, unrounded.
         return validate(d2d, {k: v["gb_s"] * 1e9 / d2d for k, v in record["kernels"].items()})
-    pred = model(sass_build.ROOT, d2d)
+    pred = model(sass_build.ROOT, d2d, args.out)
     if args.json:
         keep = ("alu_per_output", "budget", "predicted_fraction")
         print(json.dumps({"kernels": {k: {f: p[f] for f in keep} for k, p in pred.items()}}, indent=1))

@@ -9,6 +9,11 @@ the same run. Bytes counted are bytes read plus bytes written.
 The block formats (Q4_0 ... Q6_K) come from `weightstream formats --json`:
 the same one definition the kernels are built from.
 
+--out picks the output: bf16 (the default: the kernels `ws_<name>`), f16
+(their float16 instantiations `ws_<name>_f16`, reported as `<name>:f16`;
+the BF16 -> float16 conversion `bf16:f16` joins them, and the F16 -> BF16
+conversion and the repacks, which have no float16 twin, leave) or both.
+
 Each measurement is bounded: --timeout (nvbench's own option: wall
 seconds per measurement, nvbench's default 15) and --max-noise (nvbench's
 stdrel target, percent relative standard deviation, default 0.5) are passed
@@ -34,6 +39,10 @@ SIZES_MIB = [1, 4, 16, 64, 256, 1024]
 OTHER_KERNELS = ["fp8_e4m3_block", "fp8_e4m3_tensor", "fp8_e5m2_block", "nvfp4_st", "mxfp4_st", "int4_g128_zp", "int8_channel_f16",
                  "f16", "f32", "gptq_q4_0", "gptq_q8_0", "fp4_mxfp4", "fp4_nvfp4"]
 BLOCK = 256
+
+# Kernels with no float16 instantiation: F16 -> BF16 (F16 -> F16 is a
+# copy) and the repacks, which write their own formats.
+NO_F16 = ("f16", "gptq_", "fp4_")
 
 FUNCTIONS = {}
 ARGS = {}  # kernel function -> its argument names, in order (`formats --json`)
@@ -64,15 +73,21 @@ def load(fatbins: Path, ws: Path):
     SM_COUNT = cp.cuda.Device().attributes["MultiProcessorCount"]
 
 
-def kernels(only: list[str] | None = None) -> list[str]:
-    """Every kernel (the D2D copy first, always: the fractions need it), or those named."""
+def kernels(only: list[str] | None = None, out: str = "bf16") -> list[str]:
+    """Every kernel (the D2D copy first, always: the fractions need it), or
+    those named, for output `out` (bf16, f16 or both): a float16 kernel is
+    named `<kernel>:f16`."""
     every = [*BLOCK_FORMATS, *OTHER_KERNELS]
     if only:
-        unknown = [k for k in only if k not in every and k != "d2d_copy"]
+        unknown = [k for k in only if k not in every and k not in ("d2d_copy", "bf16")]
         if unknown:
-            sys.exit(f"sweep: unknown kernels {unknown}: choose from {','.join(every)}")
+            sys.exit(f"sweep: unknown kernels {unknown}: choose from {','.join(every)},bf16")
         every = [k for k in every if k in only]
-    return ["d2d_copy", *every]
+    f16 = [f"{k}:f16" for k in every if not k.startswith(NO_F16)]
+    if not only or "bf16" in only:
+        f16.append("bf16:f16")
+    picked = {"bf16": every, "f16": f16, "both": every + f16}[out]
+    return ["d2d_copy", *picked]
 
 
 def geometry(groups: int) -> tuple[int, int]:
@@ -100,6 +115,11 @@ def inputs(kernel: str, n: int):
     if kernel == "f16":
         src = (cp.random.standard_normal(n, dtype=cp.float32)).astype(cp.float16).view(cp.uint8)
         return "ws_f16", src, {}, src.nbytes
+    if kernel == "bf16":
+        # BF16 -> float16 only (BF16 -> BF16 is a copy).
+        src = (cp.random.standard_normal(n, dtype=cp.float32)).view(cp.uint32) >> 16
+        src = src.astype(cp.uint16).view(cp.uint8)
+        return "ws_bf16_f16", src, {}, src.nbytes
     if kernel == "f32":
         src = cp.random.standard_normal(n, dtype=cp.float32).view(cp.uint8)
         return "ws_f32", src, {}, src.nbytes
@@ -108,6 +128,16 @@ def inputs(kernel: str, n: int):
     if kernel.startswith("fp4_"):
         return fp4_inputs(kernel.removeprefix("fp4_"), n)
     return scaled_inputs(kernel, n)
+
+
+def resolve(kernel: str, n: int):
+    """`inputs` of a swept kernel name: `<kernel>:f16` is the same kernel
+    body writing float16, `ws_<name>_f16` (launch.rs `Launch::function`)."""
+    base, _, out = kernel.partition(":")
+    fn, src, values, read = inputs(base, n)
+    if out == "f16" and not fn.endswith("_f16"):
+        fn += "_f16"
+    return fn, src, values, read
 
 
 def gptq_inputs(fmt_name: str, n: int):
@@ -175,11 +205,11 @@ def scaled_inputs(kernel: str, n: int):
 
 def register(args):
     @bench.register
-    @bench.axis.string("kernel", kernels(args.kernels))
+    @bench.axis.string("kernel", kernels(args.kernels, args.out))
     @bench.axis.int64("out_MiB", args.sizes)
     def dequant(state):
         kernel = state.get_string("kernel")
-        n = state.get_int64("out_MiB") * (1 << 20) // 2  # BF16 outputs
+        n = state.get_int64("out_MiB") * (1 << 20) // 2  # 16-bit outputs
         dst = cp.empty(n, dtype=cp.uint16)
         state.add_element_count(n)
         if kernel == "d2d_copy":
@@ -193,7 +223,7 @@ def register(args):
 
             state.exec(launch)
             return
-        fn, src, values, read = inputs(kernel, n)
+        fn, src, values, read = resolve(kernel, n)
         state.add_global_memory_reads(read)
         # The repacks write their codes (their `dst`) and scales instead of BF16.
         written = values["dst"].nbytes + values["scales"].nbytes if fn in ("ws_gptq", "ws_fp4") else dst.nbytes
@@ -215,6 +245,8 @@ def main():
     ap.add_argument("--fatbins", type=Path, required=True)
     ap.add_argument("--ws", type=Path, required=True, help="the weightstream CLI (for `formats --json`)")
     ap.add_argument("--kernels", type=lambda s: [k for k in s.split(",") if k], help="comma-separated (default every kernel)")
+    ap.add_argument("--out", choices=("bf16", "f16", "both"), default="bf16",
+                    help="the kernels' output: bf16 (default), f16 (the _f16 instantiations) or both")
     ap.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=SIZES_MIB,
                     help=f"output MiB, comma-separated (default {','.join(map(str, SIZES_MIB))})")
     ap.add_argument("--timeout", type=float, default=2.0, help="nvbench --timeout: wall seconds per measurement (default 2)")

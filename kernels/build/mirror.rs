@@ -63,23 +63,27 @@ pub fn host_kernels_inc(kernels: &Path, sources: &[String]) -> String {
 
 /// `&[(function, source stem)]` for every `__global__` kernel, read from
 /// the sources: `__global__ void ws_x(` definitions, and the kernel-making
-/// macros' calls at the start of a line (`WS_BLOCK_KERNEL(x)` makes
-/// `ws_x`; `WS_FP8_KERNEL(ws_fp8_e4m3, true)` names its kernel first).
+/// macros' calls at the start of a line, each of which makes a family's
+/// BF16 kernel and its float16 twin `<name>_f16` (cuda/common.cuh:
+/// `WS_BLOCK_KERNEL(x)` makes `ws_x` and `ws_x_f16`;
+/// `WS_FP8_KERNEL(ws_fp8_e4m3, true)` names its kernel first).
 pub fn kernel_modules_rs(kernels: &Path, sources: &[String]) -> String {
     let ident = |n: &str| n.starts_with("ws_") && n.len() > 3 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     let mut rows = Vec::new();
     for k in sources {
         let text = std::fs::read_to_string(kernels.join(format!("{k}.cu"))).expect("read kernel source");
         for line in text.lines().map(str::trim).filter(|l| !l.starts_with("#define")) {
-            let name = if let Some(i) = line.find("__global__ void ") {
-                line[i + "__global__ void ".len()..].split('(').next().map(str::to_string)
+            let names = if let Some(i) = line.find("__global__ void ") {
+                line[i + "__global__ void ".len()..].split('(').next().map(|n| vec![n.to_string()]).unwrap_or_default()
             } else if line.starts_with("WS_") && line.contains("KERNEL(") {
                 let arg = line.split('(').nth(1).unwrap_or("").split([',', ')']).next().unwrap_or("").trim();
-                Some(if arg.starts_with("ws_") { arg.to_string() } else { format!("ws_{arg}") })
+                let n = if arg.starts_with("ws_") { arg.to_string() } else { format!("ws_{arg}") };
+                let twin = format!("{n}_f16");
+                vec![n, twin]
             } else {
-                None
+                vec![]
             };
-            if let Some(n) = name.filter(|n| ident(n)) {
+            for n in names.into_iter().filter(|n| ident(n)) {
                 rows.push(format!("(\"{n}\", \"{k}\")"));
             }
         }

@@ -7,8 +7,10 @@
 //
 // Numerics: every input converts to f32 exactly; each f32 multiply, add or
 // subtract rounds to nearest even (__fmul_rn, __fadd_rn, __fsub_rn: never
-// contracted into an FMA; the fatbins are also built with --fmad=false); f32 -> BF16 round
-// to nearest even with every NaN as 0x7FC0. Build without fast math.
+// contracted into an FMA; the fatbins are also built with --fmad=false); the
+// result rounds once to the output type, a kernel template parameter `Out`
+// (Bf16Out, F16Out below): to nearest even, every NaN as 0x7FC0 (BF16) or
+// 0x7E00 (float16). Build without fast math.
 #pragma once
 
 #include <stdint.h>
@@ -34,6 +36,7 @@
 namespace ws {
 
 constexpr uint16_t CANONICAL_NAN = 0x7FC0;
+constexpr uint16_t CANONICAL_NAN_F16 = 0x7E00;
 
 WS_HD uint32_t float_bits(float x) {
 #ifdef __CUDA_ARCH__
@@ -106,6 +109,30 @@ WS_HD uint16_t f32_to_bf16(float x) {
     return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
 }
 
+// f32 -> IEEE binary16 bits, round to nearest even: from 65520 (the tie
+// above 65504) to infinity, below 2^-14 to multiples of 2^-24 (f16
+// subnormals), at most 2^-25 to a signed zero; every NaN 0x7E00. The same
+// code on host and device, so the host grid gives the GPU's bits
+// (cvt.rn.f16.f32 rounds non-NaNs alike but keeps NaN payloads, and the
+// host has no such instruction to compare); kernels/tests/f16_rounding.rs
+// holds it to weightstream-dequant's f32_to_f16 on all 2^32 inputs.
+// All three results are computed and one selected (no divergent branch):
+// - normal f16 (and infinity from 65520, by the carry out of 0x7BFF):
+//   rebias the exponent (127 -> 15) and round the 13 dropped bits to
+//   nearest even with integer adds;
+// - below 2^-14: one IEEE add of 0.5, whose ulp is f16's subnormal
+//   quantum 2^-24, rounds to nearest even; the sum's low bits are the f16
+//   (0x400, the smallest normal, where it rounds up).
+// Cheaper than shifting the subnormals by their exponent (half the
+// integer instructions per output, bench/gpu/sass_budget.py --out f16).
+WS_HD uint16_t f32_to_f16(float x) {
+    uint32_t b = float_bits(x), a = b & 0x7FFFFFFFu;
+    uint32_t normal = (a - 0x38000000u + 0x0FFFu + ((a >> 13) & 1u)) >> 13;
+    uint32_t subnormal = float_bits(add(bits_float(a), 0.5f)) - 0x3F000000u;
+    uint32_t h = a >= 0x47800000u ? 0x7C00u : a < 0x38800000u ? subnormal : normal;
+    return a > 0x7F800000u ? CANONICAL_NAN_F16 : (uint16_t)(((b >> 16) & 0x8000u) | h);
+}
+
 // IEEE binary16 -> f32, exact, by bit manipulation on both host and device.
 // Branch-free: all three encodings are computed and one is selected, so a
 // kernel's loads that follow the decode of a scale are not held behind a
@@ -120,6 +147,27 @@ WS_HD float f16_to_f32(uint16_t h) {
     uint32_t high = exp == 0x1Fu ? special : normal;
     return bits_float(sign | (exp == 0 ? sub : high | (man << 13)));
 }
+
+// The output policies, every kernel's `Out` template parameter: one kernel
+// body per format, instantiated for each output (kernel `ws_<name>` writes
+// BF16, `ws_<name>_f16` float16). `from_f32` is the one rounding of a
+// reference value; float sources convert with `from_f16_bits` /
+// `from_bf16_bits`, a bit copy where the source is the output's own type
+// (the executor copies those without a kernel, as the CPU kernels do).
+// Bf16Out is exactly the code the kernels had before the parameter, so the
+// BF16 instantiations compile to the same machine code.
+struct Bf16Out {
+    static WS_HD uint16_t from_f32(float x) { return f32_to_bf16(x); }
+    static WS_HD uint16_t from_f16_bits(uint16_t h) { return f32_to_bf16(f16_to_f32(h)); }
+    static WS_HD uint16_t from_bf16_bits(uint16_t b) { return b; }
+};
+
+struct F16Out {
+    static WS_HD uint16_t from_f32(float x) { return f32_to_f16(x); }
+    static WS_HD uint16_t from_f16_bits(uint16_t h) { return h; }
+    // BF16 -> f32 is exact (the high half of the bits), then one rounding.
+    static WS_HD uint16_t from_bf16_bits(uint16_t b) { return f32_to_f16(bits_float((uint32_t)b << 16)); }
+};
 
 // OCP E4M3FN: bias 7, no infinities, S.1111.111 is NaN.
 WS_HD float e4m3_to_f32(uint8_t v) {
@@ -166,9 +214,9 @@ WS_HD void load8_even(const uint8_t* p, uint8_t out[8]) {
 #endif
 }
 
-// Store `count` (<= 8) BF16 values; one 16-byte store when all 8 go to a
-// 16-byte aligned address.
-WS_HD void store_bf16(uint16_t* dst, const uint16_t v[8], uint32_t count) {
+// Store `count` (<= 8) 16-bit outputs (BF16 or float16 bits); one 16-byte
+// store when all 8 go to a 16-byte aligned address.
+WS_HD void store8(uint16_t* dst, const uint16_t v[8], uint32_t count) {
 #ifdef __CUDA_ARCH__
     if (count == 8 && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
         uint4 u;
@@ -199,21 +247,26 @@ WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
 
 }  // namespace ws
 
-// A block kernel's grid-stride loop (`<name>_thread`, what the host grid
-// runs) and entry point (`ws_<name>`) around its `<name>_group(src, dst,
-// g)`, which writes outputs 8g .. 8g + 7; n is a whole number of blocks.
+// A block kernel's grid-stride loop (`<name>_thread<Out>`, what the host
+// grid runs) and entry points (`ws_<name>` writing BF16, `ws_<name>_f16`
+// writing float16) around its `<name>_group<Out>(src, dst, g)`, which
+// writes outputs 8g .. 8g + 7; n is a whole number of blocks.
 #ifdef __CUDACC__
-#define WS_BLOCK_KERNEL_ENTRY(NAME)                                                  \
-    extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
-        ws::NAME##_thread(src, dst, n, ws::coords());                              \
+#define WS_BLOCK_KERNEL_ENTRY(NAME)                                                                             \
+    extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {     \
+        ws::NAME##_thread<ws::Bf16Out>(src, dst, n, ws::coords());                                              \
+    }                                                                                                           \
+    extern "C" __global__ void ws_##NAME##_f16(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::NAME##_thread<ws::F16Out>(src, dst, n, ws::coords());                                               \
     }
 #else
 #define WS_BLOCK_KERNEL_ENTRY(NAME)
 #endif
-#define WS_BLOCK_KERNEL(NAME)                                                        \
-    namespace ws {                                                                   \
-    WS_HD void NAME##_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { \
-        for (uint64_t g = c.first(); g < n / 8; g += c.stride()) NAME##_group(src, dst, g); \
-    }                                                                                \
-    }                                                                                \
+#define WS_BLOCK_KERNEL(NAME)                                                                   \
+    namespace ws {                                                                              \
+    template <class Out>                                                                        \
+    WS_HD void NAME##_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {         \
+        for (uint64_t g = c.first(); g < n / 8; g += c.stride()) NAME##_group<Out>(src, dst, g); \
+    }                                                                                           \
+    }                                                                                           \
     WS_BLOCK_KERNEL_ENTRY(NAME)

@@ -1,10 +1,14 @@
-// F32 and F16 -> BF16 (round to nearest even, NaN canonical). BF16 sources
-// need no kernel: the executor copies them.
-// Thread group g converts elements 8g..8g+7 (fewer in the last group).
+// F32, F16 and BF16 -> BF16 or float16 (Out, common.cuh): round to nearest
+// even, NaN canonical. A source of the output's own type needs no kernel:
+// the executor copies it (BF16 -> BF16, F16 -> F16, bit for bit), so the
+// 16-bit sources have one kernel each, for the other output: ws_f16
+// (F16 -> BF16) and ws_bf16_f16 (BF16 -> float16, rounded from the exact
+// value). Thread group g converts elements 8g..8g+7 (fewer in the last group).
 #include "common.cuh"
 
 namespace ws {
 
+template <class Out>
 WS_HD void f32_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) {
     uint64_t e = g * 8;
     uint32_t count = (uint32_t)((n - e) < 8 ? (n - e) : 8);
@@ -15,19 +19,21 @@ WS_HD void f32_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) 
         float4 a = p[0], b = p[1];
         float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
     WS_UNROLL
-        for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(v[j]);
-        store_bf16(dst + e, out, 8);
+        for (int j = 0; j < 8; j++) out[j] = Out::from_f32(v[j]);
+        store8(dst + e, out, 8);
         return;
     }
 #endif
     for (uint32_t j = 0; j < count; j++) {
         const uint8_t* p = src + (e + j) * 4;
-        out[j] = f32_to_bf16(bits_float((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24)));
+        out[j] = Out::from_f32(bits_float((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24)));
     }
-    store_bf16(dst + e, out, count);
+    store8(dst + e, out, count);
 }
 
-WS_HD void f16_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) {
+// 16-bit sources: F16 when F16_SRC, else BF16.
+template <class Out, bool F16_SRC>
+WS_HD void half_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) {
     uint64_t e = g * 8;
     uint32_t count = (uint32_t)((n - e) < 8 ? (n - e) : 8);
     uint16_t h[8], out[8];
@@ -52,21 +58,30 @@ WS_HD void f16_group(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t g) 
     } else {
         for (uint32_t j = 0; j < count; j++) h[j] = load_u16(src + (e + j) * 2);
     }
-    for (uint32_t j = 0; j < count; j++) out[j] = f32_to_bf16(f16_to_f32(h[j]));
-    store_bf16(dst + e, out, count);
+    for (uint32_t j = 0; j < count; j++) out[j] = F16_SRC ? Out::from_f16_bits(h[j]) : Out::from_bf16_bits(h[j]);
+    store8(dst + e, out, count);
 }
 
+template <class Out>
 WS_HD void f32_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) f32_group(src, dst, n, g);
+    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) f32_group<Out>(src, dst, n, g);
 }
 
-WS_HD void f16_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) f16_group(src, dst, n, g);
+template <class Out, bool F16_SRC>
+WS_HD void half_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
+    for (uint64_t g = c.first(); g < groups_of_8(n); g += c.stride()) half_group<Out, F16_SRC>(src, dst, n, g);
 }
 
 }  // namespace ws
 
 #ifdef __CUDACC__
-extern "C" __global__ void ws_f32(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { ws::f32_thread(src, dst, n, ws::coords()); }
-extern "C" __global__ void ws_f16(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { ws::f16_thread(src, dst, n, ws::coords()); }
+// NAME writes BF16, NAME_f16 float16 (kernels/build/mirror.rs registers both).
+#define WS_F32_ENTRY(NAME, OUT)                                                                                   \
+    extern "C" __global__ void NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::f32_thread<OUT>(src, dst, n, ws::coords());                                                          \
+    }
+#define WS_F32_KERNEL(NAME) WS_F32_ENTRY(NAME, ws::Bf16Out) WS_F32_ENTRY(NAME##_f16, ws::F16Out)
+WS_F32_KERNEL(ws_f32)
+extern "C" __global__ void ws_f16(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { ws::half_thread<ws::Bf16Out, true>(src, dst, n, ws::coords()); }
+extern "C" __global__ void ws_bf16_f16(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { ws::half_thread<ws::F16Out, false>(src, dst, n, ws::coords()); }
 #endif

@@ -11,6 +11,16 @@ void grid(uint32_t grid_dim, uint32_t block_dim, F f) {
         for (uint32_t t = 0; t < block_dim; t++) f(ws::Coords{b, t, block_dim, grid_dim});
 }
 
+// Call f with the output policy `out` names: 0 BF16, 1 float16 (launch.rs
+// passes OutDtype so), as a value whose type is the kernel's Out.
+template <class F>
+void with_out(int out, F f) {
+    if (out == 1)
+        f(ws::F16Out{});
+    else
+        f(ws::Bf16Out{});
+}
+
 struct HostField {
     const char* name;
     uint32_t offset;
@@ -18,40 +28,59 @@ struct HostField {
 }  // namespace
 
 extern "C" {
-// A block format's kernel, by ggml type id. Returns 0, or -1 for a format
-// without a kernel here.
-int ws_host_block(uint32_t ggml_id, const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
-    switch (ggml_id) {
-#define WS_HOST_BLOCK_CASE(NS) \
-    case ws::NS::GGML_ID: grid(g, b, [&](ws::Coords c) { ws::NS##_thread(src, dst, n, c); }); return 0;
-        WS_HOST_BLOCKS(WS_HOST_BLOCK_CASE)
+// A block format's kernel, by ggml type id, writing `out` (with_out).
+// Returns 0, or -1 for a format without a kernel here.
+int ws_host_block(uint32_t ggml_id, int out, const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
+    int rc = -1;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        switch (ggml_id) {
+#define WS_HOST_BLOCK_CASE(NS)                                                                \
+    case ws::NS::GGML_ID:                                                                     \
+        grid(g, b, [&](ws::Coords c) { ws::NS##_thread<Out>(src, dst, n, c); });              \
+        rc = 0;                                                                               \
+        break;
+            WS_HOST_BLOCKS(WS_HOST_BLOCK_CASE)
 #undef WS_HOST_BLOCK_CASE
-        default: return -1;
-    }
+            default: break;
+        }
+    });
+    return rc;
 }
-void ws_host_f32(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
-    grid(g, b, [&](ws::Coords c) { ws::f32_thread(src, dst, n, c); });
+void ws_host_f32(int out, const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
+    with_out(out, [&](auto o) { grid(g, b, [&](ws::Coords c) { ws::f32_thread<decltype(o)>(src, dst, n, c); }); });
 }
-void ws_host_f16(const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
-    grid(g, b, [&](ws::Coords c) { ws::f16_thread(src, dst, n, c); });
+// 16-bit float sources: F16 when f16_src, else BF16 (the executor
+// launches F16 -> BF16 and BF16 -> float16; the other two are copies).
+void ws_host_half(int f16_src, int out, const uint8_t* src, uint16_t* dst, uint64_t n, uint32_t g, uint32_t b) {
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        if (f16_src)
+            grid(g, b, [&](ws::Coords c) { ws::half_thread<Out, true>(src, dst, n, c); });
+        else
+            grid(g, b, [&](ws::Coords c) { ws::half_thread<Out, false>(src, dst, n, c); });
+    });
 }
 // The scaled kernels: element 0 E4M3, 1 E5M2, 2 E2M1, 3 INT4, 4 INT8
 // (launch.rs Element); zeros and round_f16 for the integers.
-void ws_host_scaled(int element, const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales, uint64_t first,
-                    uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols, WS_DIVISOR_PARAMS,
-                    const float* zeros, int round_f16, uint32_t g, uint32_t b) {
+void ws_host_scaled(int element, int out, const uint8_t* src, uint16_t* dst, uint64_t n, const float* scales,
+                    uint64_t first, uint64_t cols, uint64_t block_rows, uint64_t block_cols, uint64_t grid_cols,
+                    WS_DIVISOR_PARAMS, const float* zeros, int round_f16, uint32_t g, uint32_t b) {
     ws::ScaleParams p = WS_SCALE_PARAMS(scales, first, cols, block_rows, block_cols, grid_cols);
     ws::IntParams ip{p, zeros, round_f16 != 0};
-    if (element == 0)
-        grid(g, b, [&](ws::Coords c) { ws::fp8_thread<true>(src, dst, n, p, c); });
-    else if (element == 1)
-        grid(g, b, [&](ws::Coords c) { ws::fp8_thread<false>(src, dst, n, p, c); });
-    else if (element == 2)
-        grid(g, b, [&](ws::Coords c) { ws::e2m1_thread(src, dst, n, p, c); });
-    else if (element == 3)
-        grid(g, b, [&](ws::Coords c) { ws::int_thread<4>(src, dst, n, ip, c); });
-    else
-        grid(g, b, [&](ws::Coords c) { ws::int_thread<8>(src, dst, n, ip, c); });
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        if (element == 0)
+            grid(g, b, [&](ws::Coords c) { ws::fp8_thread<Out, true>(src, dst, n, p, c); });
+        else if (element == 1)
+            grid(g, b, [&](ws::Coords c) { ws::fp8_thread<Out, false>(src, dst, n, p, c); });
+        else if (element == 2)
+            grid(g, b, [&](ws::Coords c) { ws::e2m1_thread<Out>(src, dst, n, p, c); });
+        else if (element == 3)
+            grid(g, b, [&](ws::Coords c) { ws::int_thread<Out, 4>(src, dst, n, ip, c); });
+        else
+            grid(g, b, [&](ws::Coords c) { ws::int_thread<Out, 8>(src, dst, n, ip, c); });
+    });
 }
 
 // The GPTQ repack (gptq.cu) over its whole grid. Returns 0, or -1 for a
@@ -76,6 +105,12 @@ int ws_host_fp4(const uint8_t* src, uint32_t* packed, uint64_t n, uint8_t* scale
     ws::Fp4Params p{rows, width, col_start, format, block_elems, block_bytes, group};
     grid(g, b, [&](ws::Coords c) { ws::fp4_thread(src, packed, n, scales, p, c); });
     return 0;
+}
+
+// The kernels' f32 -> float16 rounding (common.cuh f32_to_f16) of n f32
+// bit patterns, for the exhaustive comparison with the CPU's.
+void ws_host_f32_to_f16(const uint32_t* bits, uint16_t* out, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) out[i] = ws::F16Out::from_f32(ws::bits_float(bits[i]));
 }
 
 // n / d by the kernels' multiply-high division (scale_grid.cuh), for the

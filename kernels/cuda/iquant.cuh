@@ -28,21 +28,24 @@ WS_HD void load8_any(const uint8_t* p, uint8_t out[8]) {
 WS_HD float sign_of(uint32_t signs, int j) { return ((signs >> j) & 1u) ? -1.0f : 1.0f; }
 
 // 8 outputs (db * grid[j]) * sign[j] of an IQ2/IQ3 group.
+template <class Out>
 WS_HD void grid_signed8(float db, uint64_t entry, uint32_t signs, uint16_t out[8]) {
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(mul(db, (float)grid_byte(entry, j)), sign_of(signs, j)));
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(mul(db, (float)grid_byte(entry, j)), sign_of(signs, j)));
 }
 
 // 8 outputs dl * (grid[j] + delta) of an IQ1 group (grid values -1, 0, 1).
+template <class Out>
 WS_HD void grid_delta8(float dl, uint64_t entry, float delta, uint16_t out[8]) {
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(dl, add((float)(int8_t)grid_byte(entry, j), delta)));
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(dl, add((float)(int8_t)grid_byte(entry, j), delta)));
 }
 
 // 8 outputs d * table[q[j]] (IQ4 levels, doubled E2M1 values).
+template <class Out>
 WS_HD void lut8(float d, const int8_t* table, const uint8_t q[8], uint16_t out[8]) {
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(d, (float)table[q[j]]));
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(d, (float)table[q[j]]));
 }
 
 // The nibbles at `shift` (0 or 4) of 8 bytes.

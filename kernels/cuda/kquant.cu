@@ -1,14 +1,15 @@
-// K-quants (256-element super-blocks: Q2_K ... Q6_K) -> BF16.
+// K-quants (256-element super-blocks: Q2_K ... Q6_K) -> BF16 or float16 (Out, common.cuh).
 // One family per file, the same family names as the CPU kernels'
 // (crates/weightstream-dequant/src/{scalar,x86,arm}/kquant.rs).
 
-// Q2_K -> BF16. 16 bytes of (4-bit scale | 4-bit min << 4) per 16
+// Q2_K: 16 bytes of (4-bit scale | 4-bit min << 4) per 16
 // elements, 64 bytes of 2-bit quants, f16 d and dmin;
 // x = (d * sc) * q - (dmin * m), each operation rounded (no FMA).
 #include "kquant.cuh"
 
 namespace ws {
 
+template <class Out>
 WS_HD void q2_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     KGroup k = k_group(src, g, q2_k::BYTES);
     float d = f16_to_f32(load_u16(k.blk + q2_k::D)), dmin = f16_to_f32(load_u16(k.blk + q2_k::DMIN));
@@ -18,15 +19,15 @@ WS_HD void q2_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     crumbs8(k.blk + q2_k::QS, k.e0, q);
     uint16_t out[8];
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(sub(mul(dl, (float)q[j]), ml));
-    store_bf16(dst + g * 8, out, 8);
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(sub(mul(dl, (float)q[j]), ml));
+    store8(dst + g * 8, out, 8);
 }
 
 }  // namespace ws
 
 WS_BLOCK_KERNEL(q2_k)
 
-// Q3_K -> BF16. 32 bytes of high bits, 64 bytes of 2-bit quants, 12 bytes
+// Q3_K: 32 bytes of high bits, 64 bytes of 2-bit quants, 12 bytes
 // of 6-bit signed scales (per 16 elements), f16 d;
 // x = (d * sc) * q, q = the 2 bits minus 4 where the hmask bit is clear.
 
@@ -40,6 +41,7 @@ WS_HD int q3_k_scale(const uint8_t* sc, uint32_t j) {
     return (int)(lo | (hi << 4)) - 32;
 }
 
+template <class Out>
 WS_HD void q3_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     KGroup k = k_group(src, g, q3_k::BYTES);
     float d = f16_to_f32(load_u16(k.blk + q3_k::D));
@@ -50,20 +52,21 @@ WS_HD void q3_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     uint32_t bit = k.e0 / 32;
     uint16_t out[8];
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(dl, (float)((int)q[j] - (((h[j] >> bit) & 1u) ? 0 : 4))));
-    store_bf16(dst + g * 8, out, 8);
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(dl, (float)((int)q[j] - (((h[j] >> bit) & 1u) ? 0 : 4))));
+    store8(dst + g * 8, out, 8);
 }
 
 }  // namespace ws
 
 WS_BLOCK_KERNEL(q3_k)
 
-// Q4_K -> BF16. f16 d, dmin; 12 bytes of 6-bit scales and mins (per 32
+// Q4_K: f16 d, dmin; 12 bytes of 6-bit scales and mins (per 32
 // elements); 128 bytes of nibbles; x = (d * sc) * q - (dmin * m), each
 // operation rounded (gguf-py's order; no FMA).
 
 namespace ws {
 
+template <class Out>
 WS_HD void q4_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     KGroup k = k_group(src, g, q4_k::BYTES);
     float d = f16_to_f32(load_u16(k.blk + q4_k::D)), dmin = f16_to_f32(load_u16(k.blk + q4_k::DMIN));
@@ -74,19 +77,20 @@ WS_HD void q4_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     k_nibbles8(k.blk + q4_k::QS, k.e0, q);
     uint16_t out[8];
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(sub(mul(dl, (float)q[j]), ml));
-    store_bf16(dst + g * 8, out, 8);
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(sub(mul(dl, (float)q[j]), ml));
+    store8(dst + g * 8, out, 8);
 }
 
 }  // namespace ws
 
 WS_BLOCK_KERNEL(q4_k)
 
-// Q5_K -> BF16. As Q4_K with 32 bytes of high bits: element 32k + l takes
+// Q5_K: As Q4_K with 32 bytes of high bits: element 32k + l takes
 // bit k of qh[l] as bit 4; x = (d * sc) * q - (dmin * m).
 
 namespace ws {
 
+template <class Out>
 WS_HD void q5_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     KGroup k = k_group(src, g, q5_k::BYTES);
     float d = f16_to_f32(load_u16(k.blk + q5_k::D)), dmin = f16_to_f32(load_u16(k.blk + q5_k::DMIN));
@@ -98,21 +102,22 @@ WS_HD void q5_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     load8_even(k.blk + q5_k::QH + k.e0 % 32, h);
     uint16_t out[8];
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(sub(mul(dl, (float)(q[j] | (((h[j] >> sub_block) & 1u) << 4))), ml));
-    store_bf16(dst + g * 8, out, 8);
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(sub(mul(dl, (float)(q[j] | (((h[j] >> sub_block) & 1u) << 4))), ml));
+    store8(dst + g * 8, out, 8);
 }
 
 }  // namespace ws
 
 WS_BLOCK_KERNEL(q5_k)
 
-// Q6_K -> BF16. 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 x i8
+// Q6_K: 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 x i8
 // scales (per 16 elements), f16 d; x = (d * sc) * (q - 32). In each
 // 128-element half, element i's low nibble is in ql[i % 64] (low nibbles
 // for i < 64, high for the rest) and its high bits are crumb i of qh.
 
 namespace ws {
 
+template <class Out>
 WS_HD void q6_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     KGroup k = k_group(src, g, q6_k::BYTES);
     float d = f16_to_f32(load_u16(k.blk + q6_k::D));
@@ -124,8 +129,8 @@ WS_HD void q6_k_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     uint32_t shift = 4 * (i0 / 64);
     uint16_t out[8];
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(dl, (float)((int)(((lo[j] >> shift) & 0xFu) | ((uint32_t)hi[j] << 4)) - 32)));
-    store_bf16(dst + g * 8, out, 8);
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(dl, (float)((int)(((lo[j] >> shift) & 0xFu) | ((uint32_t)hi[j] << 4)) - 32)));
+    store8(dst + g * 8, out, 8);
 }
 
 }  // namespace ws

@@ -1,8 +1,8 @@
-// Ternary formats (TQ1_0, TQ2_0) -> BF16.
+// Ternary formats (TQ1_0, TQ2_0) -> BF16 or float16 (Out, common.cuh).
 // One family per file, the same family names as the CPU kernels'
 // (crates/weightstream-dequant/src/{scalar,x86,arm}/ternary.rs).
 
-// TQ1_0 -> BF16. 48 bytes of 5 base-3 digits each, 4 bytes of 4, f16 d.
+// TQ1_0: 48 bytes of 5 base-3 digits each, 4 bytes of 4, f16 d.
 // Digit k of byte b: ((b * 3^k mod 256) * 3) >> 8. Elements 0..160: digit
 // e / 32 of qs[e % 32]; 160..240: digit (e-160) / 16 of qs[32 + (e-160) % 16];
 // 240..256: digit (e-240) / 4 of qh[(e-240) % 4]. x = d * (t - 1).
@@ -15,6 +15,7 @@ WS_HD float trit(uint32_t byte, uint32_t k) {
     return (float)((int)((q * 3u) >> 8) - 1);
 }
 
+template <class Out>
 WS_HD void tq1_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     KGroup k = k_group(src, g, tq1_0::BYTES);
     float d = f16_to_f32(load_u16(k.blk + tq1_0::D));
@@ -29,17 +30,18 @@ WS_HD void tq1_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
         } else {
             byte = k.blk[tq1_0::QH + (e - 240) % 4], digit = (e - 240) / 4;
         }
-        out[j] = f32_to_bf16(mul(d, trit(byte, digit)));
+        out[j] = Out::from_f32(mul(d, trit(byte, digit)));
     }
-    store_bf16(dst + g * 8, out, 8);
+    store8(dst + g * 8, out, 8);
 }
 }  // namespace ws
 WS_BLOCK_KERNEL(tq1_0)
 
-// TQ2_0 -> BF16. 64 bytes of 2-bit values laid out as Q2_K's, f16 d;
+// TQ2_0: 64 bytes of 2-bit values laid out as Q2_K's, f16 d;
 // x = d * (q - 1).
 
 namespace ws {
+template <class Out>
 WS_HD void tq2_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     KGroup k = k_group(src, g, tq2_0::BYTES);
     float d = f16_to_f32(load_u16(k.blk + tq2_0::D));
@@ -47,8 +49,8 @@ WS_HD void tq2_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
     crumbs8(k.blk + tq2_0::QS, k.e0, q);
     uint16_t out[8];
     WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = f32_to_bf16(mul(d, (float)((int)q[j] - 1)));
-    store_bf16(dst + g * 8, out, 8);
+    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(d, (float)((int)q[j] - 1)));
+    store8(dst + g * 8, out, 8);
 }
 }  // namespace ws
 WS_BLOCK_KERNEL(tq2_0)

@@ -3,17 +3,18 @@
 
 use std::ffi::{c_char, CStr};
 
-use weightstream_blocks::BlockFormat;
+use weightstream_blocks::{BlockFormat, OutDtype};
 
 use crate::launch::{divisor, Element, Fp4Args, GptqArgs, Launch};
 
 extern "C" {
-    fn ws_host_block(ggml_id: u32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
-    fn ws_host_f32(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
-    fn ws_host_f16(src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
+    fn ws_host_block(ggml_id: u32, out: i32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32) -> i32;
+    fn ws_host_f32(out: i32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
+    fn ws_host_half(f16_src: i32, out: i32, src: *const u8, dst: *mut u16, n: u64, grid: u32, block: u32);
     #[allow(clippy::too_many_arguments)]
     fn ws_host_scaled(
         element: i32,
+        out: i32,
         src: *const u8,
         dst: *mut u16,
         n: u64,
@@ -68,6 +69,7 @@ extern "C" {
         block: u32,
     ) -> i32;
     fn ws_host_quotient(n: u64, d: u64, magic: u64, shifts: u64) -> u64;
+    fn ws_host_f32_to_f16(bits: *const u32, out: *mut u16, n: u64);
     fn ws_host_block_layout(
         i: u32,
         name: *mut *const c_char,
@@ -100,12 +102,12 @@ pub enum HostGridError {
 
 fn src_bytes(launch: &Launch, n: usize) -> usize {
     match launch {
-        Launch::Block(f) => {
+        Launch::Block(f, _) => {
             let l = f.layout();
             n / l.elems * l.bytes
         }
-        Launch::F32 => n * 4,
-        Launch::F16 => n * 2,
+        Launch::F32(_) => n * 4,
+        Launch::F16 | Launch::Bf16 => n * 2,
         Launch::Scaled(a) => a.element.bytes(n as u64) as usize,
         // Not elementwise kernels: `run_gptq` and `run_fp4` check their own sizes.
         Launch::Gptq(_) | Launch::Fp4(_) => 0,
@@ -132,7 +134,7 @@ pub fn run(
     if let Launch::Gptq(_) | Launch::Fp4(_) = launch {
         return Err(HostGridError::NoKernel("the repacks write two outputs: host_grid::run_gptq and run_fp4 run them"));
     }
-    if let Launch::Block(f) = launch {
+    if let Launch::Block(f, _) = launch {
         if n_us % f.layout().elems != 0 {
             return Err(HostGridError::Unaligned);
         }
@@ -145,18 +147,24 @@ pub fn run(
         return Err(HostGridError::DestinationTooShort { needed: n_us, got: dst.len() });
     }
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    // The C++ side's output code (host_grid.cpp `with_out`).
+    let out = match launch.out() {
+        OutDtype::BF16 => 0,
+        OutDtype::F16 => 1,
+    };
     // SAFETY: src holds the bytes of n elements and dst n outputs (checked
     // above); for FP8 the scale grid is checked below. The C++ code reads
     // and writes nothing else and keeps no pointers.
     unsafe {
         match launch {
-            Launch::Block(f) => {
-                if ws_host_block(f.layout().ggml_id, s, d, n, grid, block) != 0 {
+            Launch::Block(f, _) => {
+                if ws_host_block(f.layout().ggml_id, out, s, d, n, grid, block) != 0 {
                     return Err(HostGridError::NoKernel(f.name()));
                 }
             }
-            Launch::F32 => ws_host_f32(s, d, n, grid, block),
-            Launch::F16 => ws_host_f16(s, d, n, grid, block),
+            Launch::F32(_) => ws_host_f32(out, s, d, n, grid, block),
+            Launch::F16 => ws_host_half(1, out, s, d, n, grid, block),
+            Launch::Bf16 => ws_host_half(0, out, s, d, n, grid, block),
             Launch::Gptq(_) | Launch::Fp4(_) => unreachable!("refused above"),
             Launch::Scaled(a) => {
                 let scale_ptr = match scales {
@@ -190,6 +198,7 @@ pub fn run(
                 let [cols_magic, cols_shifts, block_rows_magic, block_rows_shifts, block_cols_magic, block_cols_shifts] = a.divisors();
                 ws_host_scaled(
                     element,
+                    out,
                     s,
                     d,
                     n,
@@ -346,6 +355,14 @@ pub fn quotient(n: u64, d: u64) -> u64 {
     let (magic, shifts) = divisor(d);
     // SAFETY: pure arithmetic on integers.
     unsafe { ws_host_quotient(n, d, magic, shifts) }
+}
+
+/// The kernels' float16 rounding (cuda/common.cuh `F16Out::from_f32`) of
+/// each f32 bit pattern in `bits`, into `out` (the same length).
+pub fn f32_to_f16(bits: &[u32], out: &mut [u16]) {
+    assert_eq!(bits.len(), out.len());
+    // SAFETY: both slices hold `bits.len()` elements; pure arithmetic.
+    unsafe { ws_host_f32_to_f16(bits.as_ptr(), out.as_mut_ptr(), bits.len() as u64) }
 }
 
 /// One entry of formats.cuh (build.rs writes it) as the host compiler saw it.

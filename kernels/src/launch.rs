@@ -1,6 +1,6 @@
 //! Kernel launches described once, for the GPU and the host grid alike.
 
-use weightstream_blocks::{BlockFormat, Encoding, Fp8Format, ScaleLayout};
+use weightstream_blocks::{BlockFormat, Encoding, Fp8Format, OutDtype, ScaleLayout};
 
 /// Threads per block: 8 warps, each writing 512 contiguous bytes per step.
 pub const BLOCK_DIM: u32 = 256;
@@ -47,6 +47,8 @@ pub struct ScaledArgs {
     /// scales (0 = none), and whether products round to F16 first.
     pub zeros: u64,
     pub round_f16: bool,
+    /// What the kernel writes.
+    pub out: OutDtype,
 }
 
 impl ScaledArgs {
@@ -118,16 +120,34 @@ fn module_of(function: &str) -> &'static str {
     KERNEL_MODULES.iter().find(|(f, _)| *f == function).map_or("", |(_, m)| *m)
 }
 
-/// One kernel launch over `n` elements.
+/// The kernel writing `out` of the family whose BF16 kernel is `bf16`:
+/// `bf16` itself, or its float16 twin `<bf16>_f16` (each kernel-making
+/// macro of the sources defines both, cuda/common.cuh). Found in the
+/// generated list, whose names are `'static`; a missing twin gives "" (the
+/// test below fails for it).
+fn twin(bf16: &'static str, out: OutDtype) -> &'static str {
+    match out {
+        OutDtype::BF16 => bf16,
+        OutDtype::F16 => KERNEL_MODULES.iter().find(|(f, _)| f.strip_suffix("_f16") == Some(bf16)).map_or("", |(f, _)| *f),
+    }
+}
+
+/// One kernel launch over `n` elements, writing the output dtype it
+/// carries ([`Launch::out`]): one kernel body per family in the sources,
+/// instantiated for each output (`ws_<name>` BF16, `ws_<name>_f16` float16).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {
-    /// A block format's kernel: `ws_<module>` (the format's `BlockLayout`),
-    /// in its family's source (`cuda/legacy.cu`, `cuda/kquant.cu`, ...).
-    Block(BlockFormat),
-    F32,
+    /// A block format's kernel: `ws_<module>` (the format's `BlockLayout`)
+    /// or its `_f16` twin, in its family's source (`cuda/legacy.cu`,
+    /// `cuda/kquant.cu`, ...).
+    Block(BlockFormat, OutDtype),
+    F32(OutDtype),
+    /// F16 -> BF16. F16 -> float16 is a copy (no kernel), bit for bit.
     F16,
+    /// BF16 -> float16, rounded. BF16 -> BF16 is a copy (no kernel).
+    Bf16,
     /// FP8, E2M1 or integer elements times their scales: `cuda/fp8.cu`,
-    /// `cuda/packed.cu`.
+    /// `cuda/packed.cu`; the output is `ScaledArgs::out`.
     Scaled(ScaledArgs),
     /// GGUF blocks moved into GPTQ's `qweight` and `scales`: `cuda/gptq.cu`.
     Gptq(GptqArgs),
@@ -140,38 +160,51 @@ impl Launch {
     /// Every kind of launch, once: the one list of kernels (the GPU loads
     /// the functions of exactly these; `function` names them).
     pub fn every() -> impl Iterator<Item = Launch> {
-        let scaled = |element| Launch::Scaled(ScaledArgs { element, ..Default::default() });
-        BlockFormat::ALL.iter().map(|&f| Launch::Block(f)).chain([
-            Launch::F32,
+        let outs = [OutDtype::BF16, OutDtype::F16];
+        let elements = [Element::E4m3, Element::E5m2, Element::E2m1, Element::Int4, Element::Int8];
+        let per_out = move |out| {
+            let scaled = move |element| Launch::Scaled(ScaledArgs { element, out, ..Default::default() });
+            BlockFormat::ALL.iter().map(move |&f| Launch::Block(f, out)).chain([Launch::F32(out)]).chain(elements.map(scaled))
+        };
+        outs.into_iter().flat_map(per_out).chain([
             Launch::F16,
-            scaled(Element::E4m3),
-            scaled(Element::E5m2),
-            scaled(Element::E2m1),
-            scaled(Element::Int4),
-            scaled(Element::Int8),
+            Launch::Bf16,
             Launch::Gptq(GptqArgs { format: BlockFormat::Q4_0, scales: 0, rows: 0, width: 0, col_start: 0, bits: 4, group: 32 }),
             Launch::Fp4(Fp4Args { format: BlockFormat::MXFP4, scales: 0, rows: 0, width: 0, col_start: 0, group: 32 }),
         ])
     }
 
+    /// What the kernel writes (the repacks write their own formats: BF16
+    /// is reported, meaning nothing).
+    pub fn out(&self) -> OutDtype {
+        match *self {
+            Launch::Block(_, out) | Launch::F32(out) => out,
+            Launch::Scaled(a) => a.out,
+            Launch::Bf16 => OutDtype::F16,
+            Launch::F16 | Launch::Gptq(_) | Launch::Fp4(_) => OutDtype::BF16,
+        }
+    }
+
     /// The launch that dequantizes `encoding` from element `first` of a
     /// `[rows, cols]` matrix whose scales follow `layout` (none: one scale,
-    /// 1.0); integer packs round to F16 first where `round_f16`. The scale
-    /// and zero-point addresses are 0 here: the caller sets them
-    /// ([`ScaledArgs::scales`], [`ScaledArgs::zeros`]) where it has them.
-    /// `None` for BF16, which needs no kernel (a copy).
+    /// 1.0); integer packs round to F16 first where `round_f16`; the
+    /// kernel writes `out`. The scale and zero-point addresses are 0 here:
+    /// the caller sets them ([`ScaledArgs::scales`], [`ScaledArgs::zeros`])
+    /// where it has them. `None` for a 16-bit float source of the output's
+    /// own type (BF16 -> BF16, F16 -> F16), which needs no kernel: a copy.
     pub fn for_encoding(
         encoding: Encoding,
         (rows, cols): (u64, u64),
         first: u64,
         layout: Option<&ScaleLayout>,
         round_f16: bool,
+        out: OutDtype,
     ) -> Option<Launch> {
         let element = match encoding {
-            Encoding::BF16 => return None,
-            Encoding::Block(f) => return Some(Launch::Block(f)),
-            Encoding::F32 => return Some(Launch::F32),
-            Encoding::F16 => return Some(Launch::F16),
+            Encoding::BF16 => return (out == OutDtype::F16).then_some(Launch::Bf16),
+            Encoding::F16 => return (out == OutDtype::BF16).then_some(Launch::F16),
+            Encoding::Block(f) => return Some(Launch::Block(f, out)),
+            Encoding::F32 => return Some(Launch::F32(out)),
             Encoding::Fp8(Fp8Format::E4M3) => Element::E4m3,
             Encoding::Fp8(Fp8Format::E5M2) => Element::E5m2,
             Encoding::E2m1 => Element::E2m1,
@@ -188,23 +221,28 @@ impl Launch {
             grid_cols: layout.map_or(1, |l| l.grid_cols),
             zeros: 0,
             round_f16: round_f16 && matches!(element, Element::Int4 | Element::Int8),
+            out,
         }))
     }
 
     /// (module, function): the `__global__` function's name and the
     /// kernel source (`cuda/<module>.cu`, one fatbin) that defines it.
     pub fn function(&self) -> (&'static str, &'static str) {
-        let name = match self {
-            Launch::Block(f) => f.layout().cuda_function,
-            Launch::F32 => "ws_f32",
+        let name = match *self {
+            Launch::Block(f, out) => twin(f.layout().cuda_function, out),
+            Launch::F32(out) => twin("ws_f32", out),
             Launch::F16 => "ws_f16",
-            Launch::Scaled(a) => match a.element {
-                Element::E4m3 => "ws_fp8_e4m3",
-                Element::E5m2 => "ws_fp8_e5m2",
-                Element::E2m1 => "ws_e2m1",
-                Element::Int4 => "ws_int4",
-                Element::Int8 => "ws_int8",
-            },
+            Launch::Bf16 => "ws_bf16_f16",
+            Launch::Scaled(a) => twin(
+                match a.element {
+                    Element::E4m3 => "ws_fp8_e4m3",
+                    Element::E5m2 => "ws_fp8_e5m2",
+                    Element::E2m1 => "ws_e2m1",
+                    Element::Int4 => "ws_int4",
+                    Element::Int8 => "ws_int8",
+                },
+                a.out,
+            ),
             Launch::Gptq(_) => "ws_gptq",
             Launch::Fp4(_) => "ws_fp4",
         };
@@ -297,7 +335,14 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(names.len(), BlockFormat::ALL.len() + 9);
+        // Every block format and F32, FP8 (2), E2M1 and INT4/INT8 for each
+        // output; F16 -> BF16, BF16 -> F16 and the two repacks once.
+        assert_eq!(names.len(), 2 * (BlockFormat::ALL.len() + 6) + 4);
+        // ws_f16's suffix names its source (F16 -> BF16).
+        for l in Launch::every().filter(|l| *l != Launch::F16) {
+            let (_, f) = l.function();
+            assert_eq!(f.ends_with("_f16"), l.out() == OutDtype::F16, "{f}: named for its output");
+        }
         for (module, function) in &names {
             assert_eq!(KERNEL_MODULES.iter().filter(|(f, _)| f == function).count(), 1, "{function}: defined once");
             assert!(!module.is_empty(), "{function}: no source defines it");

@@ -11,8 +11,9 @@ pub mod host_grid;
 mod launch;
 
 pub use launch::{divisor, geometry, Element, Fp4Args, GptqArgs, Launch, ScaledArgs, BLOCK_DIM};
-// The block formats a `Launch::Block` names (their one definition).
-pub use weightstream_blocks::BlockFormat;
+// The block formats a `Launch::Block` names and the outputs a launch
+// writes (their one definition).
+pub use weightstream_blocks::{BlockFormat, OutDtype};
 
 /// GPU images, one per kernel source file: (file stem, fatbin bytes).
 pub const FATBINS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/fatbins.rs"));

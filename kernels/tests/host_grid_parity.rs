@@ -1,11 +1,11 @@
 //! The CUDA kernel sources, compiled for the host and run over their
 //! complete launch grids, produce the CPU kernels' bits: the host-grid
 //! runner of the one parity case list (`weightstream_dequant::cases`),
-//! over several launch geometries (a full grid and small ones that make
+//! for both outputs (BF16 and float16), over several launch geometries (a full grid and small ones that make
 //! every thread stride), outputs poisoned first so an unwritten element
 //! shows, and a guard region after the end so a write past it shows.
 
-use weightstream_blocks::BlockFormat;
+use weightstream_blocks::{BlockFormat, OutDtype};
 use weightstream_dequant::cases::{self, Draw, Size};
 use weightstream_kernels::{geometry, host_grid, Element, Launch, ScaledArgs, BLOCK_DIM};
 
@@ -33,25 +33,68 @@ fn check_zeros(name: &str, launch: &Launch, src: &[u8], n: usize, scales: Option
 }
 
 /// The runner: every case of the one parity list (`weightstream_dequant::cases`),
-/// launched as the GPU executor would (`Launch::for_encoding`), over every
-/// geometry, against the scalar CPU kernels.
+/// for each output (BF16, float16), launched as the GPU executor would
+/// (`Launch::for_encoding`), over every geometry, against the scalar CPU
+/// kernels writing that output. A source of the output's own type has no
+/// kernel (the executor copies it): there the CPU's output must be the
+/// source's bits.
 #[test]
 fn every_case_over_every_geometry() {
     let mut rng = Rng::from_env("every_case_over_every_geometry");
-    for c in cases::all(Size::Host, &mut Draw(&mut || rng.next_u64())) {
-        let launch = Launch::for_encoding(c.encoding, (c.rows, c.cols), c.first, c.layout().as_ref(), c.round_f16).expect("a kernel");
-        check_zeros(&c.name, &launch, &c.src, c.n, c.scale_values(), c.zeros.as_deref(), &c.scalar());
+    let all = cases::all(Size::Host, &mut Draw(&mut || rng.next_u64()));
+    for out in [OutDtype::BF16, OutDtype::F16] {
+        let (mut launched, mut copied) = (0, 0);
+        for c in &all {
+            let name = format!("{} -> {}", c.name, out.name());
+            let want = c.scalar_as(out);
+            match Launch::for_encoding(c.encoding, (c.rows, c.cols), c.first, c.layout().as_ref(), c.round_f16, out) {
+                Some(launch) => {
+                    assert_eq!(launch.out(), out, "{name}");
+                    check_zeros(&name, &launch, &c.src, c.n, c.scale_values(), c.zeros.as_deref(), &want);
+                    launched += 1;
+                }
+                None => {
+                    let bits: Vec<u16> = c.src.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+                    assert_eq!(bits, want, "{name}: a copy must be the CPU's output");
+                    copied += 1;
+                }
+            }
+        }
+        eprintln!("{}: {launched} cases launched, {copied} copied", out.name());
+        assert!(launched > 100 && copied > 0, "{}: {launched} launched, {copied} copied", out.name());
     }
+}
+
+/// Every kernel the executor can launch runs in the host grid for both
+/// outputs: the list the cases reach (above) is checked against the one
+/// list of launches, so a kernel the cases never launch shows here.
+#[test]
+fn the_cases_launch_every_elementwise_kernel() {
+    let mut rng = Rng::from_env("the_cases_launch_every_elementwise_kernel");
+    let mut reached = std::collections::BTreeSet::new();
+    for c in cases::all(Size::Host, &mut Draw(&mut || rng.next_u64())) {
+        for out in [OutDtype::BF16, OutDtype::F16] {
+            if let Some(l) = Launch::for_encoding(c.encoding, (c.rows, c.cols), c.first, c.layout().as_ref(), c.round_f16, out) {
+                reached.insert(l.function().1);
+            }
+        }
+    }
+    let missing: Vec<_> = Launch::every()
+        .filter(|l| !matches!(l, Launch::Gptq(_) | Launch::Fp4(_)))
+        .map(|l| l.function().1)
+        .filter(|f| !reached.contains(f))
+        .collect();
+    assert!(missing.is_empty(), "no parity case launches {missing:?}");
 }
 
 /// Not a whole number of blocks: refused before any thread runs.
 #[test]
 fn partial_blocks_are_refused() {
-    for &f in BlockFormat::ALL {
+    for (&f, dtype) in BlockFormat::ALL.iter().flat_map(|f| [(f, OutDtype::BF16), (f, OutDtype::F16)]) {
         let l = f.layout();
         let mut out = vec![0u16; l.elems];
         assert!(
-            host_grid::run(&Launch::Block(f), &vec![0u8; l.bytes], &mut out, (l.elems - 8) as u64, None, None, 1, 32).is_err(),
+            host_grid::run(&Launch::Block(f, dtype), &vec![0u8; l.bytes], &mut out, (l.elems - 8) as u64, None, None, 1, 32).is_err(),
             "{}",
             l.name
         );
@@ -61,9 +104,9 @@ fn partial_blocks_are_refused() {
 #[test]
 fn lengths_are_checked_before_running() {
     let mut out = vec![0u16; 32];
-    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 17], &mut out, 32, None, None, 1, 32).is_err());
-    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out[..31], 32, None, None, 1, 32).is_err());
-    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0), &[0u8; 18], &mut out, 31, None, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0, OutDtype::F16), &[0u8; 17], &mut out, 32, None, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0, OutDtype::F16), &[0u8; 18], &mut out[..31], 32, None, None, 1, 32).is_err());
+    assert!(host_grid::run(&Launch::Block(BlockFormat::Q4_0, OutDtype::F16), &[0u8; 18], &mut out, 31, None, None, 1, 32).is_err());
     let a = ScaledArgs {
         element: Element::E4m3,
         scales: 0,
@@ -74,6 +117,7 @@ fn lengths_are_checked_before_running() {
         grid_cols: 1,
         zeros: 0,
         round_f16: false,
+        out: OutDtype::BF16,
     };
     assert!(host_grid::run(&Launch::Scaled(a), &[0u8; 32], &mut out, 32, Some(&[1.0]), None, 1, 32).is_err());
     let a = ScaledArgs { element: Element::E2m1, ..a };

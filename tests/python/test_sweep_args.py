@@ -56,11 +56,15 @@ def test_every_swept_kernel_gets_exactly_its_arguments(sweep):
     import launch_args
 
     sweep.read_table(ws_bin())
-    kernels = [k for k in sweep.kernels(None) if k != "d2d_copy"]
-    assert len(kernels) >= 30
+    kernels = [k for k in sweep.kernels(None, "both") if k != "d2d_copy"]
+    assert len(kernels) >= 60
+    assert "q4_0:f16" in kernels and "bf16:f16" in kernels and "gptq_q4_0:f16" not in kernels
+    assert not any(k.endswith(":f16") for k in sweep.kernels(None))
     n = 8192 * 256
     for kernel in kernels:
-        fn, src, values, _ = sweep.inputs(kernel, n)
+        fn, src, values, _ = sweep.resolve(kernel, n)
+        # ws_f16's suffix names its source (F16 -> BF16).
+        assert (fn.endswith("_f16") and fn != "ws_f16") == kernel.endswith(":f16"), (kernel, fn)
         names = sweep.ARGS[fn]
         packed = launch_args.pack(names, {"src": src, "dst": None, "n": n, **values})
         assert len(packed) == len(names), kernel
@@ -107,3 +111,7 @@ def test_formats_json_lists_every_kernel_with_its_arguments():
         assert kernels[f["cuda_function"]]["args"] == ["src", "dst", "n"]
         assert kernels[f["cuda_function"]]["module"] == f["cuda_module"]
     assert kernels["ws_int4"]["args"][-2:] == ["zeros", "round_f16"]
+    # Each output's kernel takes the same arguments (one body, two instantiations).
+    for name, k in kernels.items():
+        if name.endswith("_f16") and name.removesuffix("_f16") in kernels:
+            assert k["args"] == kernels[name.removesuffix("_f16")]["args"], name

@@ -1,8 +1,9 @@
 //! GPU tests: need a CUDA device. CI has none, so each is ignored there
 //! with that reason; scripts/gpu_round.sh runs them with --include-ignored.
 //!
-//! Every kernel is checked bitwise against the scalar CPU kernels on the
-//! one parity case list (`weightstream_dequant::cases`), into poisoned
+//! Every kernel, for both outputs (BF16 and float16), is checked bitwise
+//! against the scalar CPU kernels writing that output on the one parity
+//! case list (`weightstream_dequant::cases`), into poisoned
 //! outputs with a guard region; the pipeline end to end, including its failure paths (read
 //! error, cancel, out of memory), with device memory checked for leaks.
 
@@ -24,10 +25,10 @@ fn gpu() -> Gpu {
 
 use weightstream_io::testing::SeededRng as Rng;
 
-fn cpu(kernel: &Kernel, first: u64, src: &[u8], n: usize) -> Vec<u16> {
-    let mut out = vec![0u16; n];
-    dequantize(kernel, OutDtype::BF16, first, src, &mut out, Isa::Scalar).unwrap();
-    out
+fn cpu(kernel: &Kernel, out: OutDtype, first: u64, src: &[u8], n: usize) -> Vec<u16> {
+    let mut dst = vec![0u16; n];
+    dequantize(kernel, out, first, src, &mut dst, Isa::Scalar).unwrap();
+    dst
 }
 
 /// Launch on the device into a poisoned buffer (scales and an integer
@@ -75,8 +76,10 @@ fn check_launch_zeros(
 
 /// The device runner of the one parity case list
 /// (`weightstream_dequant::cases`, with the sizes only a GPU runs quickly):
-/// every case launched as the executor launches it, against the scalar
-/// CPU kernels.
+/// every case launched as the executor launches it, for each output,
+/// against the scalar CPU kernels writing that output. A source of the
+/// output's own type has no kernel (the executor copies it; the host-grid
+/// runner checks that the CPU's output is then the source's bits).
 #[test]
 #[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
 fn every_case_matches_cpu_bitwise() {
@@ -84,16 +87,31 @@ fn every_case_matches_cpu_bitwise() {
     let mut rng = Rng::from_env("every_case_matches_cpu_bitwise");
     // The sanitizer step runs the host-sized list (memcheck slows every launch).
     let size = if std::env::var("WEIGHTSTREAM_PARITY_SIZE").as_deref() == Ok("host") { Size::Host } else { Size::Device };
-    for c in cases::all(size, &mut Draw(&mut || rng.next_u64())) {
-        let launch = Launch::for_encoding(c.encoding, (c.rows, c.cols), c.first, c.layout().as_ref(), c.round_f16).expect("a kernel");
-        check_launch_zeros(&g, &c.name, launch, &c.src, c.n, c.scale_values(), c.zeros.as_deref(), &c.scalar());
+    let all = cases::all(size, &mut Draw(&mut || rng.next_u64()));
+    for out in [OutDtype::BF16, OutDtype::F16] {
+        let mut launched = 0;
+        for c in &all {
+            let Some(launch) = Launch::for_encoding(c.encoding, (c.rows, c.cols), c.first, c.layout().as_ref(), c.round_f16, out) else {
+                continue;
+            };
+            let name = format!("{} -> {}", c.name, out.name());
+            check_launch_zeros(&g, &name, launch, &c.src, c.n, c.scale_values(), c.zeros.as_deref(), &c.scalar_as(out));
+            launched += 1;
+        }
+        eprintln!("{}: {launched} cases launched on the GPU", out.name());
     }
 }
 
 use weightstream_io::testing::FailingSource;
 
-/// Q4_0 work: `blocks` blocks split into chunks of `chunk_blocks`, one tensor.
+/// Q4_0 work: `blocks` blocks split into chunks of `chunk_blocks`, one
+/// tensor, written as BF16.
 fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> Vec<ChunkWork> {
+    q4_work_as(src, blocks, chunk_blocks, dst, OutDtype::BF16)
+}
+
+/// The same work written as `out`.
+fn q4_work_as(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64, out: OutDtype) -> Vec<ChunkWork> {
     let chunks: Vec<usize> = (0..blocks).step_by(chunk_blocks).collect();
     chunks
         .iter()
@@ -106,7 +124,7 @@ fn q4_work(src: SharedSource, blocks: usize, chunk_blocks: usize, dst: u64) -> V
                 source: src.clone(),
                 offset: (b * 18) as u64,
                 len: nb * 18,
-                op: ChunkOp::Kernel(Launch::Block(BlockFormat::Q4_0)),
+                op: ChunkOp::Kernel(Launch::Block(BlockFormat::Q4_0, out)),
                 n: (nb * 32) as u64,
                 dst: dst + (b * 64) as u64,
                 trim: None,
@@ -130,7 +148,7 @@ fn pipeline_matches_cpu_and_frees_everything() {
     for b in bytes.chunks_exact_mut(18) {
         b[..2].copy_from_slice(&0x2E66u16.to_le_bytes());
     }
-    let want = cpu(&Kernel::Block(BlockFormat::Q4_0), 0, &bytes, blocks * 32);
+    let want = cpu(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &bytes, blocks * 32);
     let src: SharedSource = Arc::new(MemorySource::new("mem.gguf", bytes));
     let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2 };
     let ring = StagingRing::new(&g, cfg).unwrap();
@@ -169,6 +187,31 @@ fn pipeline_matches_cpu_and_frees_everything() {
     let mut again = vec![0u8; blocks * 64];
     dst.to_host(&mut again).unwrap();
     assert!(again == out, "a reused ring gives the same bytes");
+}
+
+/// The pipeline writing float16: the BF16 test's Q4_0 tensor (the same
+/// chunks and ring) against the CPU's float16 bits.
+#[test]
+#[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
+fn pipeline_matches_cpu_writing_float16() {
+    let g = gpu();
+    let mut rng = Rng::from_env("pipeline_matches_cpu_writing_float16");
+    let blocks = 50_001;
+    let mut bytes = rng.bytes(blocks * 18);
+    for b in bytes.chunks_exact_mut(18) {
+        b[..2].copy_from_slice(&0x2E66u16.to_le_bytes());
+    }
+    let want = cpu(&Kernel::Block(BlockFormat::Q4_0), OutDtype::F16, 0, &bytes, blocks * 32);
+    assert_ne!(want, cpu(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &bytes, blocks * 32), "the outputs differ");
+    let src: SharedSource = Arc::new(MemorySource::new("mem.gguf", bytes));
+    let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2 };
+    let ring = StagingRing::new(&g, cfg).unwrap();
+    let dst = g.alloc(blocks * 64, "dst").unwrap();
+    run(&g, &ring, &q4_work_as(src, blocks, 1000, dst.ptr(), OutDtype::F16), None, &|| false, |_| Ok(())).unwrap();
+    let mut out = vec![0u8; blocks * 64];
+    dst.to_host(&mut out).unwrap();
+    let got: Vec<u16> = out.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+    assert!(got == want, "float16 pipeline output differs from the CPU kernels");
 }
 
 #[test]

@@ -9,7 +9,7 @@
 use weightstream_cuda::trim::{steps, Out, Step, Trim, MAX_TRIM_BLOCK};
 use weightstream_io::testing::random_bytes;
 use weightstream_kernels::host_grid::run;
-use weightstream_kernels::{BlockFormat, Element, Launch, ScaledArgs};
+use weightstream_kernels::{BlockFormat, Element, Launch, OutDtype, ScaledArgs};
 
 /// Run `launch` over `n` elements of `src` into `dst` (a small grid: the
 /// kernels stride, so several blocks per thread are covered too).
@@ -57,12 +57,14 @@ fn trimmed_block_chunks_keep_exactly_the_whole_chunks_values() {
         let blocks = 4;
         let n = block * blocks;
         let src = random_bytes((blocks * size) as usize, 0x7819 + k as u64);
-        let launch = Launch::Block(*f);
-        let mut whole = vec![0u16; n as usize];
-        host(&launch, &src, &mut whole, n, None);
-        for keep in keeps(block, blocks) {
-            let got = trimmed(&launch, &src, n, &Trim { keep: keep.clone(), block, block_bytes: size }, None);
-            assert!(got == whole[keep.start as usize..keep.end as usize], "{}: keep {keep:?}", f.name());
+        for out in [OutDtype::BF16, OutDtype::F16] {
+            let launch = Launch::Block(*f, out);
+            let mut whole = vec![0u16; n as usize];
+            host(&launch, &src, &mut whole, n, None);
+            for keep in keeps(block, blocks) {
+                let got = trimmed(&launch, &src, n, &Trim { keep: keep.clone(), block, block_bytes: size }, None);
+                assert!(got == whole[keep.start as usize..keep.end as usize], "{} {out:?}: keep {keep:?}", f.name());
+            }
         }
     }
 }
@@ -100,7 +102,7 @@ fn trimmed_scaled_chunks_move_first_with_each_piece() {
 
 #[test]
 fn a_trim_beyond_the_scratch_or_the_chunk_is_an_error() {
-    let launch = Launch::Block(BlockFormat::Q4_K);
+    let launch = Launch::Block(BlockFormat::Q4_K, OutDtype::BF16);
     assert!(steps(&launch, 512, &Trim { keep: 1..600, block: 256, block_bytes: 144 }).is_err());
     assert!(steps(&launch, 1024, &Trim { keep: 1..2, block: 512, block_bytes: 288 }).is_err());
     assert!(steps(&launch, 500, &Trim { keep: 1..2, block: 256, block_bytes: 144 }).is_err());

@@ -10,8 +10,6 @@ use weightstream_format::io::GdsUse;
 use weightstream_format::{Catalog, Encoding, ScaleDtype};
 use weightstream_kernels::{Launch, ScaledArgs};
 
-use weightstream_dequant::OutDtype;
-
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
@@ -21,7 +19,8 @@ use crate::tensor::LoadStats;
 
 pub use weightstream_cuda::DeviceInfo;
 
-/// A BF16 tensor in device memory the library allocated (freed on drop).
+/// A BF16 or float16 tensor (its job's output) in device memory the
+/// library allocated (freed on drop).
 pub struct DeviceTensor {
     pub name: String,
     pub shape: Vec<u64>,
@@ -34,7 +33,7 @@ impl DeviceTensor {
         self.buffer.ptr()
     }
 
-    /// Copy the BF16 values back to the host.
+    /// Copy the 16-bit values (BF16 or float16 bits) back to the host.
     pub fn to_host(&self) -> Result<Vec<u16>> {
         let mut bytes = vec![0u8; self.buffer.len()];
         self.buffer.to_host(&mut bytes).map_err(device_error)?;
@@ -253,15 +252,6 @@ impl GpuExecutor {
         control: Control,
         mut on_done: impl FnMut(usize) -> Result<()>,
     ) -> Result<LoadStats> {
-        if let Some(j) = plan.jobs.iter().find(|j| j.out != OutDtype::BF16) {
-            // The CUDA kernels write BF16 only so far (issue 57): refused
-            // before anything is read, never converted after the fact.
-            return Err(Error::InvalidArgument(format!(
-                "tensor '{}': {} output is not on the GPU yet: load it on the CPU, or as BF16",
-                j.name,
-                j.out.name()
-            )));
-        }
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         // Scales as f32 on the device (FP8, packed 4-bit with the global
@@ -362,7 +352,9 @@ fn chunks_for(
     for c in job.chunks(elems) {
         let layout = job.scale.as_ref().map(|s| s.scale.layout);
         let round_f16 = job.scale.as_ref().is_some_and(|s| s.scale.dtype == ScaleDtype::F16);
-        let op = match Launch::for_encoding(job.encoding, job.matrix, c.first, layout.as_ref(), round_f16) {
+        // The kernel writes the job's output (BF16 or float16); a source
+        // already of that type is copied.
+        let op = match Launch::for_encoding(job.encoding, job.matrix, c.first, layout.as_ref(), round_f16, job.out) {
             None => ChunkOp::Copy,
             Some(Launch::Scaled(a)) => {
                 ChunkOp::Kernel(Launch::Scaled(ScaledArgs { scales: scales.unwrap_or(0), zeros: zeros.unwrap_or(0), ..a }))

@@ -8,6 +8,7 @@
 mod common;
 
 use common::{dir, write_checkpoint};
+use weightstream::dequant::OutDtype;
 use weightstream::{Control, CpuExecutor, GpuExecutor, HostTensor, Plan, PlanOptions, SourceKind, Staging};
 
 #[test]
@@ -61,8 +62,9 @@ fn gpu_loads_through_every_source_match_the_cpu() {
 }
 
 /// Row, column and rectangle slices of every block format, floats and FP8,
-/// with column edges on and inside blocks, on the GPU give the CPU's sliced bits (every source; small slots so rows
-/// split into several chunks).
+/// with column edges on and inside blocks, on the GPU give the CPU's sliced
+/// bits, as BF16 and as float16 (every source; small slots so rows split
+/// into several chunks).
 #[test]
 #[ignore = "needs a CUDA GPU: scripts/gpu_round.sh runs it"]
 fn gpu_slices_match_the_cpu() {
@@ -90,23 +92,27 @@ fn gpu_slices_match_the_cpu() {
                     jobs.push(job.slice(r, c).unwrap());
                 }
             }
-            let plan = Plan { jobs, skipped: vec![] };
-            let mut want = vec![];
-            cpu.stream(&cat, &plan, Control::default(), |t| {
-                want.push(t);
-                Ok(())
-            })
-            .unwrap();
-            let gpu = GpuExecutor::new(0, &Staging { slots: Some(3), slot_bytes: Some(4096 + 18), readers: Some(2), ..Default::default() })
+            // Both outputs: the kernels' BF16 and float16 instantiations.
+            for out in [OutDtype::BF16, OutDtype::F16] {
+                let plan = Plan { jobs: jobs.clone(), skipped: vec![] }.with_out(out);
+                let mut want = vec![];
+                cpu.stream(&cat, &plan, Control::default(), |t| {
+                    want.push(t);
+                    Ok(())
+                })
                 .unwrap();
-            let mut got = vec![];
-            gpu.stream(&cat, &plan, Control::default(), |t| {
-                got.push(t);
-                Ok(())
-            })
-            .unwrap();
-            for (g, w) in got.iter().zip(&want) {
-                assert!(g.to_host().unwrap() == w.data, "{kind:?}: slice of '{}' differs from the CPU", w.name);
+                let gpu =
+                    GpuExecutor::new(0, &Staging { slots: Some(3), slot_bytes: Some(4096 + 18), readers: Some(2), ..Default::default() })
+                        .unwrap();
+                let mut got = vec![];
+                gpu.stream(&cat, &plan, Control::default(), |t| {
+                    got.push(t);
+                    Ok(())
+                })
+                .unwrap();
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(g.to_host().unwrap() == w.data, "{kind:?} {out:?}: slice of '{}' differs from the CPU", w.name);
+                }
             }
         }
     }

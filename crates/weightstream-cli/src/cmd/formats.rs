@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use weightstream::format::{supported_encodings, BlockFormat};
-use weightstream::kernels::Launch;
+use weightstream::kernels::{Launch, OutDtype};
 
 use crate::human::Table;
 use crate::report::CmdResult;
@@ -35,7 +35,7 @@ pub fn run(args: &Args) -> CmdResult {
                     "bytes": l.bytes,
                     "fields": l.fields.iter().map(|x| json!({"name": x.name.to_ascii_lowercase(), "offset": x.offset, "bytes": l.field(x.name).map(|(a, b)| b - a)})).collect::<Vec<_>>(),
                     // The kernel source (one fatbin) that holds its kernel.
-                    "cuda_module": Launch::Block(*f).function().0,
+                    "cuda_module": Launch::Block(*f, OutDtype::BF16).function().0,
                     "cuda_function": l.cuda_function,
                 })
             })

@@ -53,6 +53,12 @@ pub(super) fn float_cases(draw: &mut Draw) -> Vec<Case> {
     for n in [0usize, 1, 5, 15, 16, 17, 31, 32, 33, 65536 + 37] {
         cases.push(Case::plain(format!("F16 n={n}"), Encoding::F16, f16src[..2 * n].to_vec()));
     }
+    let mut bf16src: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
+    bf16src.extend(draw.bytes(2 * 37));
+    for n in [1usize, 7, 9, 17, 65536 + 37] {
+        cases.push(Case::plain(format!("BF16 n={n}"), Encoding::BF16, bf16src[..2 * n].to_vec()));
+    }
+    cases.push(Case::plain("F32 on float16 rounding edges".into(), Encoding::F32, f16_edges_f32()));
     let ordinary = 0x3F80_1234u32;
     for special in [0x0000_0001u32, 0x8040_0000, 0x007F_FFFF, 0x0001_8000, 0x7FC0_0001, 0xFF80_0001] {
         for lane in 0..64 {
@@ -61,4 +67,26 @@ pub(super) fn float_cases(draw: &mut Draw) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// f32 values where rounding to float16 decides something (every 5th f16
+/// value of either sign): the value, the midpoint to the next (a tie) and
+/// the f32 values either side of it; around the largest finite (65504, the
+/// tie 65520 that rounds to infinity), the subnormal quantum 2^-24 and half
+/// of it (2^-25, the tie to zero).
+fn f16_edges_f32() -> Vec<u8> {
+    let mut v: Vec<u32> = Vec::new();
+    for h in (0u16..0x7BFF).step_by(5).chain([0x03FF, 0x0400, 0x7BFE]) {
+        let (a, b) = (crate::numerics::f16_to_f32(h), crate::numerics::f16_to_f32(h + 1));
+        let mid = ((a as f64 + b as f64) / 2.0) as f32; // exact: 12 significant bits
+        for x in [a.to_bits(), mid.to_bits(), mid.to_bits() - 1, mid.to_bits() + 1] {
+            v.extend([x, x | 0x8000_0000]);
+        }
+    }
+    for x in [65504.0f32, 65519.996, 65520.0, 65536.0, 5.960_464_5e-8, 2.980_232_2e-8, 8.940_697e-8] {
+        for b in [x.to_bits() - 1, x.to_bits(), x.to_bits() + 1] {
+            v.extend([b, b | 0x8000_0000]);
+        }
+    }
+    v.iter().flat_map(|b| b.to_le_bytes()).collect()
 }

@@ -9,8 +9,9 @@
 //! What the list covers: every block format on edge f16 scales in every
 //! f16 field, edge bytes in the other scale fields (E8M0, UE4M3, IQ1_M's
 //! split d), enough random blocks to reach every grid index, one and three
-//! blocks; F32 and F16 with every tail length, every F16 value and an
-//! F32 special at every vector lane; FP8 under every scale layout,
+//! blocks; F32, F16 and BF16 with every tail length, every F16 and BF16
+//! value, f32 values on every kind of float16 rounding edge and an F32
+//! special at every vector lane; FP8 under every scale layout,
 //! scaled and not, scales around the subnormal products, chunks starting
 //! anywhere; E2M1 in groups of 16 and 32 and INT4/INT8 with group, channel
 //! and per-tensor scales, zero points and F16 rounding, chunks on any pair
