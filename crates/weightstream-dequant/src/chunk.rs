@@ -69,12 +69,12 @@ pub fn runs_on(kernel: &Kernel, out: OutDtype, isa: Isa) -> Isa {
 }
 
 /// An output the vector kernels write: it brings its vector roundings
-/// (x86: `x86::avx2::Out256`, AVX2 and AVX-512; aarch64:
+/// (x86: `x86::avx512::Out512`, AVX2's and AVX-512's; aarch64:
 /// `arm::neon::Out128`); elsewhere any `Output`.
 #[cfg(target_arch = "x86_64")]
-pub(crate) trait SimdOut: crate::x86::avx2::Out256 {}
+pub(crate) trait SimdOut: crate::x86::avx512::Out512 {}
 #[cfg(target_arch = "x86_64")]
-impl<O: crate::x86::avx2::Out256> SimdOut for O {}
+impl<O: crate::x86::avx512::Out512> SimdOut for O {}
 #[cfg(target_arch = "aarch64")]
 pub(crate) trait SimdOut: crate::arm::neon::Out128 {}
 #[cfg(target_arch = "aarch64")]

@@ -57,9 +57,6 @@ pub(super) const F16_RNE: i32 = _MM_FROUND_TO_NEAREST_INT;
 /// only called from `#[target_feature(enable = "avx2,f16c")]` kernels (or
 /// wider), into which they (and the intrinsics in them) are inlined.
 pub trait Out256: Output {
-    /// The AVX-512 rounding to this output that is exact on every input
-    /// (avx512.rs: `IntRound` for BF16, `F16Round` for float16).
-    type Round512: super::avx512::Round<Out = Self>;
     /// 16 f32 lanes (`a` first) -> 16 outputs in order.
     unsafe fn pack16(a: __m256, b: __m256) -> __m256i;
     /// 8 f32 lanes -> 8 outputs in order.
@@ -67,8 +64,6 @@ pub trait Out256: Output {
 }
 
 impl Out256 for Bf16Out {
-    type Round512 = super::avx512::IntRound;
-
     #[inline(always)]
     unsafe fn pack16(a: __m256, b: __m256) -> __m256i {
         // SAFETY: inside a kernel with avx2 enabled.
@@ -87,8 +82,6 @@ impl Out256 for Bf16Out {
 }
 
 impl Out256 for F16Out {
-    type Round512 = super::avx512::F16Round;
-
     #[inline(always)]
     unsafe fn pack16(a: __m256, b: __m256) -> __m256i {
         // SAFETY: inside a kernel with avx2 and f16c enabled.

@@ -68,9 +68,9 @@ pub fn has_bf16() -> bool {
 pub trait Round {
     /// Whether this is `vcvtne2ps2bf16`, which must not see subnormals.
     const CVT: bool;
-    /// What it writes; `<Out as Out256>::Round512` is the rounding to the
+    /// What it writes; `<Out as Out512>::Round512` is the rounding to the
     /// same output that takes every input (the fallback where `CVT`).
-    type Out: super::avx2::Out256;
+    type Out: Out512;
     /// Any input but (for `CVT`) subnormals; NaN -> `Out::NAN`.
     unsafe fn pack(a: __m512, b: __m512) -> __m512i;
     /// Inputs neither NaN nor subnormal.
@@ -78,6 +78,23 @@ pub trait Round {
     /// 8 f32 lanes -> 8 output values (inputs as for `pack`); a NaN lane
     /// gives some NaN, not necessarily `Out::NAN` (the callers fix them).
     unsafe fn round8(x: __m256) -> __m128i;
+}
+
+/// An output of the AVX-512 kernels: its AVX2 rounding (`Out256`), and
+/// the AVX-512 rounding to it that is exact on every input (`IntRound` for
+/// BF16, `F16Round` for float16; the fallback where a `Round` is `CVT`).
+/// Declared here, not in avx2.rs: avx512 builds on avx2, never the other
+/// way round.
+pub trait Out512: super::avx2::Out256 {
+    type Round512: Round<Out = Self>;
+}
+
+impl Out512 for Bf16Out {
+    type Round512 = IntRound;
+}
+
+impl Out512 for F16Out {
+    type Round512 = F16Round;
 }
 
 /// The scalar formula `(b + 0x7FFF + ((b >> 16) & 1)) >> 16`, lane by lane.

@@ -64,12 +64,12 @@ pub mod avx2 {
 }
 
 /// AVX-512 (F, BW, VL): F32 to either output with its exact rounding
-/// (`Out256::Round512`), F16 to BF16 with the integer rounding and
+/// (`Out512::Round512`), F16 to BF16 with the integer rounding and
 /// (`_bf16`) with AVX512_BF16's `vcvtne2ps2bf16`.
 pub mod avx512 {
     use std::arch::x86_64::*;
 
-    use crate::x86::avx2::Out256;
+    use crate::x86::avx512::Out512;
     use crate::x86::avx512::{store, KernelFn, Round};
 
     use crate::scalar;
@@ -114,7 +114,7 @@ pub mod avx512 {
     }
 
     /// F32: `O`'s exact rounding whatever the CPU has (see `f32_body`).
-    pub fn f32<O: Out256>() -> KernelFn {
+    pub fn f32<O: Out512>() -> KernelFn {
         f32_exact::<O::Round512>
     }
 

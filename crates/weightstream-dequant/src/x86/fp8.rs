@@ -22,6 +22,7 @@ use crate::kernel::{fp8_runs, ScaleGrid};
 use crate::output::Output;
 use crate::scalar;
 use crate::x86::avx2::{store16, Out256};
+use crate::x86::avx512::Out512;
 use crate::x86::avx512::{store, Bf16Round, Round};
 use weightstream_blocks::Fp8Format;
 
@@ -107,7 +108,7 @@ struct Avx512<R>(PhantomData<R>);
 impl<R: Round> Width for Avx512<R> {
     const LANES: usize = 32;
     type F = __m512;
-    type Fallback = Avx512<<R::Out as Out256>::Round512>;
+    type Fallback = Avx512<<R::Out as Out512>::Round512>;
     type Out = R::Out;
 
     #[inline(always)]
@@ -241,7 +242,7 @@ pub unsafe fn avx2<O: Out256>(format: Fp8Format, cols: u64, scales: Option<&Scal
 /// `Isa::Avx512.supported()`, and `avx512::has_bf16()` when `bf16`;
 /// `src.len() == dst.len()`.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn avx512<O: Out256>(
+pub unsafe fn avx512<O: Out512>(
     bf16: bool,
     format: Fp8Format,
     cols: u64,

@@ -119,7 +119,7 @@ pub fn avx2_block_kernel<O: Out256>(f: BlockFormat) -> Option<unsafe fn(&[u8], &
 /// with `vcvtps2ph` (`bf16` ignored). The codebook and ternary formats
 /// (IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0) have none: their AVX2
 /// kernels look every output up in a table already.
-pub fn avx512_block_kernel<O: Out256>(f: BlockFormat, bf16: bool) -> Option<avx512::KernelFn> {
+pub fn avx512_block_kernel<O: avx512::Out512>(f: BlockFormat, bf16: bool) -> Option<avx512::KernelFn> {
     let (exact, cvt) = avx512_kernels::<O::Round512>(f)?;
     Some(if bf16 && O::DTYPE == weightstream_blocks::OutDtype::BF16 { cvt } else { exact })
 }

@@ -31,7 +31,7 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::Out256;
+use super::avx512::Out512;
 use super::avx512::{round_f16, Bf16Round, Round};
 use super::packed512_int8::{int8_run, int8_table, int8_table_run, INT8_TABLE_MIN};
 use crate::kernel::{grid_runs, IntPack, ScaleGrid};
@@ -44,7 +44,7 @@ const INT4_LEVELS: [f32; 16] = [-8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 
 /// The 16 outputs of a run, in words 0..16: O(R(level * scale)), by `O`'s
 /// exact rounding (results may be subnormal).
 #[inline(always)]
-unsafe fn table16<O: Out256>(levels: __m512, scale: f32, to_f16: bool) -> __m512i {
+unsafe fn table16<O: Out512>(levels: __m512, scale: f32, to_f16: bool) -> __m512i {
     // SAFETY: inside a kernel with avx512f and avx512bw enabled.
     unsafe {
         let x = _mm512_mul_ps(levels, _mm512_set1_ps(scale));
@@ -98,7 +98,7 @@ unsafe fn nibble_run(table: __m512i, src: &[u8], dst: &mut [u16]) -> usize {
 /// # Safety
 /// `Isa::Avx512.supported()`, and `has_bf16()` where `bf16`;
 /// `src.len() * 2 == dst.len()`.
-pub unsafe fn e2m1<O: Out256>(bf16: bool, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn e2m1<O: Out512>(bf16: bool, cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller's contract above.
     unsafe {
         if bf16 && O::DTYPE == weightstream_blocks::OutDtype::BF16 {
@@ -154,7 +154,7 @@ unsafe fn e2m1_rows<R: Round>(cols: u64, scales: &ScaleGrid, first: u64, src: &[
 
 /// Elements through one output table per run of one scale (`grid_runs`).
 #[inline(always)]
-unsafe fn e2m1_tables<O: Out256>(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn e2m1_tables<O: Out512>(cols: u64, scales: &ScaleGrid, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: 16 readable f32.
     let levels = unsafe { _mm512_loadu_ps(E2M1_VALUES.as_ptr()) };
     grid_runs(cols, scales, first, dst.len(), |k, i, len| {
@@ -193,7 +193,7 @@ unsafe fn e2m1_direct<R: Round>(row: &[f32], c: usize, shift: u32, src: &[u8], d
         if used.iter().fold(true, |ok, &s| ok & e2m1_ordinary(s)) {
             e2m1_steps::<R, false>(row, c, shift, src, dst)
         } else {
-            e2m1_steps::<<R::Out as Out256>::Round512, true>(row, c, shift, src, dst)
+            e2m1_steps::<<R::Out as Out512>::Round512, true>(row, c, shift, src, dst)
         }
     }
 }
@@ -229,7 +229,7 @@ unsafe fn e2m1_steps<R: Round, const ANY: bool>(row: &[f32], c: usize, shift: u3
 /// # Safety
 /// `Isa::Avx512.supported()`, and [`has_vbmi`] when `vbmi`; `src` holds
 /// `dst.len()` values of `bits` bits.
-pub unsafe fn int<O: Out256>(vbmi: bool, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+pub unsafe fn int<O: Out512>(vbmi: bool, pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     // SAFETY: the caller's contract above.
     unsafe {
         if vbmi {
@@ -246,7 +246,7 @@ pub fn has_vbmi() -> bool {
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-unsafe fn int_plain<O: Out256>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn int_plain<O: Out512>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     // The closure is defined here so that it has these features.
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: see `int` (these features confirmed by the caller);
@@ -256,7 +256,7 @@ unsafe fn int_plain<O: Out256>(pack: IntPack, first: u64, src: &[u8], dst: &mut 
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c,avx512vbmi")]
-unsafe fn int_vbmi<O: Out256>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
+unsafe fn int_vbmi<O: Out512>(pack: IntPack, first: u64, src: &[u8], dst: &mut [u16]) {
     grid_runs(pack.cols, &pack.scales, first, dst.len(), |k, i, len| {
         // SAFETY: as in int_plain, AVX512VBMI confirmed too.
         unsafe { int_one_run::<O, true>(&pack, k, i, len, src, dst) }
@@ -265,7 +265,7 @@ unsafe fn int_vbmi<O: Out256>(pack: IntPack, first: u64, src: &[u8], dst: &mut [
 
 /// The run of scale `k`, values `[i, i + len)` of the chunk.
 #[inline(always)]
-unsafe fn int_one_run<O: Out256, const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len: usize, src: &[u8], dst: &mut [u16]) {
+unsafe fn int_one_run<O: Out512, const VBMI: bool>(pack: &IntPack, k: usize, i: usize, len: usize, src: &[u8], dst: &mut [u16]) {
     let IntPack { bits, ref scales, ref zeros, to_f16, .. } = *pack;
     let (scale, zero) = (scales.value(k), zeros.as_ref().map_or(0.0, |z| z.value(k)));
     let per_byte = 8 / bits as usize;

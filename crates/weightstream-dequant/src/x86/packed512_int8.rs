@@ -6,7 +6,7 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::Out256;
+use super::avx512::Out512;
 use super::avx512::{round_f16, Round};
 
 /// 16 INT8 values (offset bytes) as f32 outputs before the output's rounding:
@@ -28,7 +28,7 @@ unsafe fn int8_values(b: __m128i, s: __m512, z: __m512, to_f16: bool) -> __m512 
 /// 32 INT8 values (offset bytes at `p`) as 32 `O` outputs (its exact
 /// rounding: results may be subnormal).
 #[inline(always)]
-unsafe fn int8_pack32<O: Out256>(p: *const u8, s: __m512, z: __m512, to_f16: bool) -> __m512i {
+unsafe fn int8_pack32<O: Out512>(p: *const u8, s: __m512, z: __m512, to_f16: bool) -> __m512i {
     // SAFETY: inside a kernel with avx512f/bw enabled; the caller
     // guarantees 32 readable bytes at p.
     unsafe {
@@ -40,7 +40,7 @@ unsafe fn int8_pack32<O: Out256>(p: *const u8, s: __m512, z: __m512, to_f16: boo
 /// INT8 values `[0, n - n % 32)` of a run, value by value: returns how
 /// many were written.
 #[inline(always)]
-pub(super) unsafe fn int8_run<O: Out256>(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
+pub(super) unsafe fn int8_run<O: Out512>(scale: f32, zero: f32, to_f16: bool, src: &[u8], dst: &mut [u16]) -> usize {
     let n = dst.len();
     let mut i = 0;
     // SAFETY: inside a kernel with avx512f/bw/vl enabled; each step reads
@@ -96,7 +96,7 @@ const LAST_WORDS: [u8; 64] = byte_picks(32, 0, true);
 /// value (so the same bits): low bytes of codes 0..64, 64..128, 128..192,
 /// 192..256 in vectors 0..4, high bytes in 4..8.
 #[inline(always)]
-pub(super) unsafe fn int8_table<O: Out256>(scale: f32, zero: f32, to_f16: bool) -> [__m512i; 8] {
+pub(super) unsafe fn int8_table<O: Out512>(scale: f32, zero: f32, to_f16: bool) -> [__m512i; 8] {
     // SAFETY: inside a kernel with avx512f/bw/vbmi enabled; BYTES is 256
     // readable bytes, the index tables 64 each.
     unsafe {
