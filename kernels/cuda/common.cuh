@@ -312,7 +312,17 @@ WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
 // grid runs) and entry points (`ws_<name>` writing BF16, `ws_<name>_f16`
 // writing float16) around its `<name>_group<Out>(src, dst, g)`, which
 // writes outputs 8g .. 8g + 7; n is a whole number of blocks.
+// WS_BLOCK_KERNEL_ENTRY_BOUNDED adds launch bounds: (256, 8) holds a
+// kernel to 32 registers, 8 blocks of 256 (launch.rs BLOCK_DIM, every
+// launch's) per SM.
 #ifdef __CUDACC__
+#define WS_BLOCK_KERNEL_ENTRY_BOUNDED(NAME, BOUNDS)                                                             \
+    extern "C" __global__ void BOUNDS ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::NAME##_thread<ws::Bf16Out>(src, dst, n, ws::coords());                                              \
+    }                                                                                                           \
+    extern "C" __global__ void BOUNDS ws_##NAME##_f16(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::NAME##_thread<ws::F16Out>(src, dst, n, ws::coords());                                               \
+    }
 #define WS_BLOCK_KERNEL_ENTRY(NAME)                                                                             \
     extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {     \
         ws::NAME##_thread<ws::Bf16Out>(src, dst, n, ws::coords());                                              \
@@ -321,6 +331,7 @@ WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
         ws::NAME##_thread<ws::F16Out>(src, dst, n, ws::coords());                                               \
     }
 #else
+#define WS_BLOCK_KERNEL_ENTRY_BOUNDED(NAME, BOUNDS)
 #define WS_BLOCK_KERNEL_ENTRY(NAME)
 #endif
 #define WS_BLOCK_KERNEL(NAME)                                                                   \

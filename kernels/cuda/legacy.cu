@@ -220,8 +220,12 @@ WS_HD void q8_0_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) 
 
 }  // namespace ws
 
-WS_BLOCK_KERNEL_ENTRY(q4_0)
-WS_BLOCK_KERNEL_ENTRY(q4_1)
-WS_BLOCK_KERNEL_ENTRY(q5_0)
-WS_BLOCK_KERNEL_ENTRY(q5_1)
-WS_BLOCK_KERNEL_ENTRY(q8_0)
+// At most 32 registers: two groups in flight a trip must not cost warps
+// (8 blocks of 256 per SM, as before).
+// (WS_..._KERNEL(name) lines are how build/mirror.rs finds the kernels.)
+#define WS_LEGACY_KERNEL(NAME) WS_BLOCK_KERNEL_ENTRY_BOUNDED(NAME, __launch_bounds__(256, 8))
+WS_LEGACY_KERNEL(q4_0)
+WS_LEGACY_KERNEL(q4_1)
+WS_LEGACY_KERNEL(q5_0)
+WS_LEGACY_KERNEL(q5_1)
+WS_LEGACY_KERNEL(q8_0)
