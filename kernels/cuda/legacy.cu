@@ -82,7 +82,7 @@ struct Q4_0 {
     static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
         if (!f16_finite(r.h)) return ref<Out>(dst, r, L.k);
         float x[8];
-        magic8(f16_to_f32((uint16_t)r.h), r.w0, r.w1, L.m, x);
+        magic8(r.h, r.w0, r.w1, L.m, x);
         uint32_t o[4];
         WS_UNROLL
         for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
@@ -116,8 +116,8 @@ struct Q4_1 {
     template <class Out>
     static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
         if (!f16_finite(r.h) || !f16_finite(r.hm)) return ref<Out>(dst, r, L.k);
-        float x[8], m = f16_to_f32((uint16_t)r.hm);
-        magic8(f16_to_f32((uint16_t)r.h), r.w0, r.w1, L.m, x);
+        float x[8], m = f16_finite_to_f32(r.hm);
+        magic8(r.h, r.w0, r.w1, L.m, x);
         uint32_t o[4];
         WS_UNROLL
         for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(add(x[2 * i], m), add(x[2 * i + 1], m));
@@ -162,8 +162,8 @@ struct Q5 {
     template <class Out>
     static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
         if (!f16_finite(r.h) || (HAS_M && !f16_finite(r.hm))) return ref<Out>(dst, r, L.k);
-        float x[8], m = f16_to_f32((uint16_t)r.hm);
-        magic8(f16_to_f32((uint16_t)r.h), r.w0, r.w1, L.m, x);
+        float x[8], m = f16_finite_to_f32(r.hm);
+        magic8(r.h, r.w0, r.w1, L.m, x);
         uint32_t o[4];
         WS_UNROLL
         for (int i = 0; i < 4; i++) o[i] = HAS_M ? Out::pack2_nonan(add(x[2 * i], m), add(x[2 * i + 1], m)) : Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
@@ -198,7 +198,7 @@ struct Q8_0 {
     static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
         if (!f16_finite(r.h)) return ref<Out>(dst, r, L.k);
         float x[8];
-        magic8(f16_to_f32((uint16_t)r.h), r.w0, r.w1, L.m, x);
+        magic8(r.h, r.w0, r.w1, L.m, x);
         uint32_t o[4];
         WS_UNROLL
         for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(x[2 * i], x[2 * i + 1]);

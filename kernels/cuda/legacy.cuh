@@ -43,19 +43,30 @@ WS_HD float magic(uint32_t bits) { return bits_float(bits | 0x4B000000u); }
 struct Magic {
     uint32_t m0, m1;  // mask << s, mask << (8 + s)
     float c0, c1;     // 2^23 + c * 2^s, 2^23 + c * 2^(8 + s)
-    float p0, p1;     // 2^-s, 2^-(8 + s)
+    float p0, p1;     // 2^(112 - s), 2^(104 - s): d * 2^-112 (f16_down) to d * 2^-s, d * 2^-(8 + s)
 };
 WS_HD Magic magic_lane(uint32_t mask, uint32_t s, uint32_t c) {
     return Magic{mask << s, mask << (8 + s), bits_float(0x4B000000u | (c << s)), bits_float(0x4B000000u | (c << (8 + s))),
-                 bits_float((127u - s) << 23), bits_float((119u - s) << 23)};
+                 bits_float((239u - s) << 23), bits_float((231u - s) << 23)};
 }
+
+// A finite f16's value times 2^-112 as an f32, exactly: its sign, exponent
+// and mantissa moved into f32 position (f16 subnormals become f32
+// subnormals, m * 2^-136). Multiplying by 2^112 or by Magic's p0, p1 is
+// then exact (the products are d, d * 2^-s, d * 2^-(8 + s): normal or
+// zero; the kernels are built without flush-to-zero), and costs no
+// integer instructions beyond these two (f16_to_f32 needs about 8).
+WS_HD float f16_down(uint32_t h) { return bits_float(((h & 0x7FFFu) << 13) | ((h & 0x8000u) << 16)); }
+// A finite f16's value as f32, exactly, through f16_down.
+WS_HD float f16_finite_to_f32(uint32_t h) { return mul(f16_down(h), bits_float(239u << 23) /* 2^112 */); }
 
 // The 8 values d * (q_j - c) (as f32: the reference's products, exactly)
 // of 8 codes, one per byte of w0 (bytes 0..3) and w1 (4..7), each at bit
 // s of its byte: byte pairs at bits s and 8 + s of w, w >> 16. Needs
-// (mask << (8 + s)) < 2^23: s + width <= 15.
-WS_HD void magic8(float d, uint32_t w0, uint32_t w1, const Magic& L, float x[8]) {
-    float f0 = mul(d, L.p0), f1 = mul(d, L.p1);
+// (mask << (8 + s)) < 2^23: s + width <= 15. d is a finite f16, given as
+// its bits h.
+WS_HD void magic8(uint32_t h, uint32_t w0, uint32_t w1, const Magic& L, float x[8]) {
+    float f0 = mul(f16_down(h), L.p0), f1 = mul(f16_down(h), L.p1);
     uint32_t w[4] = {w0, w0 >> 16, w1, w1 >> 16};
     WS_UNROLL
     for (int i = 0; i < 4; i++) {
