@@ -8,7 +8,9 @@ way /work/shared/gpu/DESK-CHECK.md §1.1 counted it by hand:
   whose body holds the kernel's widest global store (STG.E.128: the 16-byte
   store of 8 BF16 outputs, common.cuh `store_bf16`), the longest if several;
 - the hot path is one trip through that body from its first instruction to
-  the backward branch, through a widest store and through no narrower global
+  the backward branch, through a widest store (through as many as a trip
+  has: the most bytes stored, e.g. the two groups a trip of the legacy
+  kernels, whose slow paths are calls) and through no narrower global
   store (that excludes the 8 x STG.E.U16 fallback for unaligned outputs),
   through a widest load (the aligned vector load where there is one),
   converting as many outputs as the store writes (the `count == 8` group),
