@@ -8,7 +8,9 @@ way /work/shared/gpu/DESK-CHECK.md §1.1 counted it by hand:
   whose body holds the kernel's widest global store (STG.E.128: the 16-byte
   store of 8 BF16 outputs, common.cuh `store_bf16`), the longest if several;
 - the hot path is one trip through that body from its first instruction to
-  the backward branch, through a widest store and through no narrower global
+  the backward branch, through a widest store (through as many as a trip
+  has: the most bytes stored, e.g. the two groups a trip of the legacy
+  kernels, whose slow paths are calls) and through no narrower global
   store (that excludes the 8 x STG.E.U16 fallback for unaligned outputs),
   through a widest load (the aligned vector load where there is one),
   converting as many outputs as the store writes (the `count == 8` group),
@@ -247,9 +249,17 @@ def hot_path(insns: list[Insn], tests_per_output: int = 1) -> HotPath:
     # a widest load (mask bits 1 and 2), over forward edges only (a DAG in
     # address order), never through a narrower store. States: (block, mask,
     # conversions so far, capped).
+    #
+    # Before all that, the most bytes stored: a loop that converts two
+    # groups a trip (kernels/cuda/legacy.cu) has a path through both
+    # groups' stores and cheaper ones that leave one group to an
+    # out-of-line slow path (a call, no store in the loop); the trip is the
+    # path through every store. (With one store a trip, every candidate
+    # stores the same bytes: the choice is as before.)
     target = widest // 2 * tests_per_output
     conv = {s: sum(conversions(x) for x in bb[s].insns) for s in body}
-    start = (header, need[header], min(target, conv[header]))
+    stored = {s: sum(x.store_bytes() for x in bb[s].insns) for s in body}
+    start = (header, need[header], min(target, conv[header]), stored[header])
     cost = {start: len(bb[header].insns)}
     prev: dict[tuple, tuple] = {}
     for s in body:
@@ -257,14 +267,14 @@ def hot_path(insns: list[Insn], tests_per_output: int = 1) -> HotPath:
             for t in bb[s].succ:
                 if t <= s or t not in in_body or t in narrow:
                     continue
-                nxt = (t, state[1] | need[t], min(target, state[2] + conv[t]))
+                nxt = (t, state[1] | need[t], min(target, state[2] + conv[t]), state[3] + stored[t])
                 c = cost[state] + len(bb[t].insns)
                 if c < cost.get(nxt, 1 << 30):
                     cost[nxt], prev[nxt] = c, state
     ends = [k for k in cost if k[0] == latch and k[1] == 3]
     if not ends:
         raise ValueError("no path through the widest store and load")
-    end = max(ends, key=lambda k: (k[2], -cost[k]))
+    end = max(ends, key=lambda k: (k[3], k[2], -cost[k]))
     states = [end]
     while states[-1] in prev:
         states.append(prev[states[-1]])

@@ -133,6 +133,37 @@ WS_HD uint16_t f32_to_f16(float x) {
     return a > 0x7F800000u ? CANONICAL_NAN_F16 : (uint16_t)(((b >> 16) & 0x8000u) | h);
 }
 
+// f32_to_f16 of an x that is not a NaN, without the NaN test (the same
+// bits for every other input).
+WS_HD uint16_t f32_to_f16_nonan(float x) {
+    uint32_t b = float_bits(x), a = b & 0x7FFFFFFFu;
+    uint32_t normal = (a - 0x38000000u + 0x0FFFu + ((a >> 13) & 1u)) >> 13;
+    uint32_t subnormal = float_bits(add(bits_float(a), 0.5f)) - 0x3F000000u;
+    uint32_t h = a >= 0x47800000u ? 0x7C00u : a < 0x38800000u ? subnormal : normal;
+    return (uint16_t)(((b >> 16) & 0x8000u) | h);
+}
+
+// f32_to_bf16's rounding of a non-NaN x, left in the high half of the
+// result: bits + 0x7FFF + bit 16 (bit 16 by a multiply-high on the GPU,
+// which runs on the multiply pipe, not the integer/logic one).
+WS_HD uint32_t bf16_round_high(float x) {
+    uint32_t b = float_bits(x);
+#ifdef __CUDA_ARCH__
+    return b + 0x7FFFu + __umulhi(b & 0x10000u, 0x10000u);
+#else
+    return b + 0x7FFFu + ((b >> 16) & 1u);
+#endif
+}
+
+// The high halves of two words: lo's in bits 0..15, hi's in 16..31.
+WS_HD uint32_t high_halves(uint32_t lo, uint32_t hi) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(lo, hi, 0x7632);
+#else
+    return (lo >> 16) | (hi & 0xFFFF0000u);
+#endif
+}
+
 // IEEE binary16 -> f32, exact, by bit manipulation on both host and device.
 // Branch-free: all three encodings are computed and one is selected, so a
 // kernel's loads that follow the decode of a scale are not held behind a
@@ -160,6 +191,9 @@ struct Bf16Out {
     static WS_HD uint16_t from_f32(float x) { return f32_to_bf16(x); }
     static WS_HD uint16_t from_f16_bits(uint16_t h) { return f32_to_bf16(f16_to_f32(h)); }
     static WS_HD uint16_t from_bf16_bits(uint16_t b) { return b; }
+    // from_f32 of two values that are not NaN (a fast path's precondition),
+    // lo in bits 0..15: the same bits without the NaN test.
+    static WS_HD uint32_t pack2_nonan(float lo, float hi) { return high_halves(bf16_round_high(lo), bf16_round_high(hi)); }
 };
 
 struct F16Out {
@@ -167,6 +201,9 @@ struct F16Out {
     static WS_HD uint16_t from_f16_bits(uint16_t h) { return h; }
     // BF16 -> f32 is exact (the high half of the bits), then one rounding.
     static WS_HD uint16_t from_bf16_bits(uint16_t b) { return f32_to_f16(bits_float((uint32_t)b << 16)); }
+    static WS_HD uint32_t pack2_nonan(float lo, float hi) {
+        return (uint32_t)f32_to_f16_nonan(lo) | ((uint32_t)f32_to_f16_nonan(hi) << 16);
+    }
 };
 
 // OCP E4M3FN: bias 7, no infinities, S.1111.111 is NaN.
@@ -198,6 +235,10 @@ WS_HD uint16_t load_u16(const uint8_t* p) {
     return (uint16_t)(p[0] | (p[1] << 8));
 #endif
 }
+
+// A little-endian u32 at a 2-byte aligned address (IQ2_XXS/IQ3_XXS words
+// sit at odd multiples of 2; legacy blocks are 18, 20, 22, 24 or 34 bytes).
+WS_HD uint32_t load_u32_even(const uint8_t* p) { return (uint32_t)load_u16(p) | ((uint32_t)load_u16(p + 2) << 16); }
 
 // 8 bytes at a 2-byte aligned address.
 WS_HD void load8_even(const uint8_t* p, uint8_t out[8]) {
@@ -231,6 +272,26 @@ WS_HD void store8(uint16_t* dst, const uint16_t v[8], uint32_t count) {
     for (uint32_t j = 0; j < count; j++) dst[j] = v[j];
 }
 
+// Store 8 outputs packed two to a word (w[i]: outputs 2i, 2i + 1); one
+// 16-byte store where dst is 16-byte aligned.
+WS_HD void store8_words(uint16_t* dst, const uint32_t w[4]) {
+#ifdef __CUDA_ARCH__
+    if ((reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+        return;
+    }
+#endif
+    for (int j = 0; j < 8; j++) dst[j] = (uint16_t)(w[j / 2] >> (16 * (j % 2)));
+}
+
+// Cold code kept out of line on the GPU (a rare slow path: its body is
+// not inlined into the hot loop); inline on the host.
+#ifdef __CUDACC__
+#define WS_COLD __host__ __device__ __noinline__
+#else
+#define WS_COLD inline
+#endif
+
 // The launch coordinates a kernel's per-thread work is a function of.
 struct Coords {
     uint32_t block, thread, block_dim, grid_dim;
@@ -251,7 +312,17 @@ WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
 // grid runs) and entry points (`ws_<name>` writing BF16, `ws_<name>_f16`
 // writing float16) around its `<name>_group<Out>(src, dst, g)`, which
 // writes outputs 8g .. 8g + 7; n is a whole number of blocks.
+// WS_BLOCK_KERNEL_ENTRY_BOUNDED adds launch bounds: (256, 8) holds a
+// kernel to 32 registers, 8 blocks of 256 (launch.rs BLOCK_DIM, every
+// launch's) per SM.
 #ifdef __CUDACC__
+#define WS_BLOCK_KERNEL_ENTRY_BOUNDED(NAME, BOUNDS)                                                             \
+    extern "C" __global__ void BOUNDS ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::NAME##_thread<ws::Bf16Out>(src, dst, n, ws::coords());                                              \
+    }                                                                                                           \
+    extern "C" __global__ void BOUNDS ws_##NAME##_f16(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) { \
+        ws::NAME##_thread<ws::F16Out>(src, dst, n, ws::coords());                                               \
+    }
 #define WS_BLOCK_KERNEL_ENTRY(NAME)                                                                             \
     extern "C" __global__ void ws_##NAME(const uint8_t* WS_RESTRICT src, uint16_t* WS_RESTRICT dst, uint64_t n) {     \
         ws::NAME##_thread<ws::Bf16Out>(src, dst, n, ws::coords());                                              \
@@ -260,6 +331,7 @@ WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
         ws::NAME##_thread<ws::F16Out>(src, dst, n, ws::coords());                                               \
     }
 #else
+#define WS_BLOCK_KERNEL_ENTRY_BOUNDED(NAME, BOUNDS)
 #define WS_BLOCK_KERNEL_ENTRY(NAME)
 #endif
 #define WS_BLOCK_KERNEL(NAME)                                                                   \

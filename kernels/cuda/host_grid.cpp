@@ -113,6 +113,118 @@ void ws_host_f32_to_f16(const uint32_t* bits, uint16_t* out, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) out[i] = ws::F16Out::from_f32(ws::bits_float(bits[i]));
 }
 
+// Issue 56's exactness checks of the legacy kernels (kernels/tests/
+// legacy_exhaustive.rs). Rounding without the NaN test, `pack2_nonan`,
+// against `from_f32` on every f32 bit pattern that is not a NaN: the
+// number that differ (writing `out`, with_out); `compared` gets how many
+// were compared.
+uint64_t ws_host_nonan_rounding_mismatches(int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        for (uint64_t b = 0; b < (1ull << 32); b += 2) {
+            float lo = ws::bits_float((uint32_t)b), hi = ws::bits_float((uint32_t)b + 1);
+            bool lo_nan = ((uint32_t)b & 0x7FFFFFFFu) > 0x7F800000u, hi_nan = ((uint32_t)(b + 1) & 0x7FFFFFFFu) > 0x7F800000u;
+            uint32_t got = Out::pack2_nonan(lo_nan ? 0.0f : lo, hi_nan ? 0.0f : hi);
+            if (!lo_nan) bad += (uint16_t)got != Out::from_f32(lo), n++;
+            if (!hi_nan) bad += (uint16_t)(got >> 16) != Out::from_f32(hi), n++;
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
+// Every legacy format's `put` (all four quarters of a block) against the
+// reference formula of docs/numerics.md written out element by element,
+// on every f16 d (finite or not) and every code value at every position;
+// for Q4_1 and Q5_1 with m in {1/3 as f16, -2^-24, NaN}; for Q5_0 and
+// Q5_1 with qh all zeros, all ones and a mixed word. Returns the outputs
+// that differ; `compared` gets the number compared.
+uint64_t ws_host_legacy_exhaustive(uint32_t ggml_id, int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        auto run = [&](auto fmt, const uint8_t* blk, uint32_t qs_at, uint32_t ms, auto value) {
+            using F = decltype(fmt);
+            uint16_t got[32];
+            for (uint32_t k = 0; k < 4; k++) {
+                typename F::Lane lane = F::lane(k);
+                F::template put<Out>(got + 8 * k, F::load(blk, lane), lane);
+            }
+            float d = ws::f16_to_f32(ws::load_u16(blk)), m = ws::f16_to_f32((uint16_t)ms);
+            for (uint32_t e = 0; e < 32; e++) {
+                uint16_t want = Out::from_f32(value(d, m, blk + qs_at, e));
+                bad += got[e] != want;
+                n++;
+            }
+        };
+        auto nib = [](const uint8_t* qs, uint32_t e) { return (uint32_t)(e < 16 ? qs[e] & 15 : qs[e - 16] >> 4); };
+        const uint16_t ms[3] = {0x3555, 0x8001, 0x7E00};
+        const uint32_t qhs[3] = {0, 0xFFFFFFFFu, 0x5A3C96E1u};
+        uint8_t blk[34];
+        for (uint32_t h = 0; h < 65536; h++) {
+            blk[0] = (uint8_t)h;
+            blk[1] = (uint8_t)(h >> 8);
+            if (ggml_id == ws::q8_0::GGML_ID) {
+                for (uint32_t v = 0; v < 256; v++) {
+                    for (uint32_t i = 0; i < 32; i++) blk[ws::q8_0::QS + i] = (uint8_t)(v + 37 * i);
+                    run(ws::Q8_0{}, blk, ws::q8_0::QS, 0, [&](float d, float, const uint8_t* qs, uint32_t e) {
+                        return ws::mul(d, (float)(int8_t)qs[e]);
+                    });
+                }
+                continue;
+            }
+            for (uint32_t v = 0; v < 16; v++) {
+                uint8_t qs[16];
+                for (uint32_t i = 0; i < 16; i++) qs[i] = (uint8_t)(v | (((v + i) & 15) << 4));
+                if (ggml_id == ws::q4_0::GGML_ID) {
+                    memcpy(blk + ws::q4_0::QS, qs, 16);
+                    run(ws::Q4_0{}, blk, ws::q4_0::QS, 0, [&](float d, float, const uint8_t* q, uint32_t e) {
+                        return ws::mul(d, (float)((int)nib(q, e) - 8));
+                    });
+                } else if (ggml_id == ws::q4_1::GGML_ID) {
+                    memcpy(blk + ws::q4_1::QS, qs, 16);
+                    for (uint16_t m : ms) {
+                        blk[ws::q4_1::M] = (uint8_t)m;
+                        blk[ws::q4_1::M + 1] = (uint8_t)(m >> 8);
+                        run(ws::Q4_1{}, blk, ws::q4_1::QS, m, [&](float d, float mf, const uint8_t* q, uint32_t e) {
+                            return ws::add(ws::mul(d, (float)nib(q, e)), mf);
+                        });
+                    }
+                } else if (ggml_id == ws::q5_0::GGML_ID || ggml_id == ws::q5_1::GGML_ID) {
+                    bool has_m = ggml_id == ws::q5_1::GGML_ID;
+                    uint32_t qh_at = has_m ? ws::q5_1::QH : ws::q5_0::QH, qs_at = has_m ? ws::q5_1::QS : ws::q5_0::QS;
+                    memcpy(blk + qs_at, qs, 16);
+                    for (uint32_t qh : qhs) {
+                        for (int i = 0; i < 4; i++) blk[qh_at + i] = (uint8_t)(qh >> (8 * i));
+                        for (int mi = has_m ? 0 : 2; mi < 3; mi++) {
+                            uint16_t m = ms[mi];
+                            if (has_m) {
+                                blk[ws::q5_1::M] = (uint8_t)m;
+                                blk[ws::q5_1::M + 1] = (uint8_t)(m >> 8);
+                            }
+                            auto code = [&](const uint8_t* q, uint32_t e) { return nib(q, e) | (((qh >> e) & 1u) << 4); };
+                            if (has_m)
+                                run(ws::Q5<true>{}, blk, qs_at, m, [&](float d, float mf, const uint8_t* q, uint32_t e) {
+                                    return ws::add(ws::mul(d, (float)code(q, e)), mf);
+                                });
+                            else
+                                run(ws::Q5<false>{}, blk, qs_at, 0, [&](float d, float, const uint8_t* q, uint32_t e) {
+                                    return ws::mul(d, (float)((int)code(q, e) - 16));
+                                });
+                        }
+                    }
+                } else {
+                    bad = ~0ull;
+                    return;
+                }
+            }
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
 // n / d by the kernels' multiply-high division (scale_grid.cuh), for the
 // divisor tests.
 uint64_t ws_host_quotient(uint64_t n, uint64_t d, uint64_t magic, uint64_t shifts) {

@@ -13,10 +13,6 @@ namespace ws {
 // Value j of a grid entry (byte j, as ggml packs it).
 WS_HD uint32_t grid_byte(uint64_t entry, int j) { return (uint32_t)(entry >> (8 * j)) & 0xFFu; }
 
-// A little-endian u32 at a 2-byte aligned address (IQ2_XXS/IQ3_XXS words
-// sit at odd multiples of 2).
-WS_HD uint32_t load_u32_even(const uint8_t* p) { return (uint32_t)load_u16(p) | ((uint32_t)load_u16(p + 2) << 16); }
-
 // 8 bytes at any address (MXFP4 blocks are 17 bytes: odd starts).
 WS_HD void load8_any(const uint8_t* p, uint8_t out[8]) {
     WS_UNROLL

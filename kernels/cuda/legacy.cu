@@ -2,116 +2,230 @@
 // -> BF16 or float16 (Out, common.cuh).
 // One family per file, the same family names as the CPU kernels'
 // (crates/weightstream-dequant/src/{scalar,x86,arm}/legacy.rs).
-
-// Q4_0: a block is f16 d + 16 bytes; element j (j < 16) is the low
-// nibble of qs[j], element j + 16 the high nibble; x = d * (q - 8).
-// Thread group g writes elements 8g..8g+7: block g / 4, quarter g % 4
+//
+// Thread group g writes elements 8g..8g+7: block g / 4, quarter k = g % 4
 // (legacy.cuh). A warp writes 512 contiguous bytes with 16-byte stores.
+// Each format is a struct of:
+// - `Lane lane(k)`: what depends only on the quarter;
+// - `Raw load(blk, lane)`: the group's loaded bits (the f16 fields and the
+//   two words of its 8 codes), every load issued before any decision;
+// - `put<Out>(dst, raw, lane)`: the 8 outputs. When the block's f16
+//   fields are finite, codes become f32 by the magic number (legacy.cuh
+//   `magic8`: the reference's own products, exactly) and round without
+//   the NaN test, which no value can take there (a finite f16 times a
+//   code of at most 8 bits, plus a finite f16 m, is finite, and never a
+//   NaN); otherwise `ref`, the reference formula element by element (the
+//   kernels' code before issue 56), out of line on the GPU.
+// kernels/tests/legacy_exhaustive.rs holds `put` to the reference formula
+// on every f16 d (finite or not) and every code at every position.
+//
+// The grid-stride loop (legacy_thread): when the stride is a multiple of 4
+// (every launch of the executor: blocks of 256 threads) and the group
+// indices fit in 32 bits, the quarter is the same for all of a thread's
+// groups (its constants are hoisted), indices are 32-bit, and each trip
+// loads two groups (g, g + stride) before converting either. Otherwise
+// (the host grid's odd geometries, or over 2^35 outputs) the general
+// 64-bit loop, one group a trip, out of line.
 #include "legacy.cuh"
 
 namespace ws {
 
-template <class Out>
-WS_HD void q4_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    const uint8_t* blk = src + (g >> 2) * q4_0::BYTES;
-    float d = f16_to_f32(load_u16(blk + q4_0::D));
-    uint8_t q[8];
-    quarter_nibbles(blk + q4_0::QS, (uint32_t)(g & 3), q);
-    uint16_t out[8];
-    WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(d, (float)((int)q[j] - 8)));
-    store8(dst + g * 8, out, 8);
+// The grid-stride loop over a legacy format F (above).
+template <class F, class Out>
+WS_COLD void legacy_thread_wide(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
+    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) {
+        typename F::Lane lane = F::lane((uint32_t)(g & 3));
+        F::template put<Out>(dst + g * 8, F::load(src + (g >> 2) * F::BYTES, lane), lane);
+    }
 }
 
-}  // namespace ws
+template <class F, class Out>
+WS_HD void legacy_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
+    uint64_t groups = n / 8, first = c.first(), stride = c.stride();
+    if (stride % 4 != 0 || groups + 2 * stride > 0xFFFFFFFFu) return legacy_thread_wide<F, Out>(src, dst, n, c);
+    uint32_t g = (uint32_t)first, st = (uint32_t)stride, end = (uint32_t)groups;
+    typename F::Lane lane = F::lane(g & 3);
+    // g + 2 st < end + st <= 2^32 - 1: no wrap.
+    for (; g + st < end; g += 2 * st) {
+        typename F::Raw a = F::load(src + (size_t)(g >> 2) * F::BYTES, lane);
+        typename F::Raw b = F::load(src + (size_t)((g + st) >> 2) * F::BYTES, lane);
+        F::template put<Out>(dst + (size_t)g * 8, a, lane);
+        F::template put<Out>(dst + (size_t)(g + st) * 8, b, lane);
+    }
+    if (g < end) F::template put<Out>(dst + (size_t)g * 8, F::load(src + (size_t)(g >> 2) * F::BYTES, lane), lane);
+}
 
-WS_BLOCK_KERNEL(q4_0)
+// Q4_0: a block is f16 d + 16 bytes; element j (j < 16) is the low
+// nibble of qs[j], element j + 16 the high nibble; x = d * (q - 8).
+struct Q4_0 {
+    static constexpr uint32_t BYTES = q4_0::BYTES;
+    struct Lane {
+        uint32_t k, qs;
+        Magic m;
+    };
+    struct Raw {
+        uint32_t h, w0, w1;
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{k, q4_0::QS + 8 * (k & 1u), magic_lane(0xFu, 4 * (k >> 1), 8)}; }
+    static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
+        return Raw{load_u16(blk + q4_0::D), load_u32_even(blk + L.qs), load_u32_even(blk + L.qs + 4)};
+    }
+    template <class Out>
+    static WS_COLD void ref(uint16_t* dst, Raw r, uint32_t k) {
+        float d = f16_to_f32((uint16_t)r.h);
+        uint16_t out[8];
+        WS_UNROLL
+        for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(d, (float)((int)word_nibble(r.w0, r.w1, j, 4 * (k >> 1)) - 8)));
+        store8(dst, out, 8);
+    }
+    template <class Out>
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
+        if (!f16_finite(r.h)) return ref<Out>(dst, r, L.k);
+        float x[8];
+        magic8(r.h, r.w0, r.w1, L.m, x);
+        uint32_t o[4];
+        WS_UNROLL
+        for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
+        store8_words(dst, o);
+    }
+};
 
 // Q4_1: a block is f16 d, f16 m + 16 bytes of nibbles (as Q4_0);
 // x = (d * q) + m, each operation rounded (gguf-py's order; no FMA).
-
-namespace ws {
-
-template <class Out>
-WS_HD void q4_1_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    const uint8_t* blk = src + (g >> 2) * q4_1::BYTES;
-    float d = f16_to_f32(load_u16(blk + q4_1::D)), m = f16_to_f32(load_u16(blk + q4_1::M));
-    uint8_t q[8];
-    quarter_nibbles(blk + q4_1::QS, (uint32_t)(g & 3), q);
-    uint16_t out[8];
-    WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(add(mul(d, (float)q[j]), m));
-    store8(dst + g * 8, out, 8);
-}
-
-}  // namespace ws
-
-WS_BLOCK_KERNEL(q4_1)
+struct Q4_1 {
+    static constexpr uint32_t BYTES = q4_1::BYTES;
+    struct Lane {
+        uint32_t k, qs;
+        Magic m;
+    };
+    struct Raw {
+        uint32_t h, hm, w0, w1;
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{k, q4_1::QS + 8 * (k & 1u), magic_lane(0xFu, 4 * (k >> 1), 0)}; }
+    static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
+        return Raw{load_u16(blk + q4_1::D), load_u16(blk + q4_1::M), load_u32_even(blk + L.qs), load_u32_even(blk + L.qs + 4)};
+    }
+    template <class Out>
+    static WS_COLD void ref(uint16_t* dst, Raw r, uint32_t k) {
+        float d = f16_to_f32((uint16_t)r.h), m = f16_to_f32((uint16_t)r.hm);
+        uint16_t out[8];
+        WS_UNROLL
+        for (int j = 0; j < 8; j++) out[j] = Out::from_f32(add(mul(d, (float)word_nibble(r.w0, r.w1, j, 4 * (k >> 1))), m));
+        store8(dst, out, 8);
+    }
+    template <class Out>
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
+        if (!f16_finite(r.h) || !f16_finite(r.hm)) return ref<Out>(dst, r, L.k);
+        float x[8], m = f16_finite_to_f32(r.hm);
+        magic8(r.h, r.w0, r.w1, L.m, x);
+        uint32_t o[4];
+        WS_UNROLL
+        for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(add(x[2 * i], m), add(x[2 * i + 1], m));
+        store8_words(dst, o);
+    }
+};
 
 // Q5_0: a block is f16 d, a u32 of high bits, 16 bytes of low
 // nibbles (as Q4_0); element j's bit 4 is bit j of qh; x = d * (q - 16).
-
-namespace ws {
-
-template <class Out>
-WS_HD void q5_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    const uint8_t* blk = src + (g >> 2) * q5_0::BYTES;
-    uint32_t k = (uint32_t)(g & 3);
-    float d = f16_to_f32(load_u16(blk + q5_0::D));
-    uint32_t qh = qh_word(blk + q5_0::QH) >> (8 * k);
-    uint8_t q[8];
-    quarter_nibbles(blk + q5_0::QS, k, q);
-    uint16_t out[8];
-    WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(d, (float)((int)(q[j] | (((qh >> j) & 1u) << 4)) - 16)));
-    store8(dst + g * 8, out, 8);
-}
-
-}  // namespace ws
-
-WS_BLOCK_KERNEL(q5_0)
-
-// Q5_1: a block is f16 d, f16 m, a u32 of high bits, 16 bytes of
-// low nibbles; q as in Q5_0 but unsigned; x = (d * q) + m.
-
-namespace ws {
-
-template <class Out>
-WS_HD void q5_1_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    const uint8_t* blk = src + (g >> 2) * q5_1::BYTES;
-    uint32_t k = (uint32_t)(g & 3);
-    float d = f16_to_f32(load_u16(blk + q5_1::D)), m = f16_to_f32(load_u16(blk + q5_1::M));
-    uint32_t qh = qh_word(blk + q5_1::QH) >> (8 * k);
-    uint8_t q[8];
-    quarter_nibbles(blk + q5_1::QS, k, q);
-    uint16_t out[8];
-    WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(add(mul(d, (float)(q[j] | (((qh >> j) & 1u) << 4))), m));
-    store8(dst + g * 8, out, 8);
-}
-
-}  // namespace ws
-
-WS_BLOCK_KERNEL(q5_1)
+// Q5_1: f16 d, f16 m, qh, qs; q as in Q5_0 but unsigned; x = (d * q) + m.
+// One struct for both (HAS_M: Q5_1).
+template <bool HAS_M>
+struct Q5 {
+    static constexpr uint32_t BYTES = HAS_M ? q5_1::BYTES : q5_0::BYTES;
+    static constexpr uint32_t D = HAS_M ? q5_1::D : q5_0::D, QH = HAS_M ? q5_1::QH : q5_0::QH;
+    static constexpr uint32_t QS = HAS_M ? q5_1::QS : q5_0::QS;
+    struct Lane {
+        uint32_t k, qs;
+        Magic m;
+    };
+    // w0, w1: the 5-bit codes, one a byte (legacy.cuh five_bit_bytes).
+    struct Raw {
+        uint32_t h, hm, w0, w1;
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{k, QS + 8 * (k & 1u), magic_lane(0x1Fu, 0, HAS_M ? 0 : 16)}; }
+    static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
+        uint32_t qh = qh_word(blk + QH) >> (8 * L.k), s = 4 * (L.k >> 1);
+        return Raw{load_u16(blk + D), HAS_M ? (uint32_t)load_u16(blk + q5_1::M) : 0u,
+                   five_bit_bytes(load_u32_even(blk + L.qs), s, qh), five_bit_bytes(load_u32_even(blk + L.qs + 4), s, qh >> 4)};
+    }
+    template <class Out>
+    static WS_COLD void ref(uint16_t* dst, Raw r, uint32_t) {
+        float d = f16_to_f32((uint16_t)r.h), m = f16_to_f32((uint16_t)r.hm);
+        uint16_t out[8];
+        WS_UNROLL
+        for (int j = 0; j < 8; j++) {
+            uint32_t q = ((j < 4 ? r.w0 : r.w1) >> (8 * (j % 4))) & 0x1Fu;
+            out[j] = Out::from_f32(HAS_M ? add(mul(d, (float)q), m) : mul(d, (float)((int)q - 16)));
+        }
+        store8(dst, out, 8);
+    }
+    template <class Out>
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
+        if (!f16_finite(r.h) || (HAS_M && !f16_finite(r.hm))) return ref<Out>(dst, r, L.k);
+        float x[8], m = f16_finite_to_f32(r.hm);
+        magic8(r.h, r.w0, r.w1, L.m, x);
+        uint32_t o[4];
+        WS_UNROLL
+        for (int i = 0; i < 4; i++) o[i] = HAS_M ? Out::pack2_nonan(add(x[2 * i], m), add(x[2 * i + 1], m)) : Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
+        store8_words(dst, o);
+    }
+};
 
 // Q8_0: a block is f16 d + 32 int8; x = d * q.
-// Thread group g writes elements 8g..8g+7 of block g / 4.
-#include "common.cuh"
+struct Q8_0 {
+    static constexpr uint32_t BYTES = q8_0::BYTES;
+    struct Lane {
+        uint32_t k, qs;
+        Magic m;
+    };
+    // w0, w1: the int8 codes with bit 7 flipped, q + 128 (0..255).
+    struct Raw {
+        uint32_t h, w0, w1;
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{k, q8_0::QS + 8 * k, magic_lane(0xFFu, 0, 128)}; }
+    static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
+        return Raw{load_u16(blk + q8_0::D), load_u32_even(blk + L.qs) ^ 0x80808080u, load_u32_even(blk + L.qs + 4) ^ 0x80808080u};
+    }
+    template <class Out>
+    static WS_COLD void ref(uint16_t* dst, Raw r, uint32_t) {
+        float d = f16_to_f32((uint16_t)r.h);
+        uint16_t out[8];
+        WS_UNROLL
+        for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(d, (float)(int8_t)(((j < 4 ? r.w0 : r.w1) >> (8 * (j % 4))) ^ 0x80u)));
+        store8(dst, out, 8);
+    }
+    template <class Out>
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
+        if (!f16_finite(r.h)) return ref<Out>(dst, r, L.k);
+        float x[8];
+        magic8(r.h, r.w0, r.w1, L.m, x);
+        uint32_t o[4];
+        WS_UNROLL
+        for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
+        store8_words(dst, o);
+    }
+};
 
-namespace ws {
-
+// The names the host grid and the entry points use (WS_BLOCK_KERNEL's).
 template <class Out>
-WS_HD void q8_0_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    const uint8_t* blk = src + (g >> 2) * q8_0::BYTES;
-    float d = f16_to_f32(load_u16(blk + q8_0::D));
-    uint8_t qs[8];
-    load8_even(blk + q8_0::QS + 8 * (uint32_t)(g & 3), qs);
-    uint16_t out[8];
-    WS_UNROLL
-    for (int j = 0; j < 8; j++) out[j] = Out::from_f32(mul(d, (float)(int8_t)qs[j]));
-    store8(dst + g * 8, out, 8);
-}
+WS_HD void q4_0_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { legacy_thread<Q4_0, Out>(src, dst, n, c); }
+template <class Out>
+WS_HD void q4_1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { legacy_thread<Q4_1, Out>(src, dst, n, c); }
+template <class Out>
+WS_HD void q5_0_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { legacy_thread<Q5<false>, Out>(src, dst, n, c); }
+template <class Out>
+WS_HD void q5_1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { legacy_thread<Q5<true>, Out>(src, dst, n, c); }
+template <class Out>
+WS_HD void q8_0_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { legacy_thread<Q8_0, Out>(src, dst, n, c); }
 
 }  // namespace ws
 
-WS_BLOCK_KERNEL(q8_0)
+// At most 32 registers: two groups in flight a trip must not cost warps
+// (8 blocks of 256 per SM, as before).
+// (WS_..._KERNEL(name) lines are how build/mirror.rs finds the kernels.)
+#define WS_LEGACY_KERNEL(NAME) WS_BLOCK_KERNEL_ENTRY_BOUNDED(NAME, __launch_bounds__(256, 8))
+WS_LEGACY_KERNEL(q4_0)
+WS_LEGACY_KERNEL(q4_1)
+WS_LEGACY_KERNEL(q5_0)
+WS_LEGACY_KERNEL(q5_1)
+WS_LEGACY_KERNEL(q8_0)

@@ -70,6 +70,8 @@ extern "C" {
     ) -> i32;
     fn ws_host_quotient(n: u64, d: u64, magic: u64, shifts: u64) -> u64;
     fn ws_host_f32_to_f16(bits: *const u32, out: *mut u16, n: u64);
+    fn ws_host_nonan_rounding_mismatches(out: i32, compared: *mut u64) -> u64;
+    fn ws_host_legacy_exhaustive(ggml_id: u32, out: i32, compared: *mut u64) -> u64;
     fn ws_host_block_layout(
         i: u32,
         name: *mut *const c_char,
@@ -147,11 +149,7 @@ pub fn run(
         return Err(HostGridError::DestinationTooShort { needed: n_us, got: dst.len() });
     }
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-    // The C++ side's output code (host_grid.cpp `with_out`).
-    let out = match launch.out() {
-        OutDtype::BF16 => 0,
-        OutDtype::F16 => 1,
-    };
+    let out = out_code(launch.out());
     // SAFETY: src holds the bytes of n elements and dst n outputs (checked
     // above); for FP8 the scale grid is checked below. The C++ code reads
     // and writes nothing else and keeps no pointers.
@@ -363,6 +361,36 @@ pub fn f32_to_f16(bits: &[u32], out: &mut [u16]) {
     assert_eq!(bits.len(), out.len());
     // SAFETY: both slices hold `bits.len()` elements; pure arithmetic.
     unsafe { ws_host_f32_to_f16(bits.as_ptr(), out.as_mut_ptr(), bits.len() as u64) }
+}
+
+/// The C++ side's output code (host_grid.cpp `with_out`).
+fn out_code(out: OutDtype) -> i32 {
+    match out {
+        OutDtype::BF16 => 0,
+        OutDtype::F16 => 1,
+    }
+}
+
+/// The non-NaN f32 bit patterns whose rounding to `out` without the NaN
+/// test (cuda/common.cuh `pack2_nonan`, the legacy kernels' fast path)
+/// differs from `from_f32`, and how many were compared (all of them:
+/// 2^32 - 2^24 + 2).
+pub fn nonan_rounding_mismatches(out: OutDtype) -> (u64, u64) {
+    let mut compared = 0u64;
+    // SAFETY: `compared` is a valid u64 to write; the rest is arithmetic.
+    let bad = unsafe { ws_host_nonan_rounding_mismatches(out_code(out), &mut compared) };
+    (bad, compared)
+}
+
+/// A legacy block format's kernel code (cuda/legacy.cu `put`) against the
+/// reference formula on every f16 d and every code at every position
+/// (cuda/host_grid.cpp): (outputs that differ, outputs compared), or None
+/// for a format that is not Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0.
+pub fn legacy_exhaustive(ggml_id: u32, out: OutDtype) -> Option<(u64, u64)> {
+    let mut compared = 0u64;
+    // SAFETY: `compared` is a valid u64 to write; the rest is arithmetic.
+    let bad = unsafe { ws_host_legacy_exhaustive(ggml_id, out_code(out), &mut compared) };
+    (bad != u64::MAX).then_some((bad, compared))
 }
 
 /// One entry of formats.cuh (build.rs writes it) as the host compiler saw it.

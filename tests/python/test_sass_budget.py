@@ -47,6 +47,40 @@ def test_hot_path_counts_the_loop_once_through_the_wide_store():
     assert per["alu"] == 5 / 8 and per["imad"] == 1 / 8 and per["total"] == 12 / 8
 
 
+# Two groups a trip (kernels/cuda/legacy.cu): each group stores 16 bytes
+# on its fast path, or calls an out-of-line slow path (no store in the
+# loop). The hot path is the one through both stores, though the ones
+# through a call are shorter.
+TWO = """
+		Function : ws_two
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   LDG.E.U16.CONSTANT R2, desc[UR4][R4.64] ;
+        /*0020*/                   LDG.E.U16.CONSTANT R3, desc[UR4][R4.64+0x2] ;
+        /*0030*/                   ISETP.NE.AND P0, PT, R2, 0x7c00, PT ;
+        /*0040*/              @!P0 BRA 0x80 ;
+        /*0050*/                   LOP3.LUT R8, R2, 0xf, RZ, 0xc0, !PT ;
+        /*0060*/                   STG.E.128 desc[UR4][R6.64], R8 ;
+        /*0070*/                   BRA 0x90 ;
+        /*0080*/                   CALL.REL.NOINC 0x200 ;
+        /*0090*/                   ISETP.NE.AND P0, PT, R3, 0x7c00, PT ;
+        /*00a0*/              @!P0 BRA 0xe0 ;
+        /*00b0*/                   LOP3.LUT R8, R3, 0xf, RZ, 0xc0, !PT ;
+        /*00c0*/                   STG.E.128 desc[UR4][R6.64+0x10], R8 ;
+        /*00d0*/                   BRA 0xf0 ;
+        /*00e0*/                   CALL.REL.NOINC 0x200 ;
+        /*00f0*/                   ISETP.GE.AND P0, PT, R0, 0x10, PT ;
+        /*0100*/              @!P0 BRA 0x10 ;
+        /*0110*/                   EXIT ;
+"""
+
+
+def test_hot_path_goes_through_every_store_of_a_trip():
+    path = sass_loop.hot_path(sass_loop.parse(TWO)["ws_two"])
+    assert path.outputs == 16
+    assert [x.addr for x in path.insns] == [0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x90, 0xA0, 0xB0, 0xC0, 0xD0,
+                                            0xF0, 0x100]
+
+
 def fake(fractions):
     return {k: {"predicted_fraction": f, "alu_per_output": 10.0, "budget": 9.8} for k, f in fractions.items()}
 
