@@ -12,8 +12,8 @@ E8M0 exponent, 16 bytes of nibbles per 32): each group's E2M1 values are
 gguf-py's dequantized values over the group's scale, packed by
 `pack_fp4_to_uint8`; Q4_0's nibbles minus 8 packed by `pack_to_int32`,
 its fp16 d the group's scale; llama.cpp's q/k row permutation undone.
-Every other tensor is the BF16 reference (gguf-py's dequantized values),
-as the default mode serves it.
+Every other tensor holds gguf-py's dequantized values, exact, in F32
+(vLLM rounds them once to the model's dtype, as weightstream does).
 
 Layout (tiny Llama, hf_models.CONFIG): q/k/v NVFP4 (column-parallel, q/k
 permuted), o_proj Q4_0 (row-parallel; compressed-tensors' int4), gate/up
@@ -122,7 +122,10 @@ def fp4_variant(root: Path, seed: int, config: dict = CONFIG) -> tuple[Path, Pat
                 tensors[f"{base}.{leaf}"] = t
         else:
             deq = gguf.quants.dequantize(raw, qtype).reshape(rows, cols)
-            tensors[hf_name] = torch.from_numpy(hf_models.bf16(deq).astype(np.float32)).to(torch.bfloat16)
+            # The exact values, F32: vLLM rounds them once to the model's
+            # dtype, as weightstream's output is (a BF16 copy cast to
+            # float16 would round twice: issue 57).
+            tensors[hf_name] = torch.from_numpy(np.ascontiguousarray(deq, dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
