@@ -55,6 +55,21 @@ WS_HD void legacy_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c
     if (g < end) F::template put<Out>(dst + (size_t)g * 8, F::load(src + (size_t)(g >> 2) * F::BYTES, lane), lane);
 }
 
+// The 8 outputs of a group whose codes sit in r.w0, r.w1 as L.m says:
+// with the block's f16 fields finite, magic8 and the rounding without the
+// NaN test (HAS_M: plus the reference's rounded add of m); otherwise F's
+// reference formula, out of line. One body for all five formats.
+template <class F, bool HAS_M, class Out>
+WS_HD void magic_put(uint16_t* dst, const typename F::Raw& r, const typename F::Lane& L) {
+    if (!f16_finite(r.h) || (HAS_M && !f16_finite(r.hm))) return F::template ref<Out>(dst, r, L.k);
+    float x[8], m = HAS_M ? f16_finite_to_f32(r.hm) : 0.0f;
+    magic8(r.h, r.w0, r.w1, L.m, x);
+    uint32_t o[4];
+    WS_UNROLL
+    for (int i = 0; i < 4; i++) o[i] = HAS_M ? Out::pack2_nonan(add(x[2 * i], m), add(x[2 * i + 1], m)) : Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
+    store8_words(dst, o);
+}
+
 // Q4_0: a block is f16 d + 16 bytes; element j (j < 16) is the low
 // nibble of qs[j], element j + 16 the high nibble; x = d * (q - 8).
 struct Q4_0 {
@@ -64,11 +79,11 @@ struct Q4_0 {
         Magic m;
     };
     struct Raw {
-        uint32_t h, w0, w1;
+        uint32_t h, hm, w0, w1;  // hm: none (0)
     };
     static WS_HD Lane lane(uint32_t k) { return Lane{k, q4_0::QS + 8 * (k & 1u), magic_lane(0xFu, 4 * (k >> 1), 8)}; }
     static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
-        return Raw{load_u16(blk + q4_0::D), load_u32_even(blk + L.qs), load_u32_even(blk + L.qs + 4)};
+        return Raw{load_u16(blk + q4_0::D), 0u, load_u32_even(blk + L.qs), load_u32_even(blk + L.qs + 4)};
     }
     template <class Out>
     static WS_COLD void ref(uint16_t* dst, Raw r, uint32_t k) {
@@ -79,15 +94,7 @@ struct Q4_0 {
         store8(dst, out, 8);
     }
     template <class Out>
-    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
-        if (!f16_finite(r.h)) return ref<Out>(dst, r, L.k);
-        float x[8];
-        magic8(r.h, r.w0, r.w1, L.m, x);
-        uint32_t o[4];
-        WS_UNROLL
-        for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
-        store8_words(dst, o);
-    }
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) { magic_put<Q4_0, false, Out>(dst, r, L); }
 };
 
 // Q4_1: a block is f16 d, f16 m + 16 bytes of nibbles (as Q4_0);
@@ -114,15 +121,7 @@ struct Q4_1 {
         store8(dst, out, 8);
     }
     template <class Out>
-    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
-        if (!f16_finite(r.h) || !f16_finite(r.hm)) return ref<Out>(dst, r, L.k);
-        float x[8], m = f16_finite_to_f32(r.hm);
-        magic8(r.h, r.w0, r.w1, L.m, x);
-        uint32_t o[4];
-        WS_UNROLL
-        for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(add(x[2 * i], m), add(x[2 * i + 1], m));
-        store8_words(dst, o);
-    }
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) { magic_put<Q4_1, true, Out>(dst, r, L); }
 };
 
 // Q5_0: a block is f16 d, a u32 of high bits, 16 bytes of low
@@ -160,15 +159,7 @@ struct Q5 {
         store8(dst, out, 8);
     }
     template <class Out>
-    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
-        if (!f16_finite(r.h) || (HAS_M && !f16_finite(r.hm))) return ref<Out>(dst, r, L.k);
-        float x[8], m = f16_finite_to_f32(r.hm);
-        magic8(r.h, r.w0, r.w1, L.m, x);
-        uint32_t o[4];
-        WS_UNROLL
-        for (int i = 0; i < 4; i++) o[i] = HAS_M ? Out::pack2_nonan(add(x[2 * i], m), add(x[2 * i + 1], m)) : Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
-        store8_words(dst, o);
-    }
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) { magic_put<Q5, HAS_M, Out>(dst, r, L); }
 };
 
 // Q8_0: a block is f16 d + 32 int8; x = d * q.
@@ -180,11 +171,11 @@ struct Q8_0 {
     };
     // w0, w1: the int8 codes with bit 7 flipped, q + 128 (0..255).
     struct Raw {
-        uint32_t h, w0, w1;
+        uint32_t h, hm, w0, w1;  // hm: none (0)
     };
     static WS_HD Lane lane(uint32_t k) { return Lane{k, q8_0::QS + 8 * k, magic_lane(0xFFu, 0, 128)}; }
     static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
-        return Raw{load_u16(blk + q8_0::D), load_u32_even(blk + L.qs) ^ 0x80808080u, load_u32_even(blk + L.qs + 4) ^ 0x80808080u};
+        return Raw{load_u16(blk + q8_0::D), 0u, load_u32_even(blk + L.qs) ^ 0x80808080u, load_u32_even(blk + L.qs + 4) ^ 0x80808080u};
     }
     template <class Out>
     static WS_COLD void ref(uint16_t* dst, Raw r, uint32_t) {
@@ -195,15 +186,7 @@ struct Q8_0 {
         store8(dst, out, 8);
     }
     template <class Out>
-    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) {
-        if (!f16_finite(r.h)) return ref<Out>(dst, r, L.k);
-        float x[8];
-        magic8(r.h, r.w0, r.w1, L.m, x);
-        uint32_t o[4];
-        WS_UNROLL
-        for (int i = 0; i < 4; i++) o[i] = Out::pack2_nonan(x[2 * i], x[2 * i + 1]);
-        store8_words(dst, o);
-    }
+    static WS_HD void put(uint16_t* dst, Raw r, const Lane& L) { magic_put<Q8_0, false, Out>(dst, r, L); }
 };
 
 // The names the host grid and the entry points use (WS_BLOCK_KERNEL's).
