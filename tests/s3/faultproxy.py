@@ -2,7 +2,9 @@
 request verbatim (the Host header too, so SigV4 signatures still hold) to
 the real server and, when told, answers ranged GETs with 503 SlowDown or
 500, cuts a body short, or redirects elsewhere. It records every request
-(method, path, Range) so tests can count round trips and bytes asked for."""
+(method, path, Range) so tests can count round trips and bytes asked for,
+and the body bytes it sent back for ranged GETs (`take_sent`): what the
+client really fetched of the objects' data (listings and HEADs apart)."""
 from __future__ import annotations
 
 import http.client
@@ -24,6 +26,7 @@ class FaultProxy:
         self.log: list[tuple[str, str, str | None]] = []
         self.fault: str | None = None  # "slowdown", "500", "cut", "redirect"
         self.remaining = 0  # faults left to inject; -1: every time
+        self.sent = 0  # ranged GETs' body bytes sent to clients
         # Called with (method, path, Range) before each request is handled.
         self.on_request = None
         proxy = self
@@ -98,6 +101,9 @@ class FaultProxy:
                     return
                 if self.command != "HEAD":
                     self.wfile.write(data)
+                    if self.command == "GET" and rng:
+                        with proxy.lock:
+                            proxy.sent += len(data)
                 conn.close()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -117,6 +123,11 @@ class FaultProxy:
         with self.lock:
             log, self.log = self.log, []
         return log
+
+    def take_sent(self) -> int:
+        with self.lock:
+            sent, self.sent = self.sent, 0
+        return sent
 
     def __enter__(self):
         self.thread.start()

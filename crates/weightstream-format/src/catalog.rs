@@ -305,6 +305,13 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// What the checkpoint's remote files fetched from their store so far
+    /// (every open, header and load through this catalog); `None` when no
+    /// file is remote.
+    pub fn fetched(&self) -> Option<crate::io::Fetched> {
+        self.files.iter().filter_map(|f| f.source.fetched()).reduce(|a, b| a + b)
+    }
+
     pub fn tensor(&self, name: &str) -> Option<(usize, &TensorInfo)> {
         self.tensors.iter().enumerate().find(|(_, t)| t.name == name)
     }

@@ -36,4 +36,4 @@ pub use kind::{SourceKind, WARM_FRACTION};
 pub use memory::MemorySource;
 pub use mmap::MmapSource;
 pub use residency::{cached_fraction, evict};
-pub use source::{ByteSource, GdsUse, SharedSource};
+pub use source::{ByteSource, Fetched, GdsUse, SharedSource};

@@ -18,6 +18,24 @@ pub enum GdsUse {
     IfNative,
 }
 
+/// What a source fetched from a remote store since it was opened: the
+/// bytes of the ranged GETs' bodies as received (retried parts counted
+/// again; local cache hits not at all) and the GETs sent. What a fleet
+/// operator pays as egress, where the plan's byte count is only what the
+/// load asked for (issue 59).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fetched {
+    pub bytes: u64,
+    pub requests: u64,
+}
+
+impl std::ops::Add for Fetched {
+    type Output = Fetched;
+    fn add(self, o: Fetched) -> Fetched {
+        Fetched { bytes: self.bytes + o.bytes, requests: self.requests + o.requests }
+    }
+}
+
 /// A random-access, read-only sequence of bytes with a name.
 pub trait ByteSource: Send + Sync {
     /// The file this source reads, for error messages.
@@ -68,6 +86,11 @@ pub trait ByteSource: Send + Sync {
     /// and only inform about the others.
     fn fallback(&self) -> bool {
         false
+    }
+    /// What this source fetched from a remote store so far; `None` for
+    /// local sources (files, mappings, memory).
+    fn fetched(&self) -> Option<Fetched> {
+        None
     }
     /// Whether loads should read this source ahead in the ring of large
     /// reads ([`ordered`](crate::ordered)) rather than piece by piece from

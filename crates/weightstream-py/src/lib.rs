@@ -203,6 +203,12 @@ impl Checkpoint {
             .collect()
     }
 
+    /// (bytes, ranged GETs) this checkpoint's remote files fetched from
+    /// their store so far, headers included; None when no file is remote.
+    fn fetched(&self) -> Option<(u64, u64)> {
+        self.cat().fetched().map(|f| (f.bytes, f.requests))
+    }
+
     /// Dequantize tensors `indices` on the CPU into host buffers: `ptrs[k]`
     /// is the address of a contiguous buffer of `nbytes[k]` bytes that must be
     /// exactly the tensor's BF16 size (of its slice, where `slices` gives

@@ -5,14 +5,14 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore};
-use weightstream_io::ByteSource;
+use weightstream_io::{ByteSource, Fetched};
 
 use crate::cache::Cached;
 use crate::error::{RemoteError, RemoteErrorKind};
@@ -46,6 +46,9 @@ pub struct RemoteSource {
     cache: Option<Cached>,
     note: String,
     name: &'static str,
+    /// Bytes received and GETs sent, for [`ByteSource::fetched`].
+    got_bytes: AtomicU64,
+    gets: AtomicU64,
 }
 
 impl RemoteSource {
@@ -87,6 +90,8 @@ impl RemoteSource {
             cache,
             note,
             name,
+            got_bytes: AtomicU64::new(0),
+            gets: AtomicU64::new(0),
         }
     }
 
@@ -101,6 +106,7 @@ impl RemoteSource {
                 .acquire()
                 .await
                 .map_err(|_| RemoteError::new(RemoteErrorKind::Server, &self.object, "reads were shut down"))?;
+            self.gets.fetch_add(1, Ordering::Relaxed);
             let err = match self.store.get_opts(&self.location, self.pin.get_options(Some(range.clone()))).await {
                 Err(e) => gone_is_changed(&self.pin, classify(&self.object, &e)),
                 Ok(got) => {
@@ -134,6 +140,7 @@ impl RemoteSource {
                 let kind = if c.kind == RemoteErrorKind::Server { RemoteErrorKind::Truncated } else { c.kind };
                 RemoteError::new(kind, &self.object, c.reason)
             })?;
+            self.got_bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             let end = at + chunk.len();
             let Some(d) = dst.get_mut(at..end) else {
                 return Err(RemoteError::new(
@@ -252,6 +259,10 @@ impl ByteSource for RemoteSource {
 
     fn read_ahead(&self) -> bool {
         true
+    }
+
+    fn fetched(&self) -> Option<Fetched> {
+        Some(Fetched { bytes: self.got_bytes.load(Ordering::Relaxed), requests: self.gets.load(Ordering::Relaxed) })
     }
 
     /// Two full parts per read: each reader keeps two GETs in flight.

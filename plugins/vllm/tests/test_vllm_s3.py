@@ -8,6 +8,7 @@ the local load's at TP=1 and TP=2, and the two TP=2 ranks together fetch
 about one copy of the weights (each only its slices), not two."""
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -21,6 +22,7 @@ from seaweed import SeaweedS3  # noqa: E402
 
 S3_MODEL = "s3://models/fp8/"
 S3_GGUF = "s3://models/q4_0/model.gguf"
+FETCHED = re.compile(r"Worker_TP(\d+).*weightstream: loaded .* file bytes read; fetched (\d+) bytes in (\d+) ranged GETs")
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +85,10 @@ def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(engines
     # replicated 1-D tensors), where two whole copies would be 2x.
     data = sum(b - a for a, b in gets if a > 0)
     assert weights / 2 < data < 1.3 * weights, (data, weights, gets)
+    # What each rank logs it fetched (issue 59 item 3) is what the store
+    # sent: together, the proxy's count of body bytes and ranged GETs.
+    log = engines.result(runs["fp8-s3-tp2"]).log
+    fetched = {int(m.group(1)): (int(m.group(2)), int(m.group(3))) for m in FETCHED.finditer(log)}
+    assert sorted(fetched) == [0, 1], log[-3000:]
+    assert sum(b for b, _ in fetched.values()) == s3.proxies[2].take_sent()
+    assert sum(n for _, n in fetched.values()) == len(gets)

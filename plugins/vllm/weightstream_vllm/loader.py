@@ -206,8 +206,8 @@ class WeightstreamModelLoader(BaseModelLoader):
                     f"weightstream: {len(missing)} model weight(s) were not in the checkpoint (first: {missing[:5]}); "
                     "does the checkpoint match the model config?"
                 )
-        logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read", ck.path, target,
-                    time.perf_counter() - t0, ck.bytes_read)
+        logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read%s", ck.path, target,
+                    time.perf_counter() - t0, ck.bytes_read, self._fetched(ck))
 
     def _load(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout) -> Optional[set]:
         """Every layout, one rank or many: each weight is first passed through
@@ -260,6 +260,19 @@ class WeightstreamModelLoader(BaseModelLoader):
         return loaded
 
     @staticmethod
+    def _fetched(ck) -> str:
+        """From object storage: what this rank really fetched from the store
+        (bytes received, ranged GETs, headers included) against the
+        checkpoint's tensor bytes. It can exceed the bytes read: a column
+        slice (row-parallel weights) is fetched as its rows' whole span."""
+        f = ck.fetched()
+        if f is None:
+            return ""
+        total = sum(ck.slice_bytes(n) for n in ck.keys())
+        return (f"; fetched {f['bytes']} bytes in {f['requests']} ranged GETs from the store "
+                f"({f['bytes'] / max(total, 1):.3f} of the checkpoint's {total} tensor bytes)")
+
+    @staticmethod
     def _log_shares(ck, planned: list, where: parallel.Layout) -> None:
         whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
         for p in whole:
@@ -269,7 +282,7 @@ class WeightstreamModelLoader(BaseModelLoader):
                 logger.info("weightstream: %s (%s) %s", p.ck_name, p.hf_name, p.note)
         share = sum(p.region.bytes(ck, p.ck_name) for p in planned if p.region is not None)
         full = sum(ck.slice_bytes(n) for n in {p.ck_name for p in planned})
-        logger.info("weightstream: %s reads %d of %d file bytes (%d tensors sliced, "
+        logger.info("weightstream: %s plans to read %d of %d file bytes (%d tensors sliced, "
                     "%d replicated, %d read whole, %d skipped, %d experts of stacks kept)", where.describe(),
                     share + sum(ck.slice_bytes(p.ck_name) for p in planned if p.region is None and p.note != "skipped"),
                     full, sum(p.region is not None and not p.note.startswith("expert") for p in planned),

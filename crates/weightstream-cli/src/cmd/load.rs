@@ -14,7 +14,8 @@ use crate::report::{CmdResult, Failure, OrFail};
 #[command(
     about = "Load a checkpoint as BF16 (GPU if there is one, else CPU) and report the speed",
     long_about = "Reads the checkpoint's quantized bytes, dequantizes every tensor to BF16 on the chosen \
-device, and reports bytes read, time, and throughput both of file bytes and of BF16 produced. \
+device, and reports bytes read, time, and throughput both of file bytes and of BF16 produced; \
+from object storage, also the bytes and ranged GETs fetched from the store (`fetched` in --json). \
 --verify recomputes every tensor with the portable scalar CPU kernels and compares the bits.",
     after_help = "Examples:\n  \
 weightstream load model-q4_0.gguf                   GPU if present, else CPU\n  \
@@ -198,6 +199,7 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
             "read_only": args.read_only, "dtype": args.dtype.name(),
             "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": if args.read_only { 0 } else { s.out_bytes }, "seconds": s.seconds,
             "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
+            "fetched": cat.fetched().map(|f| json!({"bytes": f.bytes, "requests": f.requests})),
             "skipped": plan.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
             "verify": v.map(|v| json!({"tensors": v.tensors, "identical": v.mismatches.is_empty(),
                 "mismatches": v.mismatches.iter().map(|(n, i, g, w)| json!({"tensor": n, "element": i, "got": g, "expected": w})).collect::<Vec<_>>()})),
@@ -217,7 +219,10 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
     if args.read_only {
         println!("  (read only: nothing dequantized)");
     } else {
-        println!("  BF16 produced    {:>10}  {:>7.2} GB/s", human::bytes(s.out_bytes), s.out_gbps());
+        println!("  {:<4} produced    {:>10}  {:>7.2} GB/s", args.dtype.name(), human::bytes(s.out_bytes), s.out_gbps());
+    }
+    if let Some(f) = cat.fetched() {
+        println!("  fetched from the store {} in {} ranged GETs (headers included)", human::bytes(f.bytes), f.requests);
     }
     for line in crate::source_arg::lines(cat) {
         println!("  {line}");

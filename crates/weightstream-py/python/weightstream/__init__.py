@@ -146,6 +146,14 @@ class Checkpoint:
         and, where `auto` chose it or it stands in for a refused one, why."""
         return [{"path": p, "source": name, "note": note, "fallback": fallback} for p, name, note, fallback in self._native.sources()]
 
+    def fetched(self) -> Optional[dict[str, int]]:
+        """{"bytes", "requests"}: what the remote files fetched from their
+        store so far, opening included (the egress, where `bytes_read` is
+        what loads asked for: a column slice fetches its rows' span); None
+        when every file is local."""
+        f = self._native.fetched()
+        return None if f is None else {"bytes": f[0], "requests": f[1]}
+
     def _index_of(self, name: str) -> int:
         try:
             return self._pos[name]
