@@ -199,11 +199,22 @@ impl RemoteSource {
 
     /// Serve `offset..offset + buf.len()` from the head, growing it while
     /// the checkpoint is being opened and the read starts inside it (header
-    /// parsing); `false` when the read is not a head read.
+    /// parsing); once open, a read that starts inside the head takes what
+    /// the head holds and fetches only the rest. `false` when the read
+    /// starts past the head (once open) or past what the head may grow to.
     fn read_head(&self, offset: u64, buf: &mut [u8]) -> Result<bool, RemoteError> {
         let end = offset + buf.len() as u64;
         let mut head = self.head.lock().unwrap_or_else(|p| p.into_inner());
         let have = head.len() as u64;
+        if end > have && offset < have && self.sealed.load(Ordering::Acquire) {
+            // A data read that starts inside the head (the first tensors of
+            // a file): its first bytes are here already; fetch the rest.
+            let (held, rest) = buf.split_at_mut((have - offset) as usize);
+            held.copy_from_slice(&head[offset as usize..]);
+            drop(head);
+            self.fetch_through(have, rest)?;
+            return Ok(true);
+        }
         if end > have {
             if self.sealed.load(Ordering::Acquire) || offset > have || end > HEAD_MAX.min(self.len) {
                 return Ok(false);
