@@ -14,7 +14,7 @@
 #       420 s deadline (GPU_ROUND_DEADLINE), so a slow step cannot starve the
 #       ones after it. Run it with the device tool's timeout_s=480.
 #
-#   scripts/gpu_round.sh device [--gds-optional] [parity] [sanitizer] [python] [sweep] [e2e] [storage]
+#   scripts/gpu_round.sh device [--gds-optional] [parity] [sanitizer] [python] [sweep] [e2e] [storage] [devcheck]
 #       on the GPU machine (nvcc 13.0, PyTorch, Python 3.12; no cargo, no
 #       network), with .gpu-carry carried: no step named = all of them.
 #       parity:    GPU kernel and pipeline tests, bitwise against the CPU
@@ -40,12 +40,20 @@
 #                  (GPU_ROUND_E2E_DIRS; GPU_ROUND_E2E_ARGS, e.g. "--formats q4_0,bf16")
 #       storage:   cold (page cache dropped) and warm loads of the 7B Q4_0 and
 #                  BF16 files through each source, against dd iflag=direct
+#       devcheck:  bench/gpu/devcheck.cu (issue 56 item 4, about a minute):
+#                  cvt.rn.bf16x2.f32 and cvt.rn.f16x2.f32 against the kernels'
+#                  roundings on all 2^32 inputs; a memory-bound ceiling kernel
+#                  per bytes-read mix against D2D; pinning, registration
+#                  (read-only, of a mapped 1 GiB file) and pread-into-pinned
+#                  costs. Not in the quick round: its own call, after it
 #       Each step, and each command in it, runs on its own: a failure is
 #       recorded and the rest still runs; every command stops at the call's
 #       deadline (GPU_ROUND_DEADLINE, 570 s). At most 8 files land in $OUT (or
 #       ./gpu-round-out): summary.txt (every failure and skip; exit 1 if any
 #       failed), report.md (tables for docs/PERFORMANCE.md), logs.tar.gz,
-#       and sweep.csv, e2e.json, storage.json from the steps that ran.
+#       sweep.csv, e2e.json, storage.json, devcheck.json from the steps that
+#       ran, and record.json (bench/gpu/report.py --record: commit it as
+#       bench/gpu/records/DATE-COMMIT.json, the name the summary gives).
 #
 #   scripts/gpu_round.sh check
 #       here: run the device half's scripts on a tiny model on the CPU, so
@@ -86,6 +94,7 @@ prepare() {
   # and the carry (with the tree, 64 MiB at most) has no room to spare.
   test_binary weightstream gpu_sources "$CARRY/bin/gpu-sources-tests" --no-default-features
   cp target/release/weightstream "$CARRY/bin/weightstream"
+  "$WS_VENV/bin/python" bench/gpu/devcheck_build.py "$CARRY/bin/devcheck"
   strip --strip-debug "$CARRY/bin/"* 2>/dev/null || true
   # xz-compressed (the CLI: 20 MB to 5 MB), symbols kept for backtraces;
   # the device half unpacks them (unpack_bins).
@@ -137,6 +146,7 @@ or, with more device time, one call each (10 minutes a call):
   scripts/gpu_round.sh device sweep
   scripts/gpu_round.sh device e2e
   scripts/gpu_round.sh device storage
+  scripts/gpu_round.sh device devcheck
 then bring back \$OUT: summary.txt, report.md, logs.tar.gz and the data files
 TXT
 }
@@ -146,7 +156,7 @@ TXT
 # summary.txt and the next command and step still run. Only these come back
 # in $OUT (at most 8 files, the device tool's limit): summary.txt,
 # report.md, logs.tar.gz (every log), sweep.csv, e2e.json, storage.json,
-# and while a step runs its log (step.log, folded into the tarball after it),
+# devcheck.json, record.json, and while a step runs its log (step.log, folded into the tarball after it),
 # so a call killed at the tool's limit still returns what it had.
 note() { echo "$*" | tee -a "$SUMMARY"; }
 
@@ -209,6 +219,12 @@ finish() {
   [ -f "$out/sweep.csv" ] && args+=(--sweep "$out/sweep.csv")
   [ -f "$out/e2e.json" ] && args+=(--e2e "$out/e2e.json")
   [ -f "$out/storage.json" ] && args+=(--storage "$out/storage.json")
+  [ -f "$out/devcheck.json" ] && args+=(--devcheck "$out/devcheck.json")
+  # The round's record (issue 56 item 4), from what the sweep and e2e measured.
+  if [ -f "$out/sweep.csv" ] || [ -f "$out/e2e.json" ]; then
+    args+=(--record "$out/record.json" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" --date "$(date -u +%F)")
+    command -v nvidia-smi >/dev/null && args+=(--driver "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)")
+  fi
   if [ ${#args[@]} -gt 0 ]; then
     python3 bench/gpu/report.py "${args[@]}" --out "$out/report.md" > "$LOGS/report.log" 2>&1 \
       || note "FAIL report: bench/gpu/report.py (exit $?; logs.tar.gz:report.log)"
@@ -217,7 +233,7 @@ finish() {
   rm -f "$LOGS/last.out" "$out"/*.tmp
   tar -czf "$out/logs.tar.gz" -C "$LOGS" . || note "FAIL: could not bundle the logs ($LOGS)"
   for f in "$out"/*; do
-    case "${f##*/}" in summary.txt | report.md | logs.tar.gz | sweep.csv | e2e.json | storage.json) ;; *) note "note: $f left in \$OUT" ;; esac
+    case "${f##*/}" in summary.txt | report.md | logs.tar.gz | sweep.csv | e2e.json | storage.json | devcheck.json | record.json) ;; *) note "note: $f left in \$OUT" ;; esac
   done
   echo "== summary ($out/summary.txt; logs in logs.tar.gz)"
   if grep -q '^FAIL' "$SUMMARY"; then
@@ -336,6 +352,14 @@ step_storage() {
     --model "$d/7b-llama-bf16" --model "$d/7b-llama-q4_0.gguf" --reps "${GPU_ROUND_STORAGE_REPS:-3}" --out "$out/storage.json"
 }
 
+step_devcheck() {
+  local f=/tmp/ws-devcheck.bin
+  rm -f "$out/devcheck.json"
+  # The mapped file of the registration check: 1 GiB on disk, warm.
+  part devcheck "a 1 GiB file to map" sh -c "[ -s $f ] || head -c 1073741824 /dev/zero > $f"
+  part devcheck "bench/gpu/devcheck.cu" sh -c "'$CARRY/bin/devcheck' --file $f > '$out/devcheck.json.tmp' && mv '$out/devcheck.json.tmp' '$out/devcheck.json'"
+}
+
 device() {
   set +e
   out=${OUT:-$ROOT/gpu-round-out}
@@ -346,7 +370,7 @@ device() {
   DEADLINE=${GPU_ROUND_DEADLINE:-$([ "$QUICK" = 1 ] && echo 420 || echo 570)}
   RESERVE=20  # seconds kept for the report and the bundle
   E2E_DIRS=()
-  local d step steps=() all=(parity sanitizer python sweep e2e storage)
+  local d step steps=() all=(parity sanitizer python sweep e2e storage devcheck)
   for d in ${GPU_ROUND_E2E_DIRS:-/tmp/ws-e2e $HOME/ws-e2e /dev/shm/ws-e2e}; do E2E_DIRS+=(--dir "$d"); done
   # The quick round's steps and the end of each one's slice, in seconds from
   # the start (the sanitizer's memcheck and the python tests are short).
@@ -355,7 +379,7 @@ device() {
     case "$step" in
       quick) [ "$#" = 1 ] || { echo "gpu_round: 'quick' runs alone" >&2; exit 2; }; steps=(parity python sanitizer sweep e2e) ;;
       --gds-optional) GDS_REQUIRED=0 ;;
-      parity | sanitizer | python | sweep | e2e | storage) steps+=("$step") ;;
+      parity | sanitizer | python | sweep | e2e | storage | devcheck) steps+=("$step") ;;
       *) echo "gpu_round: unknown step '$step' (steps: ${all[*]}; option: --gds-optional)" >&2; exit 2 ;;
     esac
   done
@@ -437,7 +461,7 @@ check() {
   fi
   local tmp
   tmp=$(mktemp -d)
-  "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/launch_args.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
+  "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/devcheck_build.py bench/gpu/launch_args.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
   "$WS_VENV/bin/python" bench/gpu/e2e.py --ws "$WEIGHTSTREAM_BIN" --dir "$tmp/models" --out "$tmp/e2e.json" --dry-run --reps 2
   # The quick round's arguments parse and run (on the tiny model: --dry-run).
   local quick_e2e
@@ -449,6 +473,12 @@ check() {
     --model "$tmp/models/tiny-llama-q4_0.gguf" --reps 2 --files-only --out "$tmp/storage.json" >/dev/null 2>&1
   "$WS_VENV/bin/python" bench/gpu/report.py --e2e "$tmp/e2e.json" --storage "$tmp/storage.json" --out "$tmp/report.md" >/dev/null
   "$WS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python/test_gpu_report.py tests/python/test_sweep_args.py
+  # The device check compiles (it needs a GPU to run: it stops at once here).
+  "$WS_VENV/bin/python" bench/gpu/devcheck_build.py "$tmp/devcheck" >/dev/null
+  if "$tmp/devcheck" convert > /dev/null 2> "$tmp/devcheck.err"; then
+    echo "gpu_round: devcheck ran without a GPU?" >&2; exit 1
+  fi
+  grep -q "^devcheck: " "$tmp/devcheck.err" || { echo "gpu_round: devcheck failed unlike a missing GPU: $(cat "$tmp/devcheck.err")" >&2; exit 1; }
   # The carried binaries unpack and run as the device half unpacks them.
   mkdir -p "$tmp/bin" && cp "$WEIGHTSTREAM_BIN" "$tmp/bin/weightstream" && xz -T2 -1 "$tmp/bin/weightstream"
   PATH="$WS_VENV/bin:$PATH" unpack_bins "$tmp/bin"

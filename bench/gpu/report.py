@@ -3,12 +3,23 @@
 print a short summary table last.
 
     python3 bench/gpu/report.py --sweep sweep.csv --e2e e2e.json --out report.md
+    python3 bench/gpu/report.py --devcheck devcheck.json --out report.md
+    python3 bench/gpu/report.py --sweep sweep.csv --e2e e2e.json --out report.md \
+        --record record.json --commit abc1234 --date 2026-12-01 --driver 580.82
+
+--record writes the round's record (issue 56 item 4), committed as
+bench/gpu/records/DATE-COMMIT.json beside the tables in docs/PERFORMANCE.md:
+{"commit", "date", "device", "driver", "sweep": {"d2d_gbs", "size_mib",
+"kernels": {NAME: {"gbs", "fraction"}}}, "e2e": {FORMAT: {"seconds",
+"vs_pinned_h2d", "file_gbs"}}}: every kernel of the sweep at its largest
+size, and every e2e load.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -107,13 +118,99 @@ def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
     return lines, short
 
 
+def sweep_device(path: Path) -> str | None:
+    """The 'Device Name' of nvbench's CSV, if it has the column."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if len(rows) < 2 or "Device Name" not in rows[0]:
+        return None
+    i = rows[0].index("Device Name")
+    return rows[1][i] if i < len(rows[1]) else None
+
+
+def record(sweep: Path | None, e2e: Path | None, commit: str, date: str, driver: str | None) -> dict:
+    """The round's record (the schema in this module's docstring)."""
+    out = {"commit": commit, "date": date, "device": None, "driver": driver}
+    if sweep and sweep.exists():
+        by = read_sweep(sweep)
+        size = max(s for k, s in by if k == "d2d_copy")
+        d2d = by[("d2d_copy", size)]
+        out["device"] = sweep_device(sweep)
+        out["sweep"] = {"d2d_gbs": round(d2d, 1), "size_mib": size,
+                        "kernels": {k: {"gbs": round(by[(k, s)], 1), "fraction": round(by[(k, s)] / d2d, 3)}
+                                    for k, s in by if s == size and k != "d2d_copy" and not math.isnan(by[(k, s)])}}
+    if e2e and e2e.exists():
+        e = json.loads(e2e.read_text())
+        base = e.get("baselines", {})
+        out["device"] = out["device"] or base.get("gpu")
+        rows = {}
+        for key, r in e.get("weightstream", {}).items():
+            h2d = base.get("pinned_h2d", {}).get(r.get("format", key), {}).get("gbps")
+            rows[key] = {"seconds": r["seconds"]["median"], "file_gbs": round(r["file_gbps"], 2),
+                         "vs_pinned_h2d": round(r["file_gbps"] / h2d, 3) if h2d else None}
+        out["e2e"] = rows
+    return out
+
+
+def devcheck_tables(path: Path) -> tuple[list[str], list[str]]:
+    """bench/gpu/devcheck.cu's JSON as tables, and summary lines."""
+    d = json.loads(path.read_text())
+    lines, short = [f"{d.get('device')}, driver {d.get('driver')}", ""], []
+    if "convert" in d:
+        lines += ["| hardware conversion vs the kernels' rounding | " + " | ".join(CLASSES) + " |", "|---|" + "---|" * len(CLASSES)]
+        for out, instr in (("bf16", "cvt.rn.bf16x2.f32"), ("f16", "cvt.rn.f16x2.f32")):
+            c = d["convert"][out]
+            lines.append(f"| {instr} | " + " | ".join(f"{c[k]['differ']} of {c[k]['compared']}" + (f" (first {c[k]['first']})" if c[k]["differ"] else "")
+                                                    for k in CLASSES) + " |")
+            same = [k for k in CLASSES if c[k]["compared"] and not c[k]["differ"]]
+            short.append(f"{instr}: equal to the kernels' rounding on {', '.join(same) or 'no class'} inputs")
+        lines += ["", f"(all 2^32 inputs in {d['convert']['seconds']:.1f} s; NaN: equal when both are NaN)", ""]
+    if "ceiling" in d:
+        c = d["ceiling"]
+        lines += [f"Memory-bound ceiling at {c['out_mib']} MiB of output, D2D copy {c['d2d_gbs']:.0f} GB/s:", "",
+                  "| bytes read per output | GB/s (read+written) | fraction of D2D |", "|---|---|---|"]
+        for m in c["mixes"]:
+            lines.append(f"| {m['read_per_output']:.4f} | {m['gbs']:.0f} | {m['fraction']:.3f} |")
+            short.append(f"ceiling at {m['read_per_output']:.3f} B read per output: {m['fraction']:.2f} of D2D")
+        lines.append("")
+    if "pinning" in d:
+        p = d["pinning"]
+        lines += ["| pinning | MiB | seconds |", "|---|---|---|"]
+        for r in p.get("host_alloc", []):
+            lines.append(f"| cudaHostAlloc | {r['mib']} | {r['alloc_s']:.4f} (free {r['free_s']:.4f}) |")
+        for r in p.get("register", []):
+            lines.append(f"| malloc + 8-thread touch + cudaHostRegister | {r['mib']} | {r['malloc_s']:.4f} + {r['touch_8_threads_s']:.4f} + "
+                         f"{r['register_s']:.4f} (unregister {r['unregister_s']:.4f}) |")
+        lines.append("")
+        lines.append(f"read-only registration supported: {bool(p.get('read_only_register_supported'))}"
+                     + (f"; mmap'd file {p['file_mib']} MiB: pinned H2D {p['pinned_h2d_gbs']:.1f} GB/s" if "file_mib" in p else "")
+                     + (f", registered mmap H2D {p['mmap_h2d_gbs']:.1f} GB/s (register {p['mmap_register_read_only_s']:.4f} s)"
+                        if "mmap_h2d_gbs" in p else "")
+                     + (f", registration refused: {p['mmap_register_read_only_error']}" if "mmap_register_read_only_error" in p else ""))
+        if p.get("pread_pinned"):
+            lines += ["", "| pread into pinned memory, threads | GB/s |", "|---|---|"]
+            lines += [f"| {r['threads']} | {r['gbs']:.2f} |" for r in p["pread_pinned"]]
+        lines.append("")
+    return lines, short
+
+
+CLASSES = ("zero", "subnormal", "normal", "infinity", "nan")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sweep", type=Path)
     ap.add_argument("--e2e", type=Path)
     ap.add_argument("--storage", type=Path, help="bench/io/storage.py --out JSON")
+    ap.add_argument("--devcheck", type=Path, help="bench/gpu/devcheck.cu's JSON")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--record", type=Path, help="write the round's record JSON here (needs --commit and --date)")
+    ap.add_argument("--commit", help="the commit the round ran (for --record)")
+    ap.add_argument("--date", help="the round's date, YYYY-MM-DD (for --record)")
+    ap.add_argument("--driver", help="the driver version nvidia-smi reported (for --record)")
     args = ap.parse_args()
+    if args.record and not (args.commit and args.date):
+        ap.error("--record needs --commit and --date")
     md, summary = [], []
     if args.sweep and args.sweep.exists():
         lines, fr = sweep_table(args.sweep)
@@ -130,6 +227,13 @@ def main():
             for e, v in r["entries"].items():
                 if e.startswith("cold:") and v["ratio"]:
                     summary.append(f"{Path(r['model']).name} {e} ({v['source_used']}): {v['ratio']['median']:.2f} of dd")
+    if args.devcheck and args.devcheck.exists():
+        lines, short = devcheck_tables(args.devcheck)
+        md += ["### Device check (bench/gpu/devcheck.cu)", ""] + lines
+        summary += short
+    if args.record:
+        args.record.write_text(json.dumps(record(args.sweep, args.e2e, args.commit, args.date, args.driver), indent=1) + "\n")
+        summary.append(f"record: {args.record} (commit it as bench/gpu/records/{args.date}-{args.commit}.json)")
     args.out.write_text("\n".join(md) + "\n")
     print("\n".join(md))
     print("== summary")

@@ -85,11 +85,8 @@ def test_report_cli_summarises_the_sweep(tmp_path):
     assert "| q8_0 | nan (nan) | 2240 (0.80) |" in md
 
 
-def test_e2e_tables_per_format_and_source(tmp_path):
-    """bench/gpu/e2e.py's JSON: entries keyed by format, or 'format (source)',
-    each compared with the pinned H2D copy of its format's bytes; the
-    speedup over safetensors from the q4_0 entry; a partial gguf-py run and
-    a phase stopped early are said so."""
+def e2e_sample() -> dict:
+    """bench/gpu/e2e.py's JSON, as it writes it."""
     s = {"median": 1.0, "min": 1.0, "max": 1.0, "runs": [1.0]}
     e = {"preset": "7b", "device": "cuda", "date": "2026-01-01 00:00:00", "dir_fs": "ext4",
          "weightstream": {
@@ -102,8 +99,16 @@ def test_e2e_tables_per_format_and_source(tmp_path):
                        "safetensors_bf16": {"bytes": 13.5e9, "seconds": dict(s, median=6.0), "gbps": 2.25},
                        "gguf_py_q4_0": {"bytes": 1e9, "seconds": s, "gbps": 1.0, "tensors": 10, "of_tensors": 291, "complete": False}},
          "errors": {"staging_sweep": "stopped: --budget 300 s spent before loading 7b-llama-q4_0.gguf"}}
+    return e
+
+
+def test_e2e_tables_per_format_and_source(tmp_path):
+    """bench/gpu/e2e.py's JSON: entries keyed by format, or 'format (source)',
+    each compared with the pinned H2D copy of its format's bytes; the
+    speedup over safetensors from the q4_0 entry; a partial gguf-py run and
+    a phase stopped early are said so."""
     p = tmp_path / "e2e.json"
-    p.write_text(json.dumps(e))
+    p.write_text(json.dumps(e2e_sample()))
     lines, short = report.e2e_tables(p)
     text = "\n".join(lines)
     assert "| weightstream q4_0 | 40.00 GB | 2.000 (1.000..1.000) | 20.0 | 6.8 | 0.80 |" in text
@@ -112,3 +117,62 @@ def test_e2e_tables_per_format_and_source(tmp_path):
     assert "(10 of 291 tensors)" in text
     assert "Phase staging_sweep incomplete: stopped: --budget 300 s" in text
     assert "e2e staging_sweep: incomplete" in short
+
+
+def test_the_record_holds_every_kernel_and_load_in_the_issue_schema(tmp_path):
+    """Issue 56 item 4: bench/gpu/records/DATE-COMMIT.json."""
+    (tmp_path / "sweep.csv").write_text(SAMPLE)
+    (tmp_path / "e2e.json").write_text(json.dumps(e2e_sample()))
+    r = subprocess.run([sys.executable, ROOT / "bench/gpu/report.py", "--sweep", tmp_path / "sweep.csv", "--e2e", tmp_path / "e2e.json",
+                        "--out", tmp_path / "report.md", "--record", tmp_path / "record.json", "--commit", "abc1234",
+                        "--date", "2026-12-01", "--driver", "580.82"], capture_output=True, text=True, check=True)
+    assert "bench/gpu/records/2026-12-01-abc1234.json" in r.stdout
+    rec = json.loads((tmp_path / "record.json").read_text())
+    assert rec == {
+        "commit": "abc1234", "date": "2026-12-01", "device": "NVIDIA H100 80GB HBM3", "driver": "580.82",
+        "sweep": {"d2d_gbs": 2800.0, "size_mib": 256,
+                  "kernels": {"q4_0": {"gbs": 2660.0, "fraction": 0.95}, "q8_0": {"gbs": 2240.0, "fraction": 0.8}}},
+        "e2e": {"q4_0": {"seconds": 2.0, "file_gbs": 20.0, "vs_pinned_h2d": 0.8},
+                "q4_0 (read)": {"seconds": 4.0, "file_gbs": 10.0, "vs_pinned_h2d": 0.4}}}
+    r = subprocess.run([sys.executable, ROOT / "bench/gpu/report.py", "--sweep", tmp_path / "sweep.csv", "--out", tmp_path / "r.md",
+                        "--record", tmp_path / "x.json"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--record needs --commit and --date" in r.stderr
+
+
+DEVCHECK = {
+    "device": "NVIDIA H200", "driver": 13000,
+    "convert": {"bf16": {"zero": {"compared": 2, "differ": 0, "first": "0x00000000"},
+                         "subnormal": {"compared": 16777214, "differ": 0, "first": "0x00000000"},
+                         "normal": {"compared": 4261412864, "differ": 0, "first": "0x00000000"},
+                         "infinity": {"compared": 2, "differ": 0, "first": "0x00000000"},
+                         "nan": {"compared": 16777214, "differ": 0, "first": "0x00000000"}},
+                "f16": {"zero": {"compared": 2, "differ": 0, "first": "0x00000000"},
+                        "subnormal": {"compared": 16777214, "differ": 0, "first": "0x00000000"},
+                        "normal": {"compared": 4261412864, "differ": 3, "first": "0x477ff000"},
+                        "infinity": {"compared": 2, "differ": 0, "first": "0x00000000"},
+                        "nan": {"compared": 16777214, "differ": 0, "first": "0x00000000"}},
+                "seconds": 0.8},
+    "ceiling": {"out_mib": 256, "d2d_gbs": 4161.0, "mixes": [{"read_per_output": 0.5625, "gbs": 3900.0, "fraction": 0.937}]},
+    "pinning": {"host_alloc": [{"mib": 32, "alloc_s": 0.015, "free_s": 0.004}],
+                "register": [{"mib": 32, "malloc_s": 0.0001, "touch_8_threads_s": 0.003, "register_s": 0.01, "unregister_s": 0.002}],
+                "read_only_register_supported": 1, "file_mib": 1024, "pinned_h2d_gbs": 55.1,
+                "mmap_register_read_only_s": 0.2, "mmap_h2d_gbs": 52.0, "mmap_unregister_s": 0.05,
+                "pread_pinned": [{"threads": 1, "gbs": 5.9}, {"threads": 8, "gbs": 30.2}]},
+}
+
+
+def test_devcheck_tables(tmp_path):
+    """bench/gpu/devcheck.cu's JSON (the keys it prints) as tables: a
+    class of inputs the hardware conversion gets wrong even once is not
+    one the kernels may use it for."""
+    p = tmp_path / "devcheck.json"
+    p.write_text(json.dumps(DEVCHECK))
+    lines, short = report.devcheck_tables(p)
+    text = "\n".join(lines)
+    assert "| cvt.rn.f16x2.f32 | 0 of 2 | 0 of 16777214 | 3 of 4261412864 (first 0x477ff000) | 0 of 2 | 0 of 16777214 |" in text
+    assert "cvt.rn.bf16x2.f32: equal to the kernels' rounding on zero, subnormal, normal, infinity, nan inputs" in short
+    assert "cvt.rn.f16x2.f32: equal to the kernels' rounding on zero, subnormal, infinity, nan inputs" in short
+    assert "| 0.5625 | 3900 | 0.937 |" in text
+    assert "registered mmap H2D 52.0 GB/s" in text and "| 8 | 30.20 |" in text
+    # Every class's count adds up to all 2^32 inputs.
+    assert sum(c["compared"] for c in DEVCHECK["convert"]["bf16"].values()) == 1 << 32
