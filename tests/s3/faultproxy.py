@@ -100,10 +100,12 @@ class FaultProxy:
                     self.close_connection = True
                     return
                 if self.command != "HEAD":
-                    self.wfile.write(data)
                     if self.command == "GET" and rng:
+                        # Counted before the write: a client that has its
+                        # bytes must find them counted.
                         with proxy.lock:
                             proxy.sent += len(data)
+                    self.wfile.write(data)
                 conn.close()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

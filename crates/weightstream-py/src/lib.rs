@@ -367,12 +367,21 @@ fn source_name(path: PathBuf) -> String {
     weightstream::source_name(path)
 }
 
+/// (bytes, ranged GETs) every remote source of this process has fetched
+/// from its store since the process started.
+#[pyfunction]
+fn fetched_total() -> (u64, u64) {
+    let f = weightstream::remote::fetched_total();
+    (f.bytes, f.requests)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Checkpoint>()?;
     m.add_function(wrap_pyfunction!(cuda_status, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_a_load_thread, m)?)?;
     m.add_function(wrap_pyfunction!(source_name, m)?)?;
+    m.add_function(wrap_pyfunction!(fetched_total, m)?)?;
     m.add_function(wrap_pyfunction!(side_files::read_side_files, m)?)?;
     m.add_function(wrap_pyfunction!(side_files::is_url, m)?)?;
     m.add("WeightstreamError", m.py().get_type::<WeightstreamError>())?;

@@ -51,5 +51,5 @@ mod whole;
 pub use error::{RemoteError, RemoteErrorKind};
 pub use open::{open, open_object, read_side_files, OpenError};
 pub use options::RemoteOptions;
-pub use source::RemoteSource;
+pub use source::{fetched_total, RemoteSource};
 pub use url::{is_url, shown, RemoteUrl};

@@ -20,6 +20,20 @@ use crate::options::RemoteOptions;
 pub use crate::pin::{gone_is_changed, proves_pin, Pin};
 use crate::store::classify;
 
+/// What every remote source of this process fetched (the sum of their
+/// [`ByteSource::fetched`]): a worker's egress over all its opens, for
+/// [`fetched_total`].
+static PROCESS_BYTES: AtomicU64 = AtomicU64::new(0);
+static PROCESS_GETS: AtomicU64 = AtomicU64::new(0);
+
+/// What this process's remote sources have fetched from their stores since
+/// it started: ranged GETs' body bytes and the GETs sent. A vLLM worker
+/// reports the difference over its load, which counts every open (a
+/// quantization check, the load itself), not one checkpoint's.
+pub fn fetched_total() -> Fetched {
+    Fetched { bytes: PROCESS_BYTES.load(Ordering::Relaxed), requests: PROCESS_GETS.load(Ordering::Relaxed) }
+}
+
 /// First head fetch (the header parsers read 64 KiB at a time), and the
 /// largest the head grows to, by 4x steps: a 4 MiB GGUF header (a large
 /// vocabulary) costs 5 round trips, a safetensors header one or two.
@@ -107,6 +121,7 @@ impl RemoteSource {
                 .await
                 .map_err(|_| RemoteError::new(RemoteErrorKind::Server, &self.object, "reads were shut down"))?;
             self.gets.fetch_add(1, Ordering::Relaxed);
+            PROCESS_GETS.fetch_add(1, Ordering::Relaxed);
             let err = match self.store.get_opts(&self.location, self.pin.get_options(Some(range.clone()))).await {
                 Err(e) => gone_is_changed(&self.pin, classify(&self.object, &e)),
                 Ok(got) => {
@@ -141,6 +156,7 @@ impl RemoteSource {
                 RemoteError::new(kind, &self.object, c.reason)
             })?;
             self.got_bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            PROCESS_BYTES.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             let end = at + chunk.len();
             let Some(d) = dst.get_mut(at..end) else {
                 return Err(RemoteError::new(

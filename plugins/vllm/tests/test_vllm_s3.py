@@ -23,6 +23,7 @@ from seaweed import SeaweedS3  # noqa: E402
 S3_MODEL = "s3://models/fp8/"
 S3_GGUF = "s3://models/q4_0/model.gguf"
 FETCHED = re.compile(r"Worker_TP(\d+).*weightstream: loaded .* file bytes read; fetched (\d+) bytes in (\d+) ranged GETs")
+PLANNED = re.compile(r"Worker_TP(\d+).*weightstream: tensor-parallel rank \d+/2 plans to read (\d+) of (\d+) file bytes")
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +93,13 @@ def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(engines
     assert sorted(fetched) == [0, 1], log[-3000:]
     assert sum(b for b, _ in fetched.values()) == s3.proxies[2].take_sent()
     assert sum(n for _, n in fetched.values()) == len(gets)
+    # Issue 59 item 2: each rank fetched at most 1.05x its share plus the
+    # headers (each shard's head, fetched by both ranks: the reads from
+    # byte 0), where the row-parallel weights' spans once came whole to
+    # both ranks. Row-parallel weights come as row blocks, their columns
+    # swapped over the TP group (weightstream_vllm/exchange.py).
+    planned = {int(m.group(1)): int(m.group(2)) for m in PLANNED.finditer(log)}
+    heads = sum(b - a for a, b in gets if a == 0) / 2
+    assert "row-parallel weights fetched as row blocks" in log, log[-3000:]
+    for rank, (got, _) in fetched.items():
+        assert got <= 1.05 * planned[rank] + heads, (rank, got, planned[rank], heads)

@@ -35,7 +35,7 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
 
-from . import LOAD_FORMAT, gguf_names, keep_quantized, kept_tensors, parallel, sharding
+from . import LOAD_FORMAT, exchange, gguf_names, keep_quantized, kept_tensors, parallel, sharding
 from .options import Options, find_checkpoint
 
 # Under "vllm." so that messages go through vLLM's own handler and level
@@ -127,6 +127,10 @@ class WeightstreamModelLoader(BaseModelLoader):
             raise RuntimeError(f"weightstream cannot load {path}: {e}. {hint}.") from e
 
     def load_model(self, vllm_config: VllmConfig, model_config: ModelConfig, prefix: str = "") -> nn.Module:
+        # What this worker has fetched from stores before the load: the log
+        # gives what every open of the load fetched (the quantization check's
+        # too), from this baseline.
+        self._fetched0 = weightstream.fetched_total()
         # A checkpoint of weights weightstream dequantizes (FP8, packed NVFP4
         # or MXFP4) becomes a BF16 model: no quantized linear or MoE methods.
         # (vLLM has already accepted the checkpoint's quantization_config; where
@@ -207,7 +211,7 @@ class WeightstreamModelLoader(BaseModelLoader):
                     "does the checkpoint match the model config?"
                 )
         logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read%s", ck.path, target,
-                    time.perf_counter() - t0, ck.bytes_read, self._fetched(ck))
+                    time.perf_counter() - t0, ck.bytes_read, self._fetched(ck, getattr(self, "_fetched0", None)))
 
     def _load(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout) -> Optional[set]:
         """Every layout, one rank or many: each weight is first passed through
@@ -242,9 +246,14 @@ class WeightstreamModelLoader(BaseModelLoader):
         t0 = time.perf_counter()
         planned = sharding.plan(ck, model, names, rows_per_head,
                                 transposed=lambda n: ck.format() != "gguf" and is_packed_expert_stack(ck, n))
-        probe_s = time.perf_counter() - t0
+        probe_s, probed = time.perf_counter() - t0, len(planned)
         if where.splits():
             self._log_shares(ck, planned, where)
+        if where.tp_size > 1 and ck.fetched() is not None:
+            # From a store: row-parallel weights as row blocks, columns swapped.
+            swapped, swapped_reports = exchange.load(ck, model, planned, target, transforms, logger)
+            planned = [p for p in planned if id(p) not in swapped]
+            kept_reports += swapped_reports
         t0 = time.perf_counter()
         direct = sharding.bulk_load(ck, model, planned, target, rows_per_head, fixup_into)
         direct_s = time.perf_counter() - t0
@@ -255,19 +264,20 @@ class WeightstreamModelLoader(BaseModelLoader):
         # A model whose load_weights reports nothing: nothing to check against.
         loaded = None if any(r is None for r in reports) else set().union(*reports)
         logger.info("weightstream: %d tensors probed in %.3f s; %d dequantized into their parameters in %.3f s, "
-                    "%d through the model's loaders in %.3f s", len(planned), probe_s, len(direct), direct_s,
+                    "%d through the model's loaders in %.3f s", probed, probe_s, len(direct), direct_s,
                     sum(p.note != "skipped" for p in rest), time.perf_counter() - t0)
         return loaded
 
     @staticmethod
-    def _fetched(ck) -> str:
+    def _fetched(ck, before: Optional[dict]) -> str:
         """From object storage: what this rank really fetched from the store
-        (bytes received, ranged GETs, headers included) against the
-        checkpoint's tensor bytes. It can exceed the bytes read: a column
-        slice (row-parallel weights) is fetched as its rows' whole span."""
-        f = ck.fetched()
-        if f is None:
+        since `before` (weightstream.fetched_total() when the load began;
+        every open's headers included) against the checkpoint's tensor
+        bytes."""
+        if ck.fetched() is None:
             return ""
+        now = weightstream.fetched_total()
+        f = {k: now[k] - (before or {}).get(k, 0) for k in now}
         total = sum(ck.slice_bytes(n) for n in ck.keys())
         return (f"; fetched {f['bytes']} bytes in {f['requests']} ranged GETs from the store "
                 f"({f['bytes'] / max(total, 1):.3f} of the checkpoint's {total} tensor bytes)")

@@ -26,10 +26,11 @@ from typing import Any, Iterator, Optional, Union
 
 from ._native import Checkpoint as _Native
 from ._native import WeightstreamError, cuda_status
+from ._native import fetched_total as _fetched_total
 from ._native import source_name as _source_name
 from ._native import __version__
 
-__all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "__version__"]
+__all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "fetched_total", "__version__"]
 
 from ._buffers import _address, _check_destination, _empty, _error, _out_dtype, _parse_device, _torch  # noqa: F401 (also the submodules' names)
 
@@ -399,3 +400,10 @@ def load_file(path, device="cpu", **options) -> dict[str, Any]:
     """Every tensor of a checkpoint as BF16 (or `dtype=torch.float16`), like
     safetensors.torch.load_file."""
     return Checkpoint(path, device, **options).load()
+
+
+def fetched_total() -> dict[str, int]:
+    """{"bytes", "requests"}: what every remote checkpoint this process
+    opened has fetched from its store so far (Checkpoint.fetched, summed)."""
+    b, n = _fetched_total()
+    return {"bytes": b, "requests": n}
