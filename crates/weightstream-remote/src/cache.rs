@@ -19,11 +19,12 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use crate::cache_entry::{fnv64, id_block, Entry, ID_BLOCK};
+use crate::fill_lock::RangeLock;
 use crate::pin::Pin;
 
 /// Where the cache is, and how much disk it may take.
@@ -139,17 +140,35 @@ impl Cached {
     }
 
     /// `buf` from `offset`: the recorded pieces read from the entry, the
-    /// rest from `fetch` and written into the entry. The cache is best
-    /// effort: a piece it cannot read is fetched, a fill that fails (a
-    /// full disk) costs only a later load's speed.
-    pub fn read_through<E>(&self, offset: u64, buf: &mut [u8], mut fetch: impl FnMut(u64, &mut [u8]) -> Result<(), E>) -> Result<(), E> {
+    /// rest from `fetch` and written into the entry. A missing piece is
+    /// fetched by one process at a time (fill_lock.rs): a load that finds
+    /// another filling it waits, then reads what that one recorded and
+    /// fetches only what is still missing. The cache is best effort: a
+    /// piece it cannot read is fetched, a fill that fails (a full disk)
+    /// costs only a later load's speed, a lock it cannot take (another
+    /// filesystem, a cancelled wait) lets the load fetch as if alone.
+    pub fn read_through<E>(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        cancel: Option<&AtomicBool>,
+        mut fetch: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
         for (start, end, recorded) in self.entry.pieces(offset, offset + buf.len() as u64) {
             let dst = &mut buf[(start - offset) as usize..(end - offset) as usize];
             if recorded && self.entry.read(start, dst).is_ok() {
                 continue;
             }
-            fetch(start, dst)?;
-            let _ = self.fill(start, dst);
+            let _lock = RangeLock::acquire(&self.path, start, end, cancel);
+            // What another filler recorded while this one waited.
+            for (s, e, recorded) in self.entry.pieces(start, end) {
+                let part = &mut dst[(s - start) as usize..(e - start) as usize];
+                if recorded && self.entry.read(s, part).is_ok() {
+                    continue;
+                }
+                fetch(s, part)?;
+                let _ = self.fill(s, part);
+            }
         }
         Ok(())
     }

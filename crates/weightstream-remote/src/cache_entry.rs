@@ -20,7 +20,13 @@
 //! that much of what was fetched, to be fetched again.
 //! Concurrency: two processes filling one entry write identical bytes
 //! (one version of one object) at the same offsets, and append records
-//! under an exclusive `flock`, so records never interleave.
+//! under an exclusive `flock`, so records never interleave. Each fill is
+//! also recorded at once, provisionally: a record whose check holds this
+//! boot's id, valid until the machine restarts. A write another process
+//! can read survives its writer's death, and only a kernel crash or power
+//! loss (a new boot id) loses unsynced bytes, so another load on this
+//! machine may read them at once (fill_lock.rs: the one that waited for
+//! the filler), while after a restart only synced, durable records count.
 
 use std::fs::File;
 use std::io;
@@ -42,12 +48,28 @@ pub fn fnv64(seed: u64, bytes: &[u8]) -> u64 {
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 fn record(start: u64, end: u64) -> [u8; RECORD as usize] {
+    record_with(start, end, 0x5753_4341_4348_4531)
+}
+
+/// A record of unsynced bytes, valid on the boot whose id hashes to `boot`.
+fn provisional(start: u64, end: u64, boot: u64) -> [u8; RECORD as usize] {
+    record_with(start, end, 0x5753_5052_4f56_4953 ^ boot)
+}
+
+fn record_with(start: u64, end: u64, key: u64) -> [u8; RECORD as usize] {
     let mut r = [0u8; RECORD as usize];
     r[..8].copy_from_slice(&start.to_le_bytes());
     r[8..16].copy_from_slice(&end.to_le_bytes());
-    let check = fnv64(FNV_OFFSET, &r[..16]) ^ 0x5753_4341_4348_4531;
+    let check = fnv64(FNV_OFFSET, &r[..16]) ^ key;
     r[16..].copy_from_slice(&check.to_le_bytes());
     r
+}
+
+/// This boot's id, hashed (Linux: /proc/sys/kernel/random/boot_id); `None`
+/// where there is none, and then no provisional record is written or read.
+fn boot() -> Option<u64> {
+    static BOOT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *BOOT.get_or_init(|| std::fs::read("/proc/sys/kernel/random/boot_id").ok().map(|id| fnv64(FNV_OFFSET, id.trim_ascii())))
 }
 
 /// The identity block: magic, length, identity, zero padding.
@@ -162,8 +184,10 @@ impl Entry {
         for r in buf.chunks_exact(RECORD as usize) {
             let start = u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
             let end = u64::from_le_bytes(r[8..16].try_into().expect("8 bytes"));
-            // A torn or zeroed record (a kill mid-append) names nothing.
-            if r == record(start, end) && end <= self.len {
+            // A torn or zeroed record (a kill mid-append) names nothing, nor
+            // does a provisional one of another boot.
+            let valid = r == record(start, end) || boot().is_some_and(|b| r == provisional(start, end, b));
+            if valid && end <= self.len {
                 log.ranges.insert(start, end);
             }
         }
@@ -195,6 +219,9 @@ impl Entry {
         }
         self.file.write_all_at(data, offset)?;
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = boot() {
+            self.append(&provisional(offset, end, b))?;
+        }
         log.ranges.insert(offset, end);
         log.pending.push((offset, end));
         log.pending_bytes += data.len() as u64;
@@ -218,19 +245,25 @@ impl Entry {
         }
         self.file.sync_data()?;
         let records: Vec<u8> = log.pending.iter().flat_map(|&(a, b)| record(a, b)).collect();
+        self.append(&records)?;
+        log.pending.clear();
+        log.pending_bytes = 0;
+        Ok(())
+    }
+
+    /// `records` appended to the log under the exclusive flock (the caller
+    /// holds the log mutex, which orders this process's threads).
+    fn append(&self, records: &[u8]) -> io::Result<()> {
         self.file.lock()?;
         let appended = (|| {
             let size = self.file.metadata()?.len();
             // Past a torn record, at the next record boundary.
             let base = self.len + ID_BLOCK;
             let at = base + (size.max(base) - base).div_ceil(RECORD) * RECORD;
-            self.file.write_all_at(&records, at)
+            self.file.write_all_at(records, at)
         })();
         self.file.unlock()?;
-        appended?;
-        log.pending.clear();
-        log.pending_bytes = 0;
-        Ok(())
+        appended
     }
 }
 
@@ -299,6 +332,23 @@ mod tests {
     }
 
     #[test]
+    fn a_fill_is_served_to_other_handles_at_once_on_this_boot_only() {
+        let d = tmp("provisional");
+        let f = entry(&d, 100);
+        let a = Entry::check(f.try_clone().unwrap(), 100, "s3://b/k etag").unwrap().unwrap();
+        a.fill(10, &[3u8; 10]).unwrap();
+        // Not synced, yet recorded for this boot: another handle serves it.
+        let b = Entry::check(f.try_clone().unwrap(), 100, "s3://b/k etag").unwrap().unwrap();
+        assert_eq!(b.pieces(0, 30), vec![(0, 10, false), (10, 20, true), (20, 30, false)]);
+        // A provisional record of another boot (before a restart) is not.
+        let size = f.metadata().unwrap().len();
+        f.write_all_at(&provisional(40, 50, boot().unwrap() ^ 1), size).unwrap();
+        let c = Entry::check(f, 100, "s3://b/k etag").unwrap().unwrap();
+        assert_eq!(c.pieces(40, 50), vec![(40, 50, false)]);
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
     fn another_identity_or_a_short_file_is_not_an_entry() {
         let d = tmp("identity");
         let f = entry(&d, 100);
@@ -316,10 +366,10 @@ mod tests {
         let a = Entry::check(f.try_clone().unwrap(), 100, "s3://b/k etag").unwrap().unwrap();
         let b = Entry::check(f, 100, "s3://b/k etag").unwrap().unwrap();
         a.fill(10, &[3u8; 10]).unwrap();
-        assert_eq!(b.pieces(10, 20), vec![(10, 20, false)], "not recorded before it is synced");
-        assert_eq!(a.pieces(10, 20), vec![(10, 20, true)], "but served by the handle that wrote it");
+        assert_eq!(a.pieces(10, 20), vec![(10, 20, true)], "served by the handle that wrote it");
+        assert_eq!(b.pieces(10, 20), vec![(10, 20, true)], "and by another, on this boot");
         a.flush().unwrap();
-        assert_eq!(b.pieces(10, 20), vec![(10, 20, true)]);
+        assert_eq!(b.pieces(0, 30), vec![(0, 10, false), (10, 20, true), (20, 30, false)]);
         std::fs::remove_dir_all(d).unwrap();
     }
 }

@@ -33,6 +33,7 @@ mod client;
 pub mod cloud_url;
 pub mod env;
 pub mod error;
+pub mod fill_lock;
 pub mod gcs;
 pub mod listing;
 pub mod open;

@@ -106,7 +106,7 @@ impl<'a> Prefix<'a> {
         // Too large (get_whole says so) or no cache.
         let Some(cached) = cached.flatten() else { return fetch() };
         let mut buf = vec![0u8; meta.size as usize];
-        cached.read_through(0, &mut buf, |at, dst| {
+        cached.read_through(0, &mut buf, self.opts.cancel_flag(), |at, dst| {
             let whole = fetch()?;
             dst.copy_from_slice(&whole[at as usize..at as usize + dst.len()]);
             Ok(())

@@ -198,7 +198,7 @@ impl RemoteSource {
     /// [`RemoteSource::fetch`] through the local cache, if there is one.
     fn fetch_through(&self, offset: u64, buf: &mut [u8]) -> Result<(), RemoteError> {
         match &self.cache {
-            Some(c) => c.read_through(offset, buf, |at, dst| self.fetch(at, dst)),
+            Some(c) => c.read_through(offset, buf, self.opts.cancel_flag(), |at, dst| self.fetch(at, dst)),
             None => self.fetch(offset, buf),
         }
     }
