@@ -257,3 +257,116 @@ int ws_host_block_layout(uint32_t i, const char** name, uint32_t* ggml_id, uint3
     return -1;
 }
 }
+
+// ---- Issue 56: the table and low-bit kernels (lut4.cu, ternary.cu,
+// lowbit.cu; kernels/tests/table_exhaustive.rs). ----
+namespace {
+// Every unit of one block through the kernel code (lane, load, put: both
+// fast and slow paths), against `ref(blk, e)`, the reference value of
+// element e written out from the format's layout.
+template <class F, class Out, class Ref>
+void table_block(const uint8_t* blk, const float* tab, Ref ref, uint64_t& bad, uint64_t& n) {
+    uint16_t got[256];
+    for (uint32_t j = 0; j < F::UNITS; j++) {
+        typename F::Lane lane = F::lane(j);
+        F::template put<Out>(got, F::load(blk, lane), lane, tab);
+    }
+    for (uint32_t e = 0; e < F::ELEMS; e++, n++) bad += got[e] != Out::from_f32(ref(blk, e));
+}
+
+// Nibble e of 32 elements laid out as Q4_0's (low nibbles 0..15, high 16..31).
+uint32_t nibble32(const uint8_t* qs, uint32_t e) { return e < 16 ? qs[e] & 15u : qs[e - 16] >> 4; }
+
+// 16 bytes of nibble pattern v: byte i holds code (v + i) & 15 low and
+// (v + 3i + 5) & 15 high, so each half holds every code once, and over the
+// 16 values of v every code sits at every position.
+void nibble_pattern(uint8_t* qs, uint32_t v) {
+    for (uint32_t i = 0; i < 16; i++) qs[i] = (uint8_t)(((v + i) & 15u) | (((v + 3 * i + 5) & 15u) << 4));
+}
+}  // namespace
+
+extern "C" {
+// A table or low-bit format's kernel code against the reference formula
+// (kernels/tests/table_exhaustive.rs says what each covers). Returns the
+// outputs that differ, or ~0 for another format; `compared` gets the
+// number compared.
+uint64_t ws_host_table_exhaustive(uint32_t ggml_id, int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        using namespace ws;
+        static const Levels iq4 = levels_of(IQ4NL_VALUES), e2m1 = levels_of(E2M1_DOUBLED);
+        uint8_t blk[256];
+        if (ggml_id == iq4_nl::GGML_ID) {
+            // Every f16 d (finite or not) x every code at every position.
+            for (uint32_t h = 0; h < 65536; h++) {
+                blk[0] = (uint8_t)h, blk[1] = (uint8_t)(h >> 8);
+                for (uint32_t v = 0; v < 16; v++) {
+                    nibble_pattern(blk + iq4_nl::QS, v);
+                    table_block<IQ4NL, Out>(blk, iq4.v, [](const uint8_t* b, uint32_t e) {
+                        return mul(f16_to_f32(load_u16(b)), (float)IQ4NL_VALUES[nibble32(b + iq4_nl::QS, e)]);
+                    }, bad, n);
+                }
+            }
+        } else if (ggml_id == iq4_xs::GGML_ID) {
+            // Every f16 d x every 6-bit sub-scale, each (d, sub-scale) once,
+            // at sub-block position (sc + d + t) % 8: every sub-scale at every
+            // position; each sub-block holds every code in both nibble halves
+            // (so every d x sub-scale x code), a pattern that moves with d, t, k
+            // (every code at every position).
+            for (uint32_t h = 0; h < 65536; h++) {
+                blk[0] = (uint8_t)h, blk[1] = (uint8_t)(h >> 8);
+                for (uint32_t t = 0; t < 8; t++) {
+                    uint32_t sh = 0;
+                    memset(blk + iq4_xs::SCALES_L, 0, 4);
+                    for (uint32_t k = 0; k < 8; k++) {
+                        uint32_t sc = 8 * t + ((k + h + t) & 7);
+                        blk[iq4_xs::SCALES_L + k / 2] |= (uint8_t)((sc & 15) << (4 * (k % 2)));
+                        sh |= (sc >> 4) << (2 * k);
+                        nibble_pattern(blk + iq4_xs::QS + 16 * k, h + 3 * t + 5 * k);
+                    }
+                    blk[iq4_xs::SCALES_H] = (uint8_t)sh, blk[iq4_xs::SCALES_H + 1] = (uint8_t)(sh >> 8);
+                    table_block<IQ4XS, Out>(blk, iq4.v, [](const uint8_t* b, uint32_t e) {
+                        uint32_t k = e / 32;
+                        uint32_t sc = ((b[iq4_xs::SCALES_L + k / 2] >> (4 * (k % 2))) & 15u) |
+                                      (((load_u16(b + iq4_xs::SCALES_H) >> (2 * k)) & 3u) << 4);
+                        float dl = mul(f16_to_f32(load_u16(b)), (float)((int)sc - 32));
+                        return mul(dl, (float)IQ4NL_VALUES[nibble32(b + iq4_xs::QS + 16 * k, e % 32)]);
+                    }, bad, n);
+                }
+            }
+        } else if (ggml_id == mxfp4::GGML_ID) {
+            // Every E8M0 byte x every code at every position.
+            for (uint32_t x = 0; x < 256; x++) {
+                blk[mxfp4::E] = (uint8_t)x;
+                for (uint32_t v = 0; v < 16; v++) {
+                    nibble_pattern(blk + mxfp4::QS, v);
+                    table_block<MXFP4, Out>(blk, e2m1.v, [](const uint8_t* b, uint32_t e) {
+                        return mul(e8m0_half(b[mxfp4::E]), (float)E2M1_DOUBLED[nibble32(b + mxfp4::QS, e)]);
+                    }, bad, n);
+                }
+            }
+        } else if (ggml_id == nvfp4::GGML_ID) {
+            // Every UE4M3 byte at every sub-block x every code at every position.
+            for (uint32_t x = 0; x < 256; x++) {
+                for (uint32_t k = 0; k < 4; k++) blk[nvfp4::D + k] = (uint8_t)(x + 64 * k);
+                for (uint32_t v = 0; v < 16; v++) {
+                    for (uint32_t k = 0; k < 4; k++) {
+                        uint8_t p[16];
+                        nibble_pattern(p, v + k);
+                        memcpy(blk + nvfp4::QS + 8 * k, p + 8 * (v & 1), 8);
+                    }
+                    table_block<NVFP4, Out>(blk, e2m1.v, [](const uint8_t* b, uint32_t e) {
+                        uint32_t k = e / 16, i = e % 16, byte = b[nvfp4::QS + 8 * k + i % 8];
+                        return mul(ue4m3_half(b[nvfp4::D + k]), (float)E2M1_DOUBLED[i < 8 ? byte & 15u : byte >> 4]);
+                    }, bad, n);
+                }
+            }
+        } else {
+            bad = ~0ull;
+        }
+    });
+    *compared = n;
+    return bad;
+}
+}
