@@ -277,6 +277,44 @@ void table_block(const uint8_t* blk, const float* tab, Ref ref, uint64_t& bad, u
 // Nibble e of 32 elements laid out as Q4_0's (low nibbles 0..15, high 16..31).
 uint32_t nibble32(const uint8_t* qs, uint32_t e) { return e < 16 ? qs[e] & 15u : qs[e - 16] >> 4; }
 
+// The low-bit formats' check: every f16 d (finite or not) x `patterns`
+// blocks whose codes `set(blk, s)` puts every code at every element; then
+// every byte value at every code byte (bytes at, at + len; v + 37i for
+// v = 0..255) with a few d values (the selection of an output depends on
+// its code alone, the table on d alone).
+template <class F, class Out, class Set, class Ref>
+void lowbit_sweep(uint32_t d_at, uint32_t at, uint32_t len, uint32_t patterns, Set set, Ref ref, uint64_t& bad, uint64_t& n) {
+    uint8_t blk[256] = {0};
+    for (uint32_t h = 0; h < 65536; h++) {
+        blk[d_at] = (uint8_t)h, blk[d_at + 1] = (uint8_t)(h >> 8);
+        for (uint32_t s = 0; s < patterns; s++) {
+            set(blk, s);
+            table_block<F, Out>(blk, nullptr, ref, bad, n);
+        }
+    }
+    const uint16_t ds[8] = {0x3C00, 0xB555, 0x0001, 0x8000, 0x7BFF, 0x7C00, 0xFC00, 0x7E01};
+    for (uint16_t h : ds) {
+        blk[d_at] = (uint8_t)h, blk[d_at + 1] = (uint8_t)(h >> 8);
+        for (uint32_t v = 0; v < 256; v++) {
+            for (uint32_t i = 0; i < len; i++) blk[at + i] = (uint8_t)(v + 37 * i);
+            table_block<F, Out>(blk, nullptr, ref, bad, n);
+        }
+    }
+}
+
+// TQ1_0's digit k (0..4) of byte b, the reference's way.
+uint32_t tq1_digit(uint32_t b, uint32_t k) {
+    const uint32_t pow3[5] = {1, 3, 9, 27, 81};
+    return (((b * pow3[k]) & 0xFFu) * 3u) >> 8;
+}
+
+// TQ1_0's trit of element e (0..2), the reference's way.
+uint32_t tq1_trit(const uint8_t* b, uint32_t e) {
+    if (e < 160) return tq1_digit(b[ws::tq1_0::QS + e % 32], e / 32);
+    if (e < 240) return tq1_digit(b[ws::tq1_0::QS + 32 + (e - 160) % 16], (e - 160) / 16);
+    return tq1_digit(b[ws::tq1_0::QH + (e - 240) % 4], (e - 240) / 4);
+}
+
 // 16 bytes of nibble pattern v: byte i holds code (v + i) & 15 low and
 // (v + 3i + 5) & 15 high, so each half holds every code once, and over the
 // 16 values of v every code sits at every position.
@@ -362,6 +400,42 @@ uint64_t ws_host_table_exhaustive(uint32_t ggml_id, int out, uint64_t* compared)
                     }, bad, n);
                 }
             }
+        } else if (ggml_id == tq1_0::GGML_ID) {
+            // Trit (s + e) % 3 at element e: bytes by their digits (a byte for
+            // every 5 digits, found by decoding all 256).
+            uint8_t enc[243];
+            bool seen[243] = {false};
+            for (uint32_t b = 0; b < 256; b++) {
+                uint32_t idx = 0;
+                for (uint32_t k = 5; k-- > 0;) idx = 3 * idx + tq1_digit(b, k);
+                if (!seen[idx]) seen[idx] = true, enc[idx] = (uint8_t)b;
+            }
+            for (bool x : seen) bad += !x;
+            auto set = [&](uint8_t* b, uint32_t s) {
+                for (uint32_t i = 0; i < 52; i++) {
+                    uint32_t idx = 0;
+                    for (uint32_t k = 5; k-- > 0;) {
+                        uint32_t e = i < 32 ? i + 32 * k : i < 48 ? 160 + 16 * k + (i - 32) : 240 + 4 * k + (i - 48);
+                        idx = 3 * idx + (i >= 48 && k == 4 ? 0 : (s + e) % 3);
+                    }
+                    b[tq1_0::QS + i] = enc[idx];
+                }
+            };
+            lowbit_sweep<TQ1, Out>(tq1_0::D, tq1_0::QS, 52, 3, set, [](const uint8_t* b, uint32_t e) {
+                return mul(f16_to_f32(load_u16(b + tq1_0::D)), (float)((int)tq1_trit(b, e) - 1));
+            }, bad, n);
+        } else if (ggml_id == tq2_0::GGML_ID) {
+            // Crumb (s + e + e / 32) % 4 at element e (the four of a byte differ).
+            auto byte_of = [](uint32_t e) { return tq2_0::QS + 32 * (e / 128) + e % 32; };
+            auto shift_of = [](uint32_t e) { return 2 * ((e % 128) / 32); };
+            auto set = [&](uint8_t* b, uint32_t s) {
+                memset(b + tq2_0::QS, 0, 64);
+                for (uint32_t e = 0; e < 256; e++) b[byte_of(e)] |= (uint8_t)(((s + e + e / 32) % 4) << shift_of(e));
+            };
+            lowbit_sweep<TQ2, Out>(tq2_0::D, tq2_0::QS, 64, 4, set, [&](const uint8_t* b, uint32_t e) {
+                uint32_t q = (b[byte_of(e)] >> shift_of(e)) & 3u;
+                return mul(f16_to_f32(load_u16(b + tq2_0::D)), (float)((int)q - 1));
+            }, bad, n);
         } else {
             bad = ~0ull;
         }

@@ -54,3 +54,25 @@ fn mxfp4_every_scale_and_code() {
 fn nvfp4_every_scale_and_code() {
     exhaustive(BlockFormat::NVFP4, 256 * 16 * 64);
 }
+
+// The low-bit formats: every f16 d x blocks of codes that put every code
+// at every element (3 for TQ1_0's trits, 4 for 2-bit codes, 2 for bits),
+// then every byte value at every code byte with 8 d values (1, -1/3, the
+// smallest subnormal, -0, 65504, inf, -inf, NaN): 256 blocks each. An
+// output is its table entry (a function of d alone: the reference's
+// products, rounded) selected by its code (a function of the bytes alone),
+// so together these cover every block.
+fn lowbit(f: BlockFormat, patterns: u64) {
+    let elems = f.layout().elems as u64;
+    exhaustive(f, (65536 * patterns + 8 * 256) * elems);
+}
+
+#[test]
+fn tq1_0_every_d_and_code() {
+    lowbit(BlockFormat::TQ1_0, 3);
+}
+
+#[test]
+fn tq2_0_every_d_and_code() {
+    lowbit(BlockFormat::TQ2_0, 4);
+}
