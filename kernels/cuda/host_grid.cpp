@@ -436,6 +436,26 @@ uint64_t ws_host_table_exhaustive(uint32_t ggml_id, int out, uint64_t* compared)
                 uint32_t q = (b[byte_of(e)] >> shift_of(e)) & 3u;
                 return mul(f16_to_f32(load_u16(b + tq2_0::D)), (float)((int)q - 1));
             }, bad, n);
+        } else if (ggml_id == q1_0::GGML_ID) {
+            // Bit (s + e + e / 8) % 2 at element e.
+            auto set = [](uint8_t* b, uint32_t s) {
+                memset(b + q1_0::QS, 0, 16);
+                for (uint32_t e = 0; e < 128; e++) b[q1_0::QS + e / 8] |= (uint8_t)(((s + e + e / 8) % 2) << (e % 8));
+            };
+            lowbit_sweep<Q1, Out>(q1_0::D, q1_0::QS, 16, 2, set, [](const uint8_t* b, uint32_t e) {
+                float d = f16_to_f32(load_u16(b + q1_0::D));
+                return ((b[q1_0::QS + e / 8] >> (e % 8)) & 1u) ? d : -d;
+            }, bad, n);
+        } else if (ggml_id == q2_0::GGML_ID) {
+            // Crumb (s + e + e / 4) % 4 at element e.
+            auto set = [](uint8_t* b, uint32_t s) {
+                memset(b + q2_0::QS, 0, 16);
+                for (uint32_t e = 0; e < 64; e++) b[q2_0::QS + e / 4] |= (uint8_t)(((s + e + e / 4) % 4) << (2 * (e % 4)));
+            };
+            lowbit_sweep<Q2, Out>(q2_0::D, q2_0::QS, 16, 4, set, [](const uint8_t* b, uint32_t e) {
+                uint32_t q = (b[q2_0::QS + e / 4] >> (2 * (e % 4))) & 3u;
+                return mul((float)((int)q - 1), f16_to_f32(load_u16(b + q2_0::D)));
+            }, bad, n);
         } else {
             bad = ~0ull;
         }

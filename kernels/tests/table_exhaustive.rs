@@ -76,3 +76,13 @@ fn tq1_0_every_d_and_code() {
 fn tq2_0_every_d_and_code() {
     lowbit(BlockFormat::TQ2_0, 4);
 }
+
+#[test]
+fn q1_0_every_d_and_code() {
+    lowbit(BlockFormat::Q1_0, 2);
+}
+
+#[test]
+fn q2_0_every_d_and_code() {
+    lowbit(BlockFormat::Q2_0, 4);
+}
