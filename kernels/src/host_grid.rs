@@ -72,7 +72,6 @@ extern "C" {
     fn ws_host_f32_to_f16(bits: *const u32, out: *mut u16, n: u64);
     fn ws_host_nonan_rounding_mismatches(out: i32, compared: *mut u64) -> u64;
     fn ws_host_legacy_exhaustive(ggml_id: u32, out: i32, compared: *mut u64) -> u64;
-    fn ws_host_table_exhaustive(ggml_id: u32, out: i32, compared: *mut u64) -> u64;
     fn ws_host_block_layout(
         i: u32,
         name: *mut *const c_char,
@@ -434,6 +433,10 @@ pub fn cuda_layouts() -> Vec<CudaLayout> {
 
 // ---- Issue 56: the table and low-bit kernels (cuda/lut4.cu, ternary.cu,
 // lowbit.cu). ----
+
+extern "C" {
+    fn ws_host_table_exhaustive(ggml_id: u32, out: i32, compared: *mut u64) -> u64;
+}
 
 /// A table or low-bit format's kernel code (its `put`, every unit of a
 /// block) against the reference formula over the scales and codes
