@@ -257,3 +257,210 @@ int ws_host_block_layout(uint32_t i, const char** name, uint32_t* ggml_id, uint3
     return -1;
 }
 }
+
+// ---- Issue 56: the table and low-bit kernels (lut4.cu, ternary.cu,
+// lowbit.cu; kernels/tests/table_exhaustive.rs). ----
+namespace {
+// Every unit of one block through the kernel code (lane, load, put: both
+// fast and slow paths), against `ref(blk, e)`, the reference value of
+// element e written out from the format's layout.
+template <class F, class Out, class Ref>
+void table_block(const uint8_t* blk, const float* tab, Ref ref, uint64_t& bad, uint64_t& n) {
+    uint16_t got[256];
+    for (uint32_t j = 0; j < F::UNITS; j++) {
+        typename F::Lane lane = F::lane(j);
+        F::template put<Out>(got, F::load(blk, lane), lane, tab);
+    }
+    for (uint32_t e = 0; e < F::ELEMS; e++, n++) bad += got[e] != Out::from_f32(ref(blk, e));
+}
+
+// Nibble e of 32 elements laid out as Q4_0's (low nibbles 0..15, high 16..31).
+uint32_t nibble32(const uint8_t* qs, uint32_t e) { return e < 16 ? qs[e] & 15u : qs[e - 16] >> 4; }
+
+// The low-bit formats' check: every f16 d (finite or not) x `patterns`
+// blocks whose codes `set(blk, s)` puts every code at every element; then
+// every byte value at every code byte (bytes at, at + len; v + 37i for
+// v = 0..255) with a few d values (the selection of an output depends on
+// its code alone, the table on d alone).
+template <class F, class Out, class Set, class Ref>
+void lowbit_sweep(uint32_t d_at, uint32_t at, uint32_t len, uint32_t patterns, Set set, Ref ref, uint64_t& bad, uint64_t& n) {
+    uint8_t blk[256] = {0};
+    for (uint32_t h = 0; h < 65536; h++) {
+        blk[d_at] = (uint8_t)h, blk[d_at + 1] = (uint8_t)(h >> 8);
+        for (uint32_t s = 0; s < patterns; s++) {
+            set(blk, s);
+            table_block<F, Out>(blk, nullptr, ref, bad, n);
+        }
+    }
+    const uint16_t ds[8] = {0x3C00, 0xB555, 0x0001, 0x8000, 0x7BFF, 0x7C00, 0xFC00, 0x7E01};
+    for (uint16_t h : ds) {
+        blk[d_at] = (uint8_t)h, blk[d_at + 1] = (uint8_t)(h >> 8);
+        for (uint32_t v = 0; v < 256; v++) {
+            for (uint32_t i = 0; i < len; i++) blk[at + i] = (uint8_t)(v + 37 * i);
+            table_block<F, Out>(blk, nullptr, ref, bad, n);
+        }
+    }
+}
+
+// TQ1_0's digit k (0..4) of byte b, the reference's way.
+uint32_t tq1_digit(uint32_t b, uint32_t k) {
+    const uint32_t pow3[5] = {1, 3, 9, 27, 81};
+    return (((b * pow3[k]) & 0xFFu) * 3u) >> 8;
+}
+
+// TQ1_0's trit of element e (0..2), the reference's way.
+uint32_t tq1_trit(const uint8_t* b, uint32_t e) {
+    if (e < 160) return tq1_digit(b[ws::tq1_0::QS + e % 32], e / 32);
+    if (e < 240) return tq1_digit(b[ws::tq1_0::QS + 32 + (e - 160) % 16], (e - 160) / 16);
+    return tq1_digit(b[ws::tq1_0::QH + (e - 240) % 4], (e - 240) / 4);
+}
+
+// 16 bytes of nibble pattern v: byte i holds code (v + i) & 15 low and
+// (v + 3i + 5) & 15 high, so each half holds every code once, and over the
+// 16 values of v every code sits at every position.
+void nibble_pattern(uint8_t* qs, uint32_t v) {
+    for (uint32_t i = 0; i < 16; i++) qs[i] = (uint8_t)(((v + i) & 15u) | (((v + 3 * i + 5) & 15u) << 4));
+}
+}  // namespace
+
+extern "C" {
+// A table or low-bit format's kernel code against the reference formula
+// (kernels/tests/table_exhaustive.rs says what each covers). Returns the
+// outputs that differ, or ~0 for another format; `compared` gets the
+// number compared.
+uint64_t ws_host_table_exhaustive(uint32_t ggml_id, int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        using namespace ws;
+        static const Levels iq4 = levels_of(IQ4NL_VALUES), e2m1 = levels_of(E2M1_DOUBLED);
+        uint8_t blk[256];
+        if (ggml_id == iq4_nl::GGML_ID) {
+            // Every f16 d (finite or not) x every code at every position.
+            for (uint32_t h = 0; h < 65536; h++) {
+                blk[0] = (uint8_t)h, blk[1] = (uint8_t)(h >> 8);
+                for (uint32_t v = 0; v < 16; v++) {
+                    nibble_pattern(blk + iq4_nl::QS, v);
+                    table_block<IQ4NL, Out>(blk, iq4.v, [](const uint8_t* b, uint32_t e) {
+                        return mul(f16_to_f32(load_u16(b)), (float)IQ4NL_VALUES[nibble32(b + iq4_nl::QS, e)]);
+                    }, bad, n);
+                }
+            }
+        } else if (ggml_id == iq4_xs::GGML_ID) {
+            // Every f16 d x every 6-bit sub-scale, each (d, sub-scale) once,
+            // at sub-block position (sc + d + t) % 8: every sub-scale at every
+            // position; each sub-block holds every code in both nibble halves
+            // (so every d x sub-scale x code), a pattern that moves with d, t, k
+            // (every code at every position).
+            for (uint32_t h = 0; h < 65536; h++) {
+                blk[0] = (uint8_t)h, blk[1] = (uint8_t)(h >> 8);
+                for (uint32_t t = 0; t < 8; t++) {
+                    uint32_t sh = 0;
+                    memset(blk + iq4_xs::SCALES_L, 0, 4);
+                    for (uint32_t k = 0; k < 8; k++) {
+                        uint32_t sc = 8 * t + ((k + h + t) & 7);
+                        blk[iq4_xs::SCALES_L + k / 2] |= (uint8_t)((sc & 15) << (4 * (k % 2)));
+                        sh |= (sc >> 4) << (2 * k);
+                        nibble_pattern(blk + iq4_xs::QS + 16 * k, h + 3 * t + 5 * k);
+                    }
+                    blk[iq4_xs::SCALES_H] = (uint8_t)sh, blk[iq4_xs::SCALES_H + 1] = (uint8_t)(sh >> 8);
+                    table_block<IQ4XS, Out>(blk, iq4.v, [](const uint8_t* b, uint32_t e) {
+                        uint32_t k = e / 32;
+                        uint32_t sc = ((b[iq4_xs::SCALES_L + k / 2] >> (4 * (k % 2))) & 15u) |
+                                      (((load_u16(b + iq4_xs::SCALES_H) >> (2 * k)) & 3u) << 4);
+                        float dl = mul(f16_to_f32(load_u16(b)), (float)((int)sc - 32));
+                        return mul(dl, (float)IQ4NL_VALUES[nibble32(b + iq4_xs::QS + 16 * k, e % 32)]);
+                    }, bad, n);
+                }
+            }
+        } else if (ggml_id == mxfp4::GGML_ID) {
+            // Every E8M0 byte x every code at every position.
+            for (uint32_t x = 0; x < 256; x++) {
+                blk[mxfp4::E] = (uint8_t)x;
+                for (uint32_t v = 0; v < 16; v++) {
+                    nibble_pattern(blk + mxfp4::QS, v);
+                    table_block<MXFP4, Out>(blk, e2m1.v, [](const uint8_t* b, uint32_t e) {
+                        return mul(e8m0_half(b[mxfp4::E]), (float)E2M1_DOUBLED[nibble32(b + mxfp4::QS, e)]);
+                    }, bad, n);
+                }
+            }
+        } else if (ggml_id == nvfp4::GGML_ID) {
+            // Every UE4M3 byte at every sub-block x every code at every position.
+            for (uint32_t x = 0; x < 256; x++) {
+                for (uint32_t k = 0; k < 4; k++) blk[nvfp4::D + k] = (uint8_t)(x + 64 * k);
+                for (uint32_t v = 0; v < 16; v++) {
+                    for (uint32_t k = 0; k < 4; k++) {
+                        uint8_t p[16];
+                        nibble_pattern(p, v + k);
+                        memcpy(blk + nvfp4::QS + 8 * k, p + 8 * (v & 1), 8);
+                    }
+                    table_block<NVFP4, Out>(blk, e2m1.v, [](const uint8_t* b, uint32_t e) {
+                        uint32_t k = e / 16, i = e % 16, byte = b[nvfp4::QS + 8 * k + i % 8];
+                        return mul(ue4m3_half(b[nvfp4::D + k]), (float)E2M1_DOUBLED[i < 8 ? byte & 15u : byte >> 4]);
+                    }, bad, n);
+                }
+            }
+        } else if (ggml_id == tq1_0::GGML_ID) {
+            // Trit (s + e) % 3 at element e: bytes by their digits (a byte for
+            // every 5 digits, found by decoding all 256).
+            uint8_t enc[243];
+            bool seen[243] = {false};
+            for (uint32_t b = 0; b < 256; b++) {
+                uint32_t idx = 0;
+                for (uint32_t k = 5; k-- > 0;) idx = 3 * idx + tq1_digit(b, k);
+                if (!seen[idx]) seen[idx] = true, enc[idx] = (uint8_t)b;
+            }
+            for (bool x : seen) bad += !x;
+            auto set = [&](uint8_t* b, uint32_t s) {
+                for (uint32_t i = 0; i < 52; i++) {
+                    uint32_t idx = 0;
+                    for (uint32_t k = 5; k-- > 0;) {
+                        uint32_t e = i < 32 ? i + 32 * k : i < 48 ? 160 + 16 * k + (i - 32) : 240 + 4 * k + (i - 48);
+                        idx = 3 * idx + (i >= 48 && k == 4 ? 0 : (s + e) % 3);
+                    }
+                    b[tq1_0::QS + i] = enc[idx];
+                }
+            };
+            lowbit_sweep<TQ1, Out>(tq1_0::D, tq1_0::QS, 52, 3, set, [](const uint8_t* b, uint32_t e) {
+                return mul(f16_to_f32(load_u16(b + tq1_0::D)), (float)((int)tq1_trit(b, e) - 1));
+            }, bad, n);
+        } else if (ggml_id == tq2_0::GGML_ID) {
+            // Crumb (s + e + e / 32) % 4 at element e (the four of a byte differ).
+            auto byte_of = [](uint32_t e) { return tq2_0::QS + 32 * (e / 128) + e % 32; };
+            auto shift_of = [](uint32_t e) { return 2 * ((e % 128) / 32); };
+            auto set = [&](uint8_t* b, uint32_t s) {
+                memset(b + tq2_0::QS, 0, 64);
+                for (uint32_t e = 0; e < 256; e++) b[byte_of(e)] |= (uint8_t)(((s + e + e / 32) % 4) << shift_of(e));
+            };
+            lowbit_sweep<TQ2, Out>(tq2_0::D, tq2_0::QS, 64, 4, set, [&](const uint8_t* b, uint32_t e) {
+                uint32_t q = (b[byte_of(e)] >> shift_of(e)) & 3u;
+                return mul(f16_to_f32(load_u16(b + tq2_0::D)), (float)((int)q - 1));
+            }, bad, n);
+        } else if (ggml_id == q1_0::GGML_ID) {
+            // Bit (s + e + e / 8) % 2 at element e.
+            auto set = [](uint8_t* b, uint32_t s) {
+                memset(b + q1_0::QS, 0, 16);
+                for (uint32_t e = 0; e < 128; e++) b[q1_0::QS + e / 8] |= (uint8_t)(((s + e + e / 8) % 2) << (e % 8));
+            };
+            lowbit_sweep<Q1, Out>(q1_0::D, q1_0::QS, 16, 2, set, [](const uint8_t* b, uint32_t e) {
+                float d = f16_to_f32(load_u16(b + q1_0::D));
+                return ((b[q1_0::QS + e / 8] >> (e % 8)) & 1u) ? d : -d;
+            }, bad, n);
+        } else if (ggml_id == q2_0::GGML_ID) {
+            // Crumb (s + e + e / 4) % 4 at element e.
+            auto set = [](uint8_t* b, uint32_t s) {
+                memset(b + q2_0::QS, 0, 16);
+                for (uint32_t e = 0; e < 64; e++) b[q2_0::QS + e / 4] |= (uint8_t)(((s + e + e / 4) % 4) << (2 * (e % 4)));
+            };
+            lowbit_sweep<Q2, Out>(q2_0::D, q2_0::QS, 16, 4, set, [](const uint8_t* b, uint32_t e) {
+                uint32_t q = (b[q2_0::QS + e / 4] >> (2 * (e % 4))) & 3u;
+                return mul((float)((int)q - 1), f16_to_f32(load_u16(b + q2_0::D)));
+            }, bad, n);
+        } else {
+            bad = ~0ull;
+        }
+    });
+    *compared = n;
+    return bad;
+}
+}

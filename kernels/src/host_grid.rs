@@ -430,3 +430,21 @@ pub fn cuda_layouts() -> Vec<CudaLayout> {
     }
     out
 }
+
+// ---- Issue 56: the table and low-bit kernels (cuda/lut4.cu, ternary.cu,
+// lowbit.cu). ----
+
+extern "C" {
+    fn ws_host_table_exhaustive(ggml_id: u32, out: i32, compared: *mut u64) -> u64;
+}
+
+/// A table or low-bit format's kernel code (its `put`, every unit of a
+/// block) against the reference formula over the scales and codes
+/// kernels/tests/table_exhaustive.rs lists: (outputs that differ, outputs
+/// compared), or None for a format without such a check.
+pub fn table_exhaustive(ggml_id: u32, out: OutDtype) -> Option<(u64, u64)> {
+    let mut compared = 0u64;
+    // SAFETY: `compared` is a valid u64 to write; the rest is arithmetic.
+    let bad = unsafe { ws_host_table_exhaustive(ggml_id, out_code(out), &mut compared) };
+    (bad != u64::MAX).then_some((bad, compared))
+}
