@@ -14,32 +14,24 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from harness import ROOT, SEED, ws_bin
-
-sys.path.insert(0, str(ROOT / "tests" / "python"))
-import sample_model  # noqa: E402
-from test_s3 import HANG, serve, shut, url  # noqa: E402
+from harness import ws_bin
+from test_s3 import HANG, serve_sample, shut, url
 
 NAME = "q4_0.gguf"
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fillers")
-    local = d / NAME
-    sample_model.write_gguf(local, sample_model.PRESETS["tiny"], "q4_0", np.random.default_rng(SEED), real=True)
-    server = serve("s3", tmp_path_factory.mktemp("s3c"), {NAME: local})
-    server.local = local
+    server = serve_sample(tmp_path_factory, NAME)
     # The local convert every remote one must equal.
-    subprocess.run([str(ws_bin()), "convert", local, "-o", d / "local.safetensors"], check=True, capture_output=True)
-    server.want = (d / "local.safetensors").read_bytes()
+    out = server.local.with_suffix(".safetensors")
+    subprocess.run([str(ws_bin()), "convert", server.local, "-o", out], check=True, capture_output=True)
+    server.want = out.read_bytes()
     yield server
     shut(server)
 

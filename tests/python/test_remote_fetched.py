@@ -12,28 +12,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import weightstream
-from harness import ROOT, SEED, ws_bin
-
-sys.path.insert(0, str(ROOT / "tests" / "python"))
-import sample_model  # noqa: E402
-from test_s3 import HANG, env_of, serve, shut, url  # noqa: E402
+from harness import ws_bin
+from test_s3 import HANG, env_of, serve_sample, shut, url
 
 NAME = "q4_0.gguf"
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fetched_models")
-    local = d / NAME
-    sample_model.write_gguf(local, sample_model.PRESETS["tiny"], "q4_0", np.random.default_rng(SEED), real=True)
-    server = serve("s3", tmp_path_factory.mktemp("s3f"), {NAME: local})
-    server.local = local
+    server = serve_sample(tmp_path_factory, NAME)
     yield server
     shut(server)
 

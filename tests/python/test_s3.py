@@ -115,6 +115,18 @@ def serve(kind: str, work: Path, models: dict[str, Path]):
     return server
 
 
+def serve_sample(tmp_path_factory, name: str = "q4_0.gguf"):
+    """A started S3 server (with its proxy) holding the tiny sample model's
+    Q4_0 GGUF as `name`, its local copy as `server.local` (the tests of
+    what a load fetches and of concurrent cache fillers)."""
+    d = tmp_path_factory.mktemp("sample")
+    local = d / name
+    sample_model.write_gguf(local, sample_model.PRESETS["tiny"], "q4_0", np.random.default_rng(SEED), real=True)
+    server = serve("s3", tmp_path_factory.mktemp("s3"), {name: local})
+    server.local = local
+    return server
+
+
 def proxy_for(server) -> FaultProxy:
     return FaultProxy(server.port, host=getattr(server, "proxy_host", None))
 
