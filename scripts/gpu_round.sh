@@ -274,6 +274,24 @@ step_parity() {
   else
     note "gds: no gds result in the log (the test did not get that far)"
   fi
+  # Issue 56 item 5: where cuFile was not used for want of nvidia-fs, try
+  # its compatibility mode forced on (force_compat_mode: every read a POSIX
+  # read into cuFile's bounce buffers, which may skip the file-system check
+  # that refused the root volume), with the test files on disk and then on
+  # /dev/shm; the summary says which, if either, read with cuFile.
+  if [ ! -e /proc/driver/nvidia-fs ] && ! grep -q '^Gds .*read with cuFile' "$LOGS/last.out"; then
+    local json=/tmp/ws-cufile-compat.json tmpdir
+    printf '{"logging": {"dir": "%s", "level": "INFO"}, "properties": {"allow_compat_mode": true, "force_compat_mode": true}}\n' "$LOGS" > "$json"
+    for tmpdir in /var/tmp /dev/shm; do
+      part parity "gds with force_compat_mode, files in $tmpdir" env CUFILE_ENV_PATH_JSON="$json" WEIGHTSTREAM_TEST_DIR="$tmpdir" \
+        "$CARRY/bin/gpu-sources-tests" --include-ignored --nocapture
+      if line=$(grep -m1 '^Gds .*read with cuFile' "$LOGS/last.out"); then
+        note "gds (force_compat_mode, files in $tmpdir): read with cuFile: ${line:0:400}"
+      else
+        note "gds (force_compat_mode, files in $tmpdir): cuFile not used: $(grep -m1 '^Gds ' "$LOGS/last.out" | cut -c1-500)"
+      fi
+    done
+  fi
   local fx=/tmp/ws-fixtures f
   rm -rf "$fx"
   part parity "fixtures: generate.py" python3 tests/fixtures/generate.py "$fx" &&

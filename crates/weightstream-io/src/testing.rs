@@ -15,7 +15,11 @@ pub struct DirectDir(PathBuf);
 
 impl DirectDir {
     pub fn new(first: &Path, test: &str) -> DirectDir {
-        let candidates = [first.to_path_buf(), PathBuf::from("/var/tmp"), PathBuf::from("/tmp")];
+        // WEIGHTSTREAM_TEST_DIR first, where set: the GPU round puts the
+        // cuFile test's files on another file system with it (/dev/shm).
+        let chosen = std::env::var_os("WEIGHTSTREAM_TEST_DIR").map(PathBuf::from);
+        let candidates: Vec<PathBuf> =
+            chosen.into_iter().chain([first.to_path_buf(), PathBuf::from("/var/tmp"), PathBuf::from("/tmp")]).collect();
         for base in &candidates {
             let dir = base.join(format!("ws-direct-{}-{test}", std::process::id()));
             if fs::create_dir_all(&dir).is_err() {
