@@ -246,6 +246,27 @@ finish() {
   exit 0
 }
 
+  # Issue 56 item 5: where cuFile was not used for want of nvidia-fs, try
+  # its compatibility mode forced on (force_compat_mode: every read a POSIX
+  # read into cuFile's bounce buffers, which may skip the file-system check
+  # that refused the root volume), with the test files on disk and then on
+  # /dev/shm; the summary says which, if either, read with cuFile.
+gds_compat_retry() {
+  if [ ! -e /proc/driver/nvidia-fs ] && ! grep -q '^Gds .*read with cuFile' <<< "$1"; then
+    local json=/tmp/ws-cufile-compat.json tmpdir line
+    printf '{"logging": {"dir": "%s", "level": "INFO"}, "properties": {"allow_compat_mode": true, "force_compat_mode": true}}\n' "$LOGS" > "$json"
+    for tmpdir in /var/tmp /dev/shm; do
+      part parity "gds with force_compat_mode, files in $tmpdir" env CUFILE_ENV_PATH_JSON="$json" WEIGHTSTREAM_TEST_DIR="$tmpdir" \
+        "$CARRY/bin/gpu-sources-tests" --include-ignored --nocapture
+      if line=$(grep -m1 '^Gds .*read with cuFile' "$LOGS/last.out"); then
+        note "gds (force_compat_mode, files in $tmpdir): read with cuFile: ${line:0:400}"
+      else
+        note "gds (force_compat_mode, files in $tmpdir): cuFile not used: $(grep -m1 '^Gds ' "$LOGS/last.out" | cut -c1-500)"
+      fi
+    done
+  fi
+}
+
 step_parity() {
   part parity "GPU kernel and pipeline tests (gpu-tests)" "$CARRY/bin/gpu-tests" --include-ignored --test-threads 1
   local gds=(env WEIGHTSTREAM_REQUIRE_GDS=1) what="cuFile required" line
@@ -274,25 +295,8 @@ step_parity() {
   else
     note "gds: no gds result in the log (the test did not get that far)"
   fi
-  # Issue 56 item 5: where cuFile was not used for want of nvidia-fs, try
-  # its compatibility mode forced on (force_compat_mode: every read a POSIX
-  # read into cuFile's bounce buffers, which may skip the file-system check
-  # that refused the root volume), with the test files on disk and then on
-  # /dev/shm; the summary says which, if either, read with cuFile.
-  if [ ! -e /proc/driver/nvidia-fs ] && ! grep -q '^Gds .*read with cuFile' "$LOGS/last.out"; then
-    local json=/tmp/ws-cufile-compat.json tmpdir
-    printf '{"logging": {"dir": "%s", "level": "INFO"}, "properties": {"allow_compat_mode": true, "force_compat_mode": true}}\n' "$LOGS" > "$json"
-    for tmpdir in /var/tmp /dev/shm; do
-      part parity "gds with force_compat_mode, files in $tmpdir" env CUFILE_ENV_PATH_JSON="$json" WEIGHTSTREAM_TEST_DIR="$tmpdir" \
-        "$CARRY/bin/gpu-sources-tests" --include-ignored --nocapture
-      if line=$(grep -m1 '^Gds .*read with cuFile' "$LOGS/last.out"); then
-        note "gds (force_compat_mode, files in $tmpdir): read with cuFile: ${line:0:400}"
-      else
-        note "gds (force_compat_mode, files in $tmpdir): cuFile not used: $(grep -m1 '^Gds ' "$LOGS/last.out" | cut -c1-500)"
-      fi
-    done
-  fi
-  local fx=/tmp/ws-fixtures f
+  local gds_out fx=/tmp/ws-fixtures f
+  gds_out=$(cat "$LOGS/last.out")
   rm -rf "$fx"
   part parity "fixtures: generate.py" python3 tests/fixtures/generate.py "$fx" &&
     part parity "fixtures: edge_cases.py" python3 -c "import sys; sys.path.insert(0, 'tests/fixtures'); import edge_cases; from pathlib import Path; edge_cases.generate(Path('$fx'), 1)" &&
@@ -305,6 +309,8 @@ step_parity() {
       part parity "load --verify --dtype $dtype $f" "$CARRY/bin/weightstream" load "$fx/$f" --device cuda --dtype "$dtype" --verify --skip-unsupported
     done
   done
+  # Last: it only asks how cuFile could read here, and may not fit the slice.
+  gds_compat_retry "$gds_out"
 }
 
 step_sanitizer() {
