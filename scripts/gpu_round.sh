@@ -246,11 +246,11 @@ finish() {
   exit 0
 }
 
-  # Issue 56 item 5: where cuFile was not used for want of nvidia-fs, try
-  # its compatibility mode forced on (force_compat_mode: every read a POSIX
-  # read into cuFile's bounce buffers, which may skip the file-system check
-  # that refused the root volume), with the test files on disk and then on
-  # /dev/shm; the summary says which, if either, read with cuFile.
+# Issue 56 item 5: where cuFile was not used for want of nvidia-fs, try
+# its compatibility mode forced on (force_compat_mode: every read a POSIX
+# read into cuFile's bounce buffers, which may skip the file-system check
+# that refused the root volume), with the test files on disk and then on
+# /dev/shm; the summary says which, if either, read with cuFile.
 gds_compat_retry() {
   if [ ! -e /proc/driver/nvidia-fs ] && ! grep -q '^Gds .*read with cuFile' <<< "$1"; then
     local json=/tmp/ws-cufile-compat.json tmpdir line
