@@ -131,3 +131,26 @@ def test_keep_takes_only_known_values():
 
     with pytest.raises(ValueError, match="keep is one of"):
         Options.parse({"keep": "int4"})
+
+
+PROBED = re.compile(r"weightstream: (\d+) tensors probed in [\d.]+ s; (\d+) dequantized into their parameters "
+                    r"in [\d.]+ s, (\d+) through the model's loaders")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_no_kept_weight_is_dequantized_and_the_freed_heap_is_returned(engines, variants, dtype):
+    """Issue 57 item 5, the mechanisms behind the resident-memory figures
+    (bench/fronts/keep_quantized.py --small, docs/PERFORMANCE.md): a kept
+    weight is only repacked, never also dequantized (the float paths take
+    every tensor but the 15 kept ones), and what vLLM's post-load
+    repacking freed is handed back to the system (heap.py; the amount
+    depends on glibc's heap, so only that it was done)."""
+    import weightstream
+
+    got = engines.result(keep_run(variants["q4_0"][0], dtype, 1)).ok("keep=quantized")
+    with weightstream.open(variants["q4_0"][0] / "model.gguf") as ck:
+        total = len(ck.keys())
+    (probed,) = [tuple(map(int, m.groups())) for m in PROBED.finditer(got.log)]
+    assert probed[0] == total - 15 and probed[1] + probed[2] == probed[0], (probed, total)
+    assert re.search(r"weightstream: returned \d+\.\d MiB of freed heap memory to the system after loading", got.log), \
+        got.log[-3000:]
