@@ -40,13 +40,11 @@ WS_HD uint32_t perm(uint32_t a, uint32_t b, uint32_t s) {
     return r;
 #else
     uint64_t x = a | ((uint64_t)b << 32);
-    uint32_t r = 0;
-    for (int k = 0; k < 4; k++) {
-        uint32_t n = (s >> (4 * k)) & 0xFu, v = (uint32_t)(x >> (8 * (n & 7u))) & 0xFFu;
-        if (n & 8u) v = (v & 0x80u) ? 0xFFu : 0u;
-        r |= v << (8 * k);
-    }
-    return r;
+    auto byte = [&](uint32_t n) {
+        uint32_t v = (uint32_t)(x >> (8 * (n & 7u))) & 0xFFu;
+        return n & 8u ? (uint32_t)(uint8_t)((int8_t)v >> 7) : v;
+    };
+    return byte(s & 0xFu) | byte((s >> 4) & 0xFu) << 8 | byte((s >> 8) & 0xFu) << 16 | byte((s >> 12) & 0xFu) << 24;
 #endif
 }
 
@@ -227,6 +225,62 @@ struct Iq2S : Iq2<Iq2S> {
     static WS_HD uint64_t entry(const GridRaw& r) { return IQ2S_GRID[r.idx]; }
 };
 
+// IQ3 (F: IQ3_XXS, IQ3_S): 8 levels, grid entries of 4 values, two a
+// group (GridRaw idx: i0 | i1 << 16; sel0, sel1: their selectors);
+// x = (db * grid[j]) * +-1.
+template <class F>
+struct Iq3 {
+    static constexpr uint32_t LEVELS = 8;
+    using Raw = GridRaw;
+    template <class Out, class Lane>
+    static WS_HD void put(uint16_t* dst, const GridRaw& r, const Lane&) {
+        signed_put<F, Out>(dst, r);
+    }
+};
+
+// A group's GridRaw with two entries of an 8-value grid: their indices
+// i0, i1 and selector grid `sel`.
+WS_HD GridRaw raw8(uint32_t h, uint32_t sc, uint32_t s, uint32_t i0, uint32_t i1, const uint16_t* sel) {
+    return GridRaw{h, sc, s, i0 | i1 << 16, sel[i0], sel[i1]};
+}
+
+// IQ3_XXS: f16 d; 64 grid index bytes (levels 4, 12, .., 52, 62); per 32
+// elements a u32 of four 7-bit sign indices and the 4-bit scale s;
+// db = (d * (0.5 + s)) * 0.5.
+struct Iq3Xxs : Iq3<Iq3Xxs> {
+    static constexpr uint32_t BYTES = iq3_xxs::BYTES;
+    struct Lane {
+        uint32_t idx, aux, shift;  // offsets of the two index bytes and the aux u32; 7 l
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{iq3_xxs::QS + 2 * k, iq3_xxs::SCALES + 4 * (k / 4), 7 * (k % 4)}; }
+    static WS_HD GridRaw load(const uint8_t* blk, const Lane& L) {
+        uint32_t aux = load_u32_even(blk + L.aux), w = load_u16(blk + L.idx);
+        return raw8(load_u16(blk + iq3_xxs::D), aux >> 28, KSIGNS[(aux >> L.shift) & 0x7Fu], w & 0xFFu, w >> 8, IQ3XXS_SEL);
+    }
+    static WS_HD float level(int k) { return k == 7 ? 62.0f : (float)(8 * k + 4); }
+    static WS_HD float scale(float d, const GridRaw& r) { return half_step_scale(d, r.sc, 0.5f); }
+    static WS_HD uint64_t entry(const GridRaw& r) { return IQ3XXS_GRID[r.idx & 0xFFFFu] | ((uint64_t)IQ3XXS_GRID[r.idx >> 16] << 32); }
+};
+
+// IQ3_S: f16 d; per 4 elements a grid index byte (levels 1, 3, .., 15)
+// with a ninth bit from qh; sign bytes per 8; a 4-bit scale s per 32:
+// db = d * (1 + 2s).
+struct Iq3S : Iq3<Iq3S> {
+    static constexpr uint32_t BYTES = iq3_s::BYTES;
+    struct Lane {
+        uint32_t k, qh, hshift, sc, sshift;  // offsets of the qh and scale bytes, their shifts
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{k, iq3_s::QH + k / 4, 2 * (k % 4), iq3_s::SCALES + k / 8, 4 * (k / 4 % 2)}; }
+    static WS_HD GridRaw load(const uint8_t* blk, const Lane& L) {
+        uint32_t w = load_u16(blk + iq3_s::QS + 2 * L.k), hb = (uint32_t)blk[L.qh] >> L.hshift;
+        uint32_t i0 = (w & 0xFFu) | (hb & 1u) << 8, i1 = (w >> 8) | (hb & 2u) << 7;
+        return raw8(load_u16(blk + iq3_s::D), (blk[L.sc] >> L.sshift) & 0xFu, blk[iq3_s::SIGNS + L.k], i0, i1, IQ3S_SEL);
+    }
+    static WS_HD float level(int k) { return (float)(2 * k + 1); }
+    static WS_HD float scale(float d, const GridRaw& r) { return mul(d, (float)(1 + 2 * r.sc)); }
+    static WS_HD uint64_t entry(const GridRaw& r) { return IQ3S_GRID[r.idx & 0xFFFFu] | ((uint64_t)IQ3S_GRID[r.idx >> 16] << 32); }
+};
+
 #define WS_GRID_THREAD(NAME, F)                                                    \
     template <class Out>                                                           \
     WS_HD void NAME##_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { \
@@ -235,6 +289,8 @@ struct Iq2S : Iq2<Iq2S> {
 WS_GRID_THREAD(iq2_xxs, Iq2Xxs)
 WS_GRID_THREAD(iq2_xs, Iq2Xs)
 WS_GRID_THREAD(iq2_s, Iq2S)
+WS_GRID_THREAD(iq3_xxs, Iq3Xxs)
+WS_GRID_THREAD(iq3_s, Iq3S)
 
 }  // namespace ws
 
@@ -244,48 +300,8 @@ WS_GRID_THREAD(iq2_s, Iq2S)
 WS_GRID_KERNEL(iq2_xxs)
 WS_GRID_KERNEL(iq2_xs)
 WS_GRID_KERNEL(iq2_s)
-
-// IQ3_XXS: f16 d; 64 grid index bytes (4 values each); per 32
-// elements a u32 of four 7-bit sign indices and a 4-bit scale s;
-// db = (d * (0.5 + s)) * 0.5, x = (db * grid) * ±1.
-
-namespace ws {
-template <class Out>
-WS_HD void iq3_xxs_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    KGroup k = k_group(src, g, iq3_xxs::BYTES);
-    uint32_t ib = k.e0 / 32, l = (k.e0 % 32) / 8;
-    uint32_t aux = load_u32_even(k.blk + iq3_xxs::SCALES + 4 * ib);
-    float db = half_step_scale(f16_to_f32(load_u16(k.blk + iq3_xxs::D)), aux >> 28, 0.5f);
-    const uint8_t* idx = k.blk + iq3_xxs::QS + 8 * ib + 2 * l;
-    uint64_t entry = (uint64_t)IQ3XXS_GRID[idx[0]] | ((uint64_t)IQ3XXS_GRID[idx[1]] << 32);
-    uint16_t out[8];
-    grid_signed8<Out>(db, entry, KSIGNS[(aux >> (7 * l)) & 0x7Fu], out);
-    store8(dst + g * 8, out, 8);
-}
-}  // namespace ws
-WS_BLOCK_KERNEL(iq3_xxs)
-
-// IQ3_S: f16 d; per 4 elements a grid index byte with a ninth bit
-// from qh; sign bytes per 8; a 4-bit scale s per 32: db = d * (1 + 2s).
-
-namespace ws {
-WS_HD uint32_t iq3_s_index(const uint8_t* blk, uint32_t i) {
-    return blk[iq3_s::QS + i] | (((uint32_t)(blk[iq3_s::QH + i / 8] >> (i % 8)) & 1u) << 8);
-}
-
-template <class Out>
-WS_HD void iq3_s_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    KGroup k = k_group(src, g, iq3_s::BYTES);
-    uint32_t ib = k.e0 / 32, l = (k.e0 % 32) / 8, i = 8 * ib + 2 * l;
-    uint32_t s = (k.blk[iq3_s::SCALES + ib / 2] >> (4 * (ib % 2))) & 0xFu;
-    float db = mul(f16_to_f32(load_u16(k.blk + iq3_s::D)), (float)(1 + 2 * s));
-    uint64_t entry = (uint64_t)IQ3S_GRID[iq3_s_index(k.blk, i)] | ((uint64_t)IQ3S_GRID[iq3_s_index(k.blk, i + 1)] << 32);
-    uint16_t out[8];
-    grid_signed8<Out>(db, entry, k.blk[iq3_s::SIGNS + 4 * ib + l], out);
-    store8(dst + g * 8, out, 8);
-}
-}  // namespace ws
-WS_BLOCK_KERNEL(iq3_s)
+WS_GRID_KERNEL(iq3_xxs)
+WS_GRID_KERNEL(iq3_s)
 
 // IQ1_S: f16 d; 32 grid index bytes; per 32 elements a u16 of four
 // 3-bit high index parts, a 3-bit scale s (bits 12..14) and the delta's sign

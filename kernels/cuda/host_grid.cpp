@@ -263,6 +263,7 @@ int ws_host_block_layout(uint32_t i, const char** name, uint32_t* ggml_id, uint3
 // 32 groups of a super-block, against the reference formula of
 // docs/numerics.md written out element by element (gguf-py's dequantize,
 // the grids and KSIGNS as generated from it, never the selector grids).
+#include <functional>
 #include <vector>
 
 namespace {
@@ -272,30 +273,41 @@ int grid_value(const T* grid, uint32_t i, uint32_t j) {
     return (int)(int8_t)(uint8_t)(grid[i] >> (8 * j));
 }
 
-// Entries of `grid` (n entries of `width` values) that together put each
-// of the values `levels` at every position, greedily.
+// The fewest entries of `grid` (n entries of `width` values, each one of
+// `levels`) that together put each level at every position: a depth-first
+// search, deepening, over the uncovered (position, level) with the fewest
+// entries that cover it.
 template <class T>
 std::vector<uint32_t> grid_cover(const T* grid, uint32_t n, uint32_t width, std::vector<int> levels) {
-    std::vector<uint32_t> out;
-    std::vector<bool> seen(width * levels.size());
-    auto gain = [&](uint32_t i) {
-        uint32_t g = 0;
+    size_t nl = levels.size();
+    std::vector<uint64_t> mask(n);
+    for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < width; j++)
-            for (size_t v = 0; v < levels.size(); v++) g += grid_value(grid, i, j) == levels[v] && !seen[j * levels.size() + v];
-        return g;
+            for (size_t v = 0; v < nl; v++)
+                if (grid_value(grid, i, j) == levels[v]) mask[i] |= 1ull << (j * nl + v);
+    std::vector<uint32_t> chosen;
+    std::function<bool(uint64_t, uint32_t)> search = [&](uint64_t rem, uint32_t left) {
+        if (!rem) return true;
+        if ((uint32_t)__builtin_popcountll(rem) > left * width) return false;
+        uint64_t pick = 0;
+        uint32_t fewest = ~0u;
+        for (uint64_t r = rem; r; r &= r - 1) {
+            uint64_t bit = r & -r;
+            uint32_t count = 0;
+            for (uint64_t m : mask) count += (m & bit) != 0;
+            if (count < fewest) fewest = count, pick = bit;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            if (!(mask[i] & pick)) continue;
+            chosen.push_back(i);
+            if (search(rem & ~mask[i], left - 1)) return true;
+            chosen.pop_back();
+        }
+        return false;
     };
-    for (;;) {
-        uint32_t best = 0, most = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (gain(i) > most) most = gain(i), best = i;
-        if (most == 0) break;
-        for (uint32_t j = 0; j < width; j++)
-            for (size_t v = 0; v < levels.size(); v++) seen[j * levels.size() + v] = seen[j * levels.size() + v] || grid_value(grid, best, j) == levels[v];
-        out.push_back(best);
-    }
-    for (bool s : seen)
-        if (!s) return {};
-    return out;
+    for (uint32_t k = 1; k <= 16; k++)
+        if (search((1ull << (width * nl)) - 1, k)) return chosen;
+    return {};
 }
 
 void put_u16(uint8_t* p, uint32_t v) {
@@ -333,6 +345,19 @@ float iq2_s_ref(const uint8_t* b, uint32_t e) {
     return ws::mul(ws::mul(iq2_scale(b, ws::iq2_s::SCALES, e), g), sign_bit(b[ws::iq2_s::SIGNS + i], j));
 }
 
+float iq3_xxs_ref(const uint8_t* b, uint32_t e) {
+    uint32_t ib = e / 32, l = e % 32 / 8, j = e % 8, aux = get_u32(b + ws::iq3_xxs::SCALES + 4 * ib);
+    float db = ws::mul(ws::mul(f16_at(b), ws::add(0.5f, (float)(aux >> 28))), 0.5f);
+    float g = (float)grid_value(ws::IQ3XXS_GRID, b[ws::iq3_xxs::QS + 8 * ib + 2 * l + j / 4], j % 4);
+    return ws::mul(ws::mul(db, g), sign_bit(ws::KSIGNS[(aux >> (7 * l)) & 127], j));
+}
+float iq3_s_ref(const uint8_t* b, uint32_t e) {
+    uint32_t i = e / 4, ib = e / 32, idx = b[ws::iq3_s::QS + i] | ((b[ws::iq3_s::QH + i / 8] >> (i % 8)) & 1) << 8;
+    uint32_t s = (b[ws::iq3_s::SCALES + ib / 2] >> (4 * (ib % 2))) & 15;
+    float db = ws::mul(f16_at(b), (float)(1 + 2 * s)), g = (float)grid_value(ws::IQ3S_GRID, idx, e % 4);
+    return ws::mul(ws::mul(db, g), sign_bit(b[ws::iq3_s::SIGNS + e / 8], e % 8));
+}
+
 // Runs `fill(block, i)` for i < blocks, then `groups` groups of the block,
 // k = (i + r) % 32 for r < groups (all 32, or the first few by a rotating
 // lane), through F's load and put, and counts their outputs that differ
@@ -354,14 +379,15 @@ void iq_blocks(uint64_t blocks, uint32_t groups, Fill fill, Ref ref, uint64_t* b
     }
 }
 
-// Part 0's codes: group k of block i takes grid entry cover[r % size] and
-// negates all or none of its values, by r = (k - i) % 32 < 2 size: the
-// groups iq_blocks runs (the lane rotating with i) put every value at
-// every position, either sign.
+// Part 0's codes: group k of block i takes grid entry cover[r % size]
+// (IQ3: and cover[(r + 1) % size] for its second half) and negates all or
+// none of its values, by r = (k - i) % 32 < 2 size: the groups iq_blocks
+// runs (the lane rotating with i) put every value at every position,
+// either sign.
 struct Cover {
     std::vector<uint32_t> entries;  // grid_cover's (at most 16)
     uint32_t groups() const { return 2 * (uint32_t)entries.size(); }
-    uint32_t entry(uint32_t k, uint64_t i) const { return entries[r(k, i) % entries.size()]; }
+    uint32_t entry(uint32_t k, uint64_t i, uint32_t half = 0) const { return entries[(r(k, i) + half) % entries.size()]; }
     bool negated(uint32_t k, uint64_t i) const { return r(k, i) / entries.size() % 2; }
     static uint32_t r(uint32_t k, uint64_t i) { return (k + 32 - (uint32_t)(i % 32)) % 32; }
 };
@@ -446,6 +472,43 @@ uint64_t ws_host_iq_grid_exhaustive(uint32_t ggml_id, int out, int part, uint64_
                     b[ws::iq2_s::SIGNS + k] = (uint8_t)(code >> 10);
                 }
             }, iq2_s_ref, &bad, &n);
+        } else if (ggml_id == ws::iq3_xxs::GGML_ID) {
+            // Codes: group k's first index (i + 11k) & 255 and sign index
+            // ((i >> 8) + 5k) & 127 (every pair once for each k in 2^15
+            // blocks), its second index 73 i0 + 29 t + k (for each sign
+            // index, a bijection of the first: every pair too).
+            Cover c{grid_cover(ws::IQ3XXS_GRID, 256, 4, {4, 12, 20, 28, 36, 44, 52, 62})};
+            iq_parts<ws::Iq3Xxs, Out>(part, c, 1 << 15, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                for (uint32_t k = 0; k < 32; k++) {
+                    bool p0 = s != ~0u;
+                    uint32_t i0 = p0 ? c.entry(k, i) : (uint32_t)(i + 11 * k) & 255;
+                    uint32_t t = p0 ? (c.negated(k, i) ? 127u : 0u) : ((uint32_t)(i >> 8) + 5 * k) & 127u;
+                    b[ws::iq3_xxs::QS + 2 * k] = (uint8_t)i0;
+                    b[ws::iq3_xxs::QS + 2 * k + 1] = (uint8_t)(p0 ? c.entry(k, i, 1) : 73 * i0 + 29 * t + k);
+                    uint8_t* aux = b + ws::iq3_xxs::SCALES + 4 * (k / 4);
+                    put_u32(aux, (get_u32(aux) & 0x0FFFFFFFu) | t << (7 * (k % 4)) | nibble(s, i, k / 4) << 28);
+                }
+            }, iq3_xxs_ref, &bad, &n);
+        } else if (ggml_id == ws::iq3_s::GGML_ID) {
+            // Codes: group k's (i + 40503k) & 0x1FFFF, the first index in
+            // bits 0..8, the sign byte above (every pair once for each k in
+            // 2^17 blocks), the second index 73 i0 + 29 signs + k (for each
+            // sign byte a bijection of the first).
+            Cover c{grid_cover(ws::IQ3S_GRID, 512, 4, {1, 3, 5, 7, 9, 11, 13, 15})};
+            iq_parts<ws::Iq3S, Out>(part, c, 1 << 17, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                nibbles(b + ws::iq3_s::SCALES, 4, s, i);
+                for (uint32_t k = 0; k < 32; k++) {
+                    bool p0 = s != ~0u;
+                    uint32_t code = p0 ? c.entry(k, i) | (c.negated(k, i) ? 0xFFu << 9 : 0) : (uint32_t)(i + 40503 * k) & 0x1FFFFu;
+                    uint32_t i0 = code & 511, i1 = p0 ? c.entry(k, i, 1) : (73 * i0 + 29 * (code >> 9) + k) & 511;
+                    b[ws::iq3_s::QS + 2 * k] = (uint8_t)i0;
+                    b[ws::iq3_s::QS + 2 * k + 1] = (uint8_t)i1;
+                    b[ws::iq3_s::QH + k / 4] |= (uint8_t)(((i0 >> 8) | (i1 >> 8) << 1) << (2 * (k % 4)));
+                    b[ws::iq3_s::SIGNS + k] = (uint8_t)(code >> 9);
+                }
+            }, iq3_s_ref, &bad, &n);
         } else {
             known = false;
         }

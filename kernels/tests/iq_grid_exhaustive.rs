@@ -76,3 +76,25 @@ fn iq2_s_every_code() {
     // 1024 grid indices x 256 sign bytes.
     check("iq2_s", 22, IqGridPart::Codes, 1024 * 256 * 256);
 }
+
+#[test]
+fn iq3_xxs_every_d_and_scale() {
+    check("iq3_xxs", 18, IqGridPart::Scales, SCALES);
+}
+
+#[test]
+fn iq3_xxs_every_code() {
+    // 256 first indices x 128 sign indices, the second index a bijection.
+    check("iq3_xxs", 18, IqGridPart::Codes, 256 * 128 * 256);
+}
+
+#[test]
+fn iq3_s_every_d_and_scale() {
+    check("iq3_s", 21, IqGridPart::Scales, SCALES);
+}
+
+#[test]
+fn iq3_s_every_code() {
+    // 512 first indices x 256 sign bytes, the second index a bijection.
+    check("iq3_s", 21, IqGridPart::Codes, 512 * 256 * 256);
+}
