@@ -281,6 +281,52 @@ struct Iq3S : Iq3<Iq3S> {
     static WS_HD uint64_t entry(const GridRaw& r) { return IQ3S_GRID[r.idx & 0xFFFFu] | ((uint64_t)IQ3S_GRID[r.idx >> 16] << 32); }
 };
 
+// IQ1 (F: IQ1_S, IQ1_M): grid values -1, 0, 1 (IQ1S_GRID, GridRaw idx),
+// the 3-bit scale s in GridRaw sc, the delta's sign flag in GridRaw s;
+// x = (d * (2s + 1)) * (grid[j] + delta).
+template <class F>
+struct Iq1 {
+    using Raw = GridRaw;
+    static WS_HD float scale(float d, const GridRaw& r) { return mul(d, (float)(2 * r.sc + 1)); }
+    template <class Out, class Lane>
+    static WS_HD void put(uint16_t* dst, const GridRaw& r, const Lane&) {
+        delta_put<F, Out>(dst, r);
+    }
+};
+
+// IQ1_S: f16 d; 32 grid index bytes; per 32 elements a u16 qh of four
+// 3-bit high index parts, the scale s (bits 12..14) and the delta's sign
+// (bit 15).
+struct Iq1S : Iq1<Iq1S> {
+    static constexpr uint32_t BYTES = iq1_s::BYTES;
+    struct Lane {
+        uint32_t k, qh, shift;  // offset of qh; 3 l
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{k, iq1_s::QH + 2 * (k / 4), 3 * (k % 4)}; }
+    static WS_HD GridRaw load(const uint8_t* blk, const Lane& L) {
+        uint32_t qh = load_u16(blk + L.qh), idx = blk[iq1_s::QS + L.k] | ((qh >> L.shift) & 7u) << 8;
+        return raw3(load_u16(blk + iq1_s::D), (qh >> 12) & 7u, qh & 0x8000u, idx, IQ1S_SEL[idx]);
+    }
+};
+
+// IQ1_M: 32 grid index bytes; per 8 elements a nibble of qh (3 high index
+// bits, the delta's sign); four u16 scales holding a 3-bit s per 16
+// elements, their top nibbles together the f16 d.
+struct Iq1M : Iq1<Iq1M> {
+    static constexpr uint32_t BYTES = iq1_m::BYTES;
+    struct Lane {
+        uint32_t k, sc, sshift, qh, hshift;  // offsets of the scale u16 and the qh byte, their shifts
+    };
+    static WS_HD Lane lane(uint32_t k) { return Lane{k, iq1_m::SCALES + 2 * (k / 8), 3 * (k / 2 % 4), iq1_m::QH + k / 2, 4 * (k % 2)}; }
+    static WS_HD GridRaw load(const uint8_t* blk, const Lane& L) {
+        const uint8_t* sc = blk + iq1_m::SCALES;
+        uint32_t s0 = load_u16(sc), s1 = load_u16(sc + 2), s2 = load_u16(sc + 4), s3 = load_u16(sc + 6);
+        uint32_t h = (s0 >> 12) | ((s1 >> 8) & 0x00F0u) | ((s2 >> 4) & 0x0F00u) | (s3 & 0xF000u);
+        uint32_t q = (uint32_t)blk[L.qh] >> L.hshift, idx = blk[iq1_m::QS + L.k] | (q & 7u) << 8;
+        return raw3(h, (load_u16(blk + L.sc) >> L.sshift) & 7u, q & 8u, idx, IQ1S_SEL[idx]);
+    }
+};
+
 #define WS_GRID_THREAD(NAME, F)                                                    \
     template <class Out>                                                           \
     WS_HD void NAME##_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) { \
@@ -291,6 +337,8 @@ WS_GRID_THREAD(iq2_xs, Iq2Xs)
 WS_GRID_THREAD(iq2_s, Iq2S)
 WS_GRID_THREAD(iq3_xxs, Iq3Xxs)
 WS_GRID_THREAD(iq3_s, Iq3S)
+WS_GRID_THREAD(iq1_s, Iq1S)
+WS_GRID_THREAD(iq1_m, Iq1M)
 
 }  // namespace ws
 
@@ -302,46 +350,5 @@ WS_GRID_KERNEL(iq2_xs)
 WS_GRID_KERNEL(iq2_s)
 WS_GRID_KERNEL(iq3_xxs)
 WS_GRID_KERNEL(iq3_s)
-
-// IQ1_S: f16 d; 32 grid index bytes; per 32 elements a u16 of four
-// 3-bit high index parts, a 3-bit scale s (bits 12..14) and the delta's sign
-// (bit 15); x = (d * (2s + 1)) * (grid + delta), grid values -1, 0, 1.
-
-namespace ws {
-template <class Out>
-WS_HD void iq1_s_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    KGroup k = k_group(src, g, iq1_s::BYTES);
-    uint32_t ib = k.e0 / 32, l = (k.e0 % 32) / 8;
-    uint32_t qh = load_u16(k.blk + iq1_s::QH + 2 * ib);
-    float dl = mul(f16_to_f32(load_u16(k.blk + iq1_s::D)), (float)(2 * ((qh >> 12) & 7u) + 1));
-    uint32_t index = k.blk[iq1_s::QS + 4 * ib + l] | (((qh >> (3 * l)) & 7u) << 8);
-    uint16_t out[8];
-    grid_delta8<Out>(dl, IQ1S_GRID[index], iq1_delta(qh & 0x8000u), out);
-    store8(dst + g * 8, out, 8);
-}
-}  // namespace ws
-WS_BLOCK_KERNEL(iq1_s)
-
-// IQ1_M: 32 grid index bytes; per 8 elements a nibble of qh (3 high
-// index bits, the delta's sign); four u16 scales holding a 3-bit s per 16
-// elements, their top nibbles together the f16 d; x = (d * (2s + 1)) *
-// (grid + delta).
-
-namespace ws {
-template <class Out>
-WS_HD void iq1_m_group(const uint8_t* src, uint16_t* dst, uint64_t g) {
-    KGroup k = k_group(src, g, iq1_m::BYTES);
-    const uint8_t* sc = k.blk + iq1_m::SCALES;
-    uint32_t s0 = load_u16(sc), s1 = load_u16(sc + 2), s2 = load_u16(sc + 4), s3 = load_u16(sc + 6);
-    float d = f16_to_f32((uint16_t)((s0 >> 12) | ((s1 >> 8) & 0x00F0u) | ((s2 >> 4) & 0x0F00u) | (s3 & 0xF000u)));
-    uint32_t i = k.e0 / 8, grp = i / 2;
-    uint32_t s = (load_u16(sc + 2 * (grp / 4)) >> (3 * (grp % 4))) & 7u;
-    float dl = mul(d, (float)(2 * s + 1));
-    uint32_t h = (k.blk[iq1_m::QH + i / 2] >> (4 * (i % 2))) & 0xFu;
-    uint32_t index = k.blk[iq1_m::QS + i] | ((h & 7u) << 8);
-    uint16_t out[8];
-    grid_delta8<Out>(dl, IQ1S_GRID[index], iq1_delta(h & 8u), out);
-    store8(dst + g * 8, out, 8);
-}
-}  // namespace ws
-WS_BLOCK_KERNEL(iq1_m)
+WS_GRID_KERNEL(iq1_s)
+WS_GRID_KERNEL(iq1_m)

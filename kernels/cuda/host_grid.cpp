@@ -358,6 +358,24 @@ float iq3_s_ref(const uint8_t* b, uint32_t e) {
     return ws::mul(ws::mul(db, g), sign_bit(b[ws::iq3_s::SIGNS + e / 8], e % 8));
 }
 
+float iq1_value(float d, uint32_t s, uint32_t idx, bool negative, uint32_t j) {
+    float dl = ws::mul(d, (float)(2 * s + 1));
+    return ws::mul(dl, ws::add((float)grid_value(ws::IQ1S_GRID, idx, j), negative ? -0.125f : 0.125f));
+}
+float iq1_s_ref(const uint8_t* b, uint32_t e) {
+    uint32_t ib = e / 32, l = e % 32 / 8, qh = ws::load_u16(b + ws::iq1_s::QH + 2 * ib);
+    uint32_t idx = b[ws::iq1_s::QS + 4 * ib + l] | ((qh >> (3 * l)) & 7) << 8;
+    return iq1_value(f16_at(b), (qh >> 12) & 7, idx, qh & 0x8000, e % 8);
+}
+float iq1_m_ref(const uint8_t* b, uint32_t e) {
+    const uint8_t* sc = b + ws::iq1_m::SCALES;
+    uint32_t d = 0;
+    for (uint32_t m = 0; m < 4; m++) d |= (ws::load_u16(sc + 2 * m) >> 12) << (4 * m);
+    uint32_t i = e / 8, s = (ws::load_u16(sc + 2 * (i / 8)) >> (3 * (i / 2 % 4))) & 7;
+    uint32_t h = (b[ws::iq1_m::QH + i / 2] >> (4 * (i % 2))) & 15, idx = b[ws::iq1_m::QS + i] | (h & 7) << 8;
+    return iq1_value(ws::f16_to_f32((uint16_t)d), s, idx, h & 8, e % 8);
+}
+
 // Runs `fill(block, i)` for i < blocks, then `groups` groups of the block,
 // k = (i + r) % 32 for r < groups (all 32, or the first few by a rotating
 // lane), through F's load and put, and counts their outputs that differ
@@ -386,7 +404,8 @@ void iq_blocks(uint64_t blocks, uint32_t groups, Fill fill, Ref ref, uint64_t* b
 // either sign.
 struct Cover {
     std::vector<uint32_t> entries;  // grid_cover's (at most 16)
-    uint32_t groups() const { return 2 * (uint32_t)entries.size(); }
+    bool signs = true;              // IQ1: no signs, one group an entry
+    uint32_t groups() const { return (signs ? 2 : 1) * (uint32_t)entries.size(); }
     uint32_t entry(uint32_t k, uint64_t i, uint32_t half = 0) const { return entries[(r(k, i) + half) % entries.size()]; }
     bool negated(uint32_t k, uint64_t i) const { return r(k, i) / entries.size() % 2; }
     static uint32_t r(uint32_t k, uint64_t i) { return (k + 32 - (uint32_t)(i % 32)) % 32; }
@@ -509,6 +528,44 @@ uint64_t ws_host_iq_grid_exhaustive(uint32_t ggml_id, int out, int part, uint64_
                     b[ws::iq3_s::SIGNS + k] = (uint8_t)(code >> 9);
                 }
             }, iq3_s_ref, &bad, &n);
+        } else if (ggml_id == ws::iq1_s::GGML_ID) {
+            // Part 0: s & 7 the scale, s >> 3 the delta's sign, of every
+            // sub-block. Codes: group k's index (i + 11k) & 2047, its
+            // sub-block's scale and delta sign ((i >> 11) + ib) & 15: every
+            // triple once for each k in 2^15 blocks.
+            Cover c{grid_cover(ws::IQ1S_GRID, 2048, 8, {-1, 0, 1}), false};
+            iq_parts<ws::Iq1S, Out>(part, c, 1 << 15, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                for (uint32_t k = 0; k < 32; k++) {
+                    uint32_t idx = s != ~0u ? c.entry(k, i) : (uint32_t)(i + 11 * k) & 2047;
+                    uint32_t sd = s != ~0u ? s : ((uint32_t)(i >> 11) + k / 4) & 15;
+                    uint8_t* qh = b + ws::iq1_s::QH + 2 * (k / 4);
+                    b[ws::iq1_s::QS + k] = (uint8_t)idx;
+                    put_u16(qh, (ws::load_u16(qh) & 0x0FFFu) | (idx >> 8) << (3 * (k % 4)) | sd << 12);
+                }
+            }, iq1_s_ref, &bad, &n);
+        } else if (ggml_id == ws::iq1_m::GGML_ID) {
+            // d's nibbles in the scale words' top nibbles. Part 0: s & 7
+            // every 3-bit scale, s >> 3 every delta sign. Codes: group k's
+            // index (i + 11k) & 2047, delta sign bit 11 of i + k, its
+            // scale ((i >> 12) + k / 2) & 7: every triple once for each k in
+            // 2^15 blocks.
+            Cover c{grid_cover(ws::IQ1S_GRID, 2048, 8, {-1, 0, 1}), false};
+            iq_parts<ws::Iq1M, Out>(part, c, 1 << 15, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                uint8_t* sc = b + ws::iq1_m::SCALES;
+                for (uint32_t m = 0; m < 4; m++) put_u16(sc + 2 * m, (uint32_t)(h >> (4 * m)) << 12);
+                for (uint32_t k = 0; k < 32; k++) {
+                    bool p0 = s != ~0u;
+                    uint32_t idx = p0 ? c.entry(k, i) : (uint32_t)(i + 11 * k) & 2047;
+                    uint32_t neg = p0 ? s >> 3 : (uint32_t)((i >> 11) + k) & 1;
+                    uint32_t scale = p0 ? s & 7 : ((uint32_t)(i >> 12) + k / 2) & 7;
+                    b[ws::iq1_m::QS + k] = (uint8_t)idx;
+                    b[ws::iq1_m::QH + k / 2] |= (uint8_t)(((idx >> 8) | neg << 3) << (4 * (k % 2)));
+                    uint8_t* w = sc + 2 * (k / 8);
+                    uint32_t at = 3 * (k / 2 % 4);
+                    put_u16(w, (ws::load_u16(w) & ~(7u << at)) | scale << at);
+                }
+            }, iq1_m_ref, &bad, &n);
         } else {
             known = false;
         }

@@ -39,10 +39,11 @@ fn check(name: &str, ggml_id: u32, part: IqGridPart, per_out: u64) {
 
 // Outputs compared. Scales: 65536 d times 16 sub-block scales (IQ1: 8
 // scales times 2 delta signs) times (levels x 8 positions x 2 signs) at
-// least (IQ2 and IQ1: 3 levels; IQ3: 8 levels, at 4 positions, twice a
-// group). Codes: one d (negative, every mantissa bit set) times 256
+// least (IQ2: 3 levels; IQ3: 8 levels, at 4 positions, twice a group;
+// IQ1: 3 values, no signs). Codes: one d (negative, every mantissa bit set) times 256
 // outputs a super-block times the codes per group.
 const SCALES: u64 = 65536 * 16 * 48;
+const IQ1_SCALES: u64 = 65536 * 16 * 24;
 
 #[test]
 fn iq2_xxs_every_d_and_scale() {
@@ -97,4 +98,26 @@ fn iq3_s_every_d_and_scale() {
 fn iq3_s_every_code() {
     // 512 first indices x 256 sign bytes, the second index a bijection.
     check("iq3_s", 21, IqGridPart::Codes, 512 * 256 * 256);
+}
+
+#[test]
+fn iq1_s_every_d_and_scale() {
+    check("iq1_s", 19, IqGridPart::Scales, IQ1_SCALES);
+}
+
+#[test]
+fn iq1_s_every_code() {
+    // 2048 grid indices x 8 scales x 2 delta signs.
+    check("iq1_s", 19, IqGridPart::Codes, 2048 * 16 * 256);
+}
+
+#[test]
+fn iq1_m_every_d_and_scale() {
+    check("iq1_m", 29, IqGridPart::Scales, IQ1_SCALES);
+}
+
+#[test]
+fn iq1_m_every_code() {
+    // 2048 grid indices x 8 scales x 2 delta signs.
+    check("iq1_m", 29, IqGridPart::Codes, 2048 * 16 * 256);
 }
