@@ -165,18 +165,27 @@ WS_HD GridRaw raw3(uint32_t h, uint32_t sc, uint32_t s, uint32_t idx, uint64_t s
     return GridRaw{h, sc, s, idx, (uint32_t)sel, (uint32_t)(sel >> 32)};
 }
 
+// What every format F shares: its Raw, and `put`: signed outputs (IQ2,
+// IQ3: F::LEVELS levels) or, for LEVELS 0, IQ1's.
+template <class F>
+struct GridFormat {
+    using Raw = GridRaw;
+    template <class Out, class Lane>
+    static WS_HD void put(uint16_t* dst, const GridRaw& r, const Lane&) {
+        if constexpr (F::LEVELS != 0)
+            signed_put<F, Out>(dst, r);
+        else
+            delta_put<F, Out>(dst, r);
+    }
+};
+
 // IQ2 (F: IQ2_XXS, IQ2_XS, IQ2_S): levels 8, 25, 43 (gguf-py's grid_map),
 // db = (d * (0.5 + s)) * 0.25, x = (db * grid[j]) * +-1.
 template <class F>
-struct Iq2 {
+struct Iq2 : GridFormat<F> {
     static constexpr uint32_t LEVELS = 3;
-    using Raw = GridRaw;
     static WS_HD float level(int k) { return k == 0 ? 8.0f : k == 1 ? 25.0f : 43.0f; }
     static WS_HD float scale(float d, const GridRaw& r) { return half_step_scale(d, r.sc, 0.25f); }
-    template <class Out, class Lane>
-    static WS_HD void put(uint16_t* dst, const GridRaw& r, const Lane&) {
-        signed_put<F, Out>(dst, r);
-    }
 };
 
 // IQ2_XXS: f16 d; per 32 elements two u32: four grid index bytes, and
@@ -229,13 +238,8 @@ struct Iq2S : Iq2<Iq2S> {
 // group (GridRaw idx: i0 | i1 << 16; sel0, sel1: their selectors);
 // x = (db * grid[j]) * +-1.
 template <class F>
-struct Iq3 {
+struct Iq3 : GridFormat<F> {
     static constexpr uint32_t LEVELS = 8;
-    using Raw = GridRaw;
-    template <class Out, class Lane>
-    static WS_HD void put(uint16_t* dst, const GridRaw& r, const Lane&) {
-        signed_put<F, Out>(dst, r);
-    }
 };
 
 // A group's GridRaw with two entries of an 8-value grid: their indices
@@ -285,13 +289,9 @@ struct Iq3S : Iq3<Iq3S> {
 // the 3-bit scale s in GridRaw sc, the delta's sign flag in GridRaw s;
 // x = (d * (2s + 1)) * (grid[j] + delta).
 template <class F>
-struct Iq1 {
-    using Raw = GridRaw;
+struct Iq1 : GridFormat<F> {
+    static constexpr uint32_t LEVELS = 0;
     static WS_HD float scale(float d, const GridRaw& r) { return mul(d, (float)(2 * r.sc + 1)); }
-    template <class Out, class Lane>
-    static WS_HD void put(uint16_t* dst, const GridRaw& r, const Lane&) {
-        delta_put<F, Out>(dst, r);
-    }
 };
 
 // IQ1_S: f16 d; 32 grid index bytes; per 32 elements a u16 qh of four

@@ -38,86 +38,41 @@ fn check(name: &str, ggml_id: u32, part: IqGridPart, per_out: u64) {
 }
 
 // Outputs compared. Scales: 65536 d times 16 sub-block scales (IQ1: 8
-// scales times 2 delta signs) times (levels x 8 positions x 2 signs) at
-// least (IQ2: 3 levels; IQ3: 8 levels, at 4 positions, twice a group;
-// IQ1: 3 values, no signs). Codes: one d (negative, every mantissa bit set) times 256
-// outputs a super-block times the codes per group.
+// scales times 2 delta signs) times, at least, every value at every
+// position (IQ2: 3 levels at 8, IQ3: 8 levels at 4 positions of each half
+// of a group, IQ1: 3 values at 8), with either sign (IQ1: no signs).
+// Codes: one d (negative, every mantissa bit set) times 256 outputs a
+// super-block times the codes per group.
 const SCALES: u64 = 65536 * 16 * 48;
+const IQ3_SCALES: u64 = 65536 * 16 * 128;
 const IQ1_SCALES: u64 = 65536 * 16 * 24;
 
-#[test]
-fn iq2_xxs_every_d_and_scale() {
-    check("iq2_xxs", 16, IqGridPart::Scales, SCALES);
+/// Both parts' tests of a format: (scales test, codes test, name, ggml
+/// id, outputs the scales part compares at least, the codes part's).
+macro_rules! grid_tests {
+    ($($scales:ident, $codes:ident, $name:literal, $id:literal, $s:expr, $c:expr;)*) => {$(
+        #[test]
+        fn $scales() {
+            check($name, $id, IqGridPart::Scales, $s);
+        }
+
+        #[test]
+        fn $codes() {
+            check($name, $id, IqGridPart::Codes, $c);
+        }
+    )*};
 }
 
-#[test]
-fn iq2_xxs_every_code() {
-    // 256 grid indices x 128 sign indices.
-    check("iq2_xxs", 16, IqGridPart::Codes, 256 * 128 * 256);
-}
-
-#[test]
-fn iq2_xs_every_d_and_scale() {
-    check("iq2_xs", 17, IqGridPart::Scales, SCALES);
-}
-
-#[test]
-fn iq2_xs_every_code() {
-    // Every u16: 512 grid indices x 128 sign indices.
-    check("iq2_xs", 17, IqGridPart::Codes, 65536 * 256);
-}
-
-#[test]
-fn iq2_s_every_d_and_scale() {
-    check("iq2_s", 22, IqGridPart::Scales, SCALES);
-}
-
-#[test]
-fn iq2_s_every_code() {
-    // 1024 grid indices x 256 sign bytes.
-    check("iq2_s", 22, IqGridPart::Codes, 1024 * 256 * 256);
-}
-
-#[test]
-fn iq3_xxs_every_d_and_scale() {
-    check("iq3_xxs", 18, IqGridPart::Scales, SCALES);
-}
-
-#[test]
-fn iq3_xxs_every_code() {
-    // 256 first indices x 128 sign indices, the second index a bijection.
-    check("iq3_xxs", 18, IqGridPart::Codes, 256 * 128 * 256);
-}
-
-#[test]
-fn iq3_s_every_d_and_scale() {
-    check("iq3_s", 21, IqGridPart::Scales, SCALES);
-}
-
-#[test]
-fn iq3_s_every_code() {
-    // 512 first indices x 256 sign bytes, the second index a bijection.
-    check("iq3_s", 21, IqGridPart::Codes, 512 * 256 * 256);
-}
-
-#[test]
-fn iq1_s_every_d_and_scale() {
-    check("iq1_s", 19, IqGridPart::Scales, IQ1_SCALES);
-}
-
-#[test]
-fn iq1_s_every_code() {
-    // 2048 grid indices x 8 scales x 2 delta signs.
-    check("iq1_s", 19, IqGridPart::Codes, 2048 * 16 * 256);
-}
-
-#[test]
-fn iq1_m_every_d_and_scale() {
-    check("iq1_m", 29, IqGridPart::Scales, IQ1_SCALES);
-}
-
-#[test]
-fn iq1_m_every_code() {
-    // 2048 grid indices x 8 scales x 2 delta signs.
-    check("iq1_m", 29, IqGridPart::Codes, 2048 * 16 * 256);
+// Codes per group: IQ2_XXS 256 grid indices x 128 sign indices; IQ2_XS
+// every u16 (512 x 128); IQ2_S 1024 x 256 sign bytes; IQ3 the first
+// index x the sign index or byte (the second index a bijection of the
+// first for each); IQ1 2048 indices x 8 scales x 2 delta signs.
+grid_tests! {
+    iq2_xxs_every_d_and_scale, iq2_xxs_every_code, "iq2_xxs", 16, SCALES, 256 * 128 * 256;
+    iq2_xs_every_d_and_scale, iq2_xs_every_code, "iq2_xs", 17, SCALES, 65536 * 256;
+    iq2_s_every_d_and_scale, iq2_s_every_code, "iq2_s", 22, SCALES, 1024 * 256 * 256;
+    iq3_xxs_every_d_and_scale, iq3_xxs_every_code, "iq3_xxs", 18, IQ3_SCALES, 256 * 128 * 256;
+    iq3_s_every_d_and_scale, iq3_s_every_code, "iq3_s", 21, IQ3_SCALES, 512 * 256 * 256;
+    iq1_s_every_d_and_scale, iq1_s_every_code, "iq1_s", 19, IQ1_SCALES, 2048 * 16 * 256;
+    iq1_m_every_d_and_scale, iq1_m_every_code, "iq1_m", 29, IQ1_SCALES, 2048 * 16 * 256;
 }
