@@ -14,6 +14,15 @@ Grids are packed as ggml packs them (ggml-common.h): entry i of a grid with
 8 (or 4) elements per entry is a u64 (u32) whose byte j is element j's
 value, the IQ1 grid's -1 as 0xFF. KSIGNS[i] is the 7-bit sign index i with
 its parity bit in bit 7 (bit j set: element j is negated).
+
+CUDA also gets each grid as byte-permute selectors (`selectors`; the
+kernels/cuda/grid.cu fast path picks each output from a per-group table of
+the possible outputs with one PRMT per two outputs): a 3-value grid
+(IQ2_*, IQ1_S) as *_SEL u64 entries whose byte j is the `__byte_perm`
+selector of element j's 16-bit table entry, value k at bytes 0-1, 2-3 and
+6-7 for k = 0, 1, 2 (selector byte 0x10, 0x32, 0x76); an 8-value grid
+(IQ3_*) as *_SEL u16 entries whose nibble j is element j's value index
+(0..7, the order of gguf-py's grid_map).
 """
 import argparse
 import sys
@@ -58,6 +67,29 @@ def tables():
     return out
 
 
+# The selector byte of a 3-value grid's value k (grid.cu's table layout).
+SEL3 = (0x10, 0x32, 0x76)
+
+
+def selectors():
+    """(name, ctype width in bits, values, doc) of the CUDA-only selector
+    grids, from the same grids as `tables` (the docstring's layout)."""
+    out = []
+    for name, cls in [("IQ2XXS_SEL", quants.IQ2_XXS), ("IQ2XS_SEL", quants.IQ2_XS), ("IQ2S_SEL", quants.IQ2_S),
+                      ("IQ3XXS_SEL", quants.IQ3_XXS), ("IQ3S_SEL", quants.IQ3_S), ("IQ1S_SEL", quants.IQ1_S)]:
+        g = grid(cls)
+        values = [int(v) & 0xFF for v in cls.grid_map]
+        index = [[values.index(int(v)) for v in row] for row in g]
+        if len(values) == 3:
+            rows = [int.from_bytes(bytes(SEL3[k] for k in row), "little") for row in index]
+            out.append((name, 64, rows, f"{cls.__name__}'s grid as byte-permute selectors, value k -> {', '.join(f'0x{b:02x}' for b in SEL3)}"))
+        else:
+            assert len(values) == 8 and g.shape[1] == 4
+            rows = [sum(k << (4 * j) for j, k in enumerate(row)) for row in index]
+            out.append((name, 16, rows, f"{cls.__name__}'s grid as value indices, a nibble per element"))
+    return out
+
+
 def rust(version: str) -> str:
     ty = {64: "u64", 32: "u32", 8: "u8", -8: "i8"}
     lines = [f"//! {HEADER.format(version=version)}", "//!", "//! See the script's docstring for the packing.", ""]
@@ -75,7 +107,7 @@ def rust(version: str) -> str:
 
 
 def cuda(version: str) -> str:
-    ty = {64: "uint64_t", 32: "uint32_t", 8: "uint8_t", -8: "int8_t"}
+    ty = {64: "uint64_t", 32: "uint32_t", 16: "uint16_t", 8: "uint8_t", -8: "int8_t"}
     lines = [f"// {HEADER.format(version=version)}", "//",
              "// In __device__ (global) memory, read through the cache: each thread of a",
              "// warp looks up its own entry, which constant memory would serialize.",
@@ -83,9 +115,10 @@ def cuda(version: str) -> str:
              "#pragma once", "", "#include <stdint.h>", "",
              "#ifdef __CUDACC__", "#define WS_TABLE __device__ const", "#else", "#define WS_TABLE static const", "#endif", "",
              "namespace ws {", ""]
-    for name, bits, values, doc in tables():
-        fmt = (lambda v: f"0x{v:0{abs(bits) // 4}x}ull") if bits == 64 else (lambda v: f"0x{v:08x}u") if bits == 32 else str
-        per = {64: 5, 32: 8, 8: 16, -8: 16}[bits]
+    for name, bits, values, doc in tables() + selectors():
+        fmt = ((lambda v: f"0x{v:016x}ull") if bits == 64 else (lambda v: f"0x{v:08x}u") if bits == 32
+               else (lambda v: f"0x{v:04x}") if bits == 16 else str)
+        per = {64: 5, 32: 8, 16: 10, 8: 16, -8: 16}[bits]
         lines.append(f"// {doc}.")
         lines.append(f"WS_TABLE {ty[bits]} {name}[{len(values)}] = {{")
         for i in range(0, len(values), per):

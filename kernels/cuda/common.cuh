@@ -179,6 +179,19 @@ WS_HD float f16_to_f32(uint16_t h) {
     return bits_float(sign | (exp == 0 ? sub : high | (man << 13)));
 }
 
+// Whether an f16 is finite (exponent field < 31).
+WS_HD bool f16_finite(uint32_t h) { return (h & 0x7C00u) != 0x7C00u; }
+
+// A finite f16's value times 2^-112 as an f32, exactly: its sign, exponent
+// and mantissa moved into f32 position (f16 subnormals become f32
+// subnormals, m * 2^-136). Multiplying by 2^112 (or by legacy.cuh Magic's
+// p0, p1) is then exact (the products are d, d * 2^-s, d * 2^-(8 + s):
+// normal or zero; the kernels are built without flush-to-zero), and costs
+// no integer instructions beyond these two (f16_to_f32 needs about 8).
+WS_HD float f16_down(uint32_t h) { return bits_float(((h & 0x7FFFu) << 13) | ((h & 0x8000u) << 16)); }
+// A finite f16's value as f32, exactly, through f16_down.
+WS_HD float f16_finite_to_f32(uint32_t h) { return mul(f16_down(h), bits_float(239u << 23) /* 2^112 */); }
+
 // The output policies, every kernel's `Out` template parameter: one kernel
 // body per format, instantiated for each output (kernel `ws_<name>` writes
 // BF16, `ws_<name>_f16` float16). `from_f32` is the one rounding of a
@@ -305,6 +318,44 @@ __device__ __forceinline__ Coords coords() { return Coords{blockIdx.x, threadIdx
 
 // Each thread produces groups of 8 outputs: this many groups for n outputs.
 WS_HD uint64_t groups_of_8(uint64_t n) { return (n + 7) / 8; }
+
+// The grid-stride loop of a block format F whose blocks hold G groups of 8
+// outputs (G a power of two: 4 for the 32-element legacy blocks, 32 for the
+// 256-element super-blocks), F a struct of:
+// - `Lane lane(k)`: what depends only on the group's place k = g % G in
+//   its block;
+// - `Raw load(blk, lane)`: the group's loaded bits, every load issued
+//   before any decision;
+// - `put<Out>(dst, raw, lane)`: its 8 outputs.
+// When the stride is a multiple of G (every launch of the executor: blocks
+// of 256 threads) and the group indices fit in 32 bits, k is the same for
+// all of a thread's groups (its lane is hoisted), indices are 32-bit, and
+// each trip loads two groups (g, g + stride) before converting either.
+// Otherwise (the host grid's odd geometries, or over 2^35 outputs) the
+// general 64-bit loop, one group a trip, out of line.
+template <class F, uint32_t G, class Out>
+WS_COLD void block_thread_wide(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
+    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) {
+        typename F::Lane lane = F::lane((uint32_t)(g % G));
+        F::template put<Out>(dst + g * 8, F::load(src + (g / G) * F::BYTES, lane), lane);
+    }
+}
+
+template <class F, uint32_t G, class Out>
+WS_HD void block_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
+    uint64_t groups = n / 8, first = c.first(), stride = c.stride();
+    if (stride % G != 0 || groups + 2 * stride > 0xFFFFFFFFu) return block_thread_wide<F, G, Out>(src, dst, n, c);
+    uint32_t g = (uint32_t)first, st = (uint32_t)stride, end = (uint32_t)groups;
+    typename F::Lane lane = F::lane(g % G);
+    // g + 2 st < end + st <= 2^32 - 1: no wrap.
+    for (; g + st < end; g += 2 * st) {
+        typename F::Raw a = F::load(src + (size_t)(g / G) * F::BYTES, lane);
+        typename F::Raw b = F::load(src + (size_t)((g + st) / G) * F::BYTES, lane);
+        F::template put<Out>(dst + (size_t)g * 8, a, lane);
+        F::template put<Out>(dst + (size_t)(g + st) * 8, b, lane);
+    }
+    if (g < end) F::template put<Out>(dst + (size_t)g * 8, F::load(src + (size_t)(g / G) * F::BYTES, lane), lane);
+}
 
 }  // namespace ws
 

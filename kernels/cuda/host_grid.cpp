@@ -464,3 +464,320 @@ uint64_t ws_host_table_exhaustive(uint32_t ggml_id, int out, uint64_t* compared)
     return bad;
 }
 }
+
+// ---- Issue 56: the grid i-quant kernels (grid.cu), exhaustive checks
+// (kernels/tests/iq_grid_exhaustive.rs). Each format's `load` + `put`, all
+// 32 groups of a super-block, against the reference formula of
+// docs/numerics.md written out element by element (gguf-py's dequantize,
+// the grids and KSIGNS as generated from it, never the selector grids).
+#include <functional>
+#include <vector>
+
+namespace {
+// The values of grid entry i at position j (IQ1: -1, 0, 1 as int8).
+template <class T>
+int grid_value(const T* grid, uint32_t i, uint32_t j) {
+    return (int)(int8_t)(uint8_t)(grid[i] >> (8 * j));
+}
+
+// The fewest entries of `grid` (n entries of `width` values, each one of
+// `levels`) that together put each level at every position: a depth-first
+// search, deepening, over the uncovered (position, level) with the fewest
+// entries that cover it.
+template <class T>
+std::vector<uint32_t> grid_cover(const T* grid, uint32_t n, uint32_t width, std::vector<int> levels) {
+    size_t nl = levels.size();
+    std::vector<uint64_t> mask(n);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < width; j++)
+            for (size_t v = 0; v < nl; v++)
+                if (grid_value(grid, i, j) == levels[v]) mask[i] |= 1ull << (j * nl + v);
+    std::vector<uint32_t> chosen;
+    std::function<bool(uint64_t, uint32_t)> search = [&](uint64_t rem, uint32_t left) {
+        if (!rem) return true;
+        if ((uint32_t)__builtin_popcountll(rem) > left * width) return false;
+        uint64_t pick = 0;
+        uint32_t fewest = ~0u;
+        for (uint64_t r = rem; r; r &= r - 1) {
+            uint64_t bit = r & -r;
+            uint32_t count = 0;
+            for (uint64_t m : mask) count += (m & bit) != 0;
+            if (count < fewest) fewest = count, pick = bit;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            if (!(mask[i] & pick)) continue;
+            chosen.push_back(i);
+            if (search(rem & ~mask[i], left - 1)) return true;
+            chosen.pop_back();
+        }
+        return false;
+    };
+    for (uint32_t k = 1; k <= 16; k++)
+        if (search((1ull << (width * nl)) - 1, k)) return chosen;
+    return {};
+}
+
+void put_u16(uint8_t* p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+void put_u32(uint8_t* p, uint32_t v) {
+    put_u16(p, v);
+    put_u16(p + 2, v >> 16);
+}
+uint32_t get_u32(const uint8_t* p) { return (uint32_t)p[0] | (p[1] << 8) | (p[2] << 16) | ((uint32_t)p[3] << 24); }
+float f16_at(const uint8_t* p) { return ws::f16_to_f32(ws::load_u16(p)); }
+float sign_bit(uint32_t s, uint32_t j) { return (s >> j) & 1u ? -1.0f : 1.0f; }
+
+// The reference value of element e (0..255) of a super-block, per format.
+float iq2_xxs_ref(const uint8_t* b, uint32_t e) {
+    const uint8_t* qs = b + ws::iq2_xxs::QS + 8 * (e / 32);
+    uint32_t aux = get_u32(qs + 4), l = e % 32 / 8, j = e % 8;
+    float db = ws::mul(ws::mul(f16_at(b), ws::add(0.5f, (float)(aux >> 28))), 0.25f);
+    return ws::mul(ws::mul(db, (float)grid_value(ws::IQ2XXS_GRID, qs[l], j)), sign_bit(ws::KSIGNS[(aux >> (7 * l)) & 127], j));
+}
+
+float iq2_scale(const uint8_t* b, uint32_t scales, uint32_t e) {
+    uint32_t s = (b[scales + e / 32] >> (4 * (e / 16 % 2))) & 15;
+    return ws::mul(ws::mul(f16_at(b), ws::add(0.5f, (float)s)), 0.25f);
+}
+float iq2_xs_ref(const uint8_t* b, uint32_t e) {
+    uint32_t q = ws::load_u16(b + ws::iq2_xs::QS + 2 * (e / 8)), j = e % 8;
+    float g = (float)grid_value(ws::IQ2XS_GRID, q & 511, j);
+    return ws::mul(ws::mul(iq2_scale(b, ws::iq2_xs::SCALES, e), g), sign_bit(ws::KSIGNS[q >> 9], j));
+}
+float iq2_s_ref(const uint8_t* b, uint32_t e) {
+    uint32_t i = e / 8, j = e % 8, idx = b[ws::iq2_s::QS + i] | ((b[ws::iq2_s::QH + i / 4] >> (2 * (i % 4))) & 3) << 8;
+    float g = (float)grid_value(ws::IQ2S_GRID, idx, j);
+    return ws::mul(ws::mul(iq2_scale(b, ws::iq2_s::SCALES, e), g), sign_bit(b[ws::iq2_s::SIGNS + i], j));
+}
+
+float iq3_xxs_ref(const uint8_t* b, uint32_t e) {
+    uint32_t ib = e / 32, l = e % 32 / 8, j = e % 8, aux = get_u32(b + ws::iq3_xxs::SCALES + 4 * ib);
+    float db = ws::mul(ws::mul(f16_at(b), ws::add(0.5f, (float)(aux >> 28))), 0.5f);
+    float g = (float)grid_value(ws::IQ3XXS_GRID, b[ws::iq3_xxs::QS + 8 * ib + 2 * l + j / 4], j % 4);
+    return ws::mul(ws::mul(db, g), sign_bit(ws::KSIGNS[(aux >> (7 * l)) & 127], j));
+}
+float iq3_s_ref(const uint8_t* b, uint32_t e) {
+    uint32_t i = e / 4, ib = e / 32, idx = b[ws::iq3_s::QS + i] | ((b[ws::iq3_s::QH + i / 8] >> (i % 8)) & 1) << 8;
+    uint32_t s = (b[ws::iq3_s::SCALES + ib / 2] >> (4 * (ib % 2))) & 15;
+    float db = ws::mul(f16_at(b), (float)(1 + 2 * s)), g = (float)grid_value(ws::IQ3S_GRID, idx, e % 4);
+    return ws::mul(ws::mul(db, g), sign_bit(b[ws::iq3_s::SIGNS + e / 8], e % 8));
+}
+
+float iq1_value(float d, uint32_t s, uint32_t idx, bool negative, uint32_t j) {
+    float dl = ws::mul(d, (float)(2 * s + 1));
+    return ws::mul(dl, ws::add((float)grid_value(ws::IQ1S_GRID, idx, j), negative ? -0.125f : 0.125f));
+}
+float iq1_s_ref(const uint8_t* b, uint32_t e) {
+    uint32_t ib = e / 32, l = e % 32 / 8, qh = ws::load_u16(b + ws::iq1_s::QH + 2 * ib);
+    uint32_t idx = b[ws::iq1_s::QS + 4 * ib + l] | ((qh >> (3 * l)) & 7) << 8;
+    return iq1_value(f16_at(b), (qh >> 12) & 7, idx, qh & 0x8000, e % 8);
+}
+float iq1_m_ref(const uint8_t* b, uint32_t e) {
+    const uint8_t* sc = b + ws::iq1_m::SCALES;
+    uint32_t d = 0;
+    for (uint32_t m = 0; m < 4; m++) d |= (ws::load_u16(sc + 2 * m) >> 12) << (4 * m);
+    uint32_t i = e / 8, s = (ws::load_u16(sc + 2 * (i / 8)) >> (3 * (i / 2 % 4))) & 7;
+    uint32_t h = (b[ws::iq1_m::QH + i / 2] >> (4 * (i % 2))) & 15, idx = b[ws::iq1_m::QS + i] | (h & 7) << 8;
+    return iq1_value(ws::f16_to_f32((uint16_t)d), s, idx, h & 8, e % 8);
+}
+
+// Runs `fill(block, i)` for i < blocks, then `groups` groups of the block,
+// k = (i + r) % 32 for r < groups (all 32, or the first few by a rotating
+// lane), through F's load and put, and counts their outputs that differ
+// from `ref` rounded to Out.
+template <class F, class Out, class Fill, class Ref>
+void iq_blocks(uint64_t blocks, uint32_t groups, Fill fill, Ref ref, uint64_t* bad, uint64_t* n) {
+    uint8_t blk[F::BYTES];
+    uint16_t got[8];
+    for (uint64_t i = 0; i < blocks; i++) {
+        memset(blk, 0, sizeof blk);
+        fill(blk, i);
+        for (uint32_t r = 0; r < groups; r++) {
+            uint32_t k = (uint32_t)(i + r) % 32;
+            typename F::Lane lane = F::lane(k);
+            F::template put<Out>(got, F::load(blk, lane), lane);
+            for (uint32_t j = 0; j < 8; j++) *bad += got[j] != Out::from_f32(ref(blk, 8 * k + j));
+            *n += 8;
+        }
+    }
+}
+
+// Part 0's codes: group k of block i takes grid entry cover[r % size]
+// (IQ3: and cover[(r + 1) % size] for its second half) and negates all or
+// none of its values, by r = (k - i) % 32 < 2 size: the groups iq_blocks
+// runs (the lane rotating with i) put every value at every position,
+// either sign.
+struct Cover {
+    std::vector<uint32_t> entries;  // grid_cover's (at most 16)
+    bool signs = true;              // IQ1: no signs, one group an entry
+    uint32_t groups() const { return (signs ? 2 : 1) * (uint32_t)entries.size(); }
+    uint32_t entry(uint32_t k, uint64_t i, uint32_t half = 0) const { return entries[(r(k, i) + half) % entries.size()]; }
+    bool negated(uint32_t k, uint64_t i) const { return r(k, i) / entries.size() % 2; }
+    static uint32_t r(uint32_t k, uint64_t i) { return (k + 32 - (uint32_t)(i % 32)) % 32; }
+};
+
+// The f16 d of the code checks: a negative one with every mantissa bit
+// set (-0.4998; every table's entries and their negations are distinct).
+const uint16_t CODE_DS[1] = {0xB7FF};
+
+// Both parts of a format's check: part 0 (scales) fills block i with
+// d = i >> 4 and sub-block scale (IQ1: and delta sign) i & 15 and
+// `cover`'s codes; part 1 (codes) with each d of CODE_DS, the codes a
+// function of i (s = ~0: `fill` varies the scales with i).
+template <class F, class Out, class Fill, class Ref>
+void iq_parts(int part, const Cover& cover, uint64_t code_blocks, Fill fill, Ref ref, uint64_t* bad, uint64_t* n) {
+    if (cover.entries.empty() || cover.entries.size() > 16)
+        *bad = ~0ull - 1;  // no cover that fits in a super-block: a failure
+    else if (part == 0)
+        iq_blocks<F, Out>(65536 * 16, cover.groups(), [&](uint8_t* b, uint64_t i) { fill(b, i, (uint16_t)(i >> 4), (uint32_t)(i & 15)); }, ref, bad, n);
+    else
+        for (uint16_t h : CODE_DS) iq_blocks<F, Out>(code_blocks, 32, [&](uint8_t* b, uint64_t i) { fill(b, i, h, ~0u); }, ref, bad, n);
+}
+
+// A scale nibble: s, or (s = ~0) varied with block i and field m.
+uint32_t nibble(uint32_t s, uint64_t i, uint32_t m) { return s != ~0u ? s : (uint32_t)(i * 7 + m * 3) & 15; }
+// `bytes` bytes of such nibbles at p.
+void nibbles(uint8_t* p, uint32_t bytes, uint32_t s, uint64_t i) {
+    for (uint32_t m = 0; m < bytes; m++) p[m] = (uint8_t)(nibble(s, i, 2 * m) | nibble(s, i, 2 * m + 1) << 4);
+}
+}  // namespace
+
+extern "C" {
+// part 0, scales: every f16 d (finite, infinite, NaN) times every
+// sub-block scale (IQ1: and the delta's sign) times every grid value at
+// every position, with either sign (Cover). part 1, codes: for each d of
+// CODE_DS, every group (lane) times every code the group reads (grid
+// index with its high bits, sign index or byte), the scales varied.
+// Returns the outputs that differ (writing `out`, with_out), ~0 for an
+// unknown format or part; `compared` gets the number compared.
+uint64_t ws_host_iq_grid_exhaustive(uint32_t ggml_id, int out, int part, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    bool known = part == 0 || part == 1;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        const std::vector<int> iq2 = {8, 25, 43};
+        if (!known) return;
+        if (ggml_id == ws::iq2_xxs::GGML_ID) {
+            // Codes: group k's index (i + 11k) & 255, sign index ((i >> 8)
+            // + 5k) & 127: for each k, every pair once in 2^15 blocks.
+            Cover c{grid_cover(ws::IQ2XXS_GRID, 256, 8, iq2)};
+            iq_parts<ws::Iq2Xxs, Out>(part, c, 1 << 15, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                for (uint32_t k = 0; k < 32; k++) {
+                    uint8_t* qs = b + ws::iq2_xxs::QS + 8 * (k / 4);
+                    bool p0 = s != ~0u;
+                    qs[k % 4] = (uint8_t)(p0 ? c.entry(k, i) : i + 11 * k);
+                    uint32_t sign = p0 ? (c.negated(k, i) ? 127u : 0u) : ((uint32_t)(i >> 8) + 5 * k) & 127u;
+                    put_u32(qs + 4, (get_u32(qs + 4) & 0x0FFFFFFFu) | sign << (7 * (k % 4)) | nibble(s, i, k / 4) << 28);
+                }
+            }, iq2_xxs_ref, &bad, &n);
+        } else if (ggml_id == ws::iq2_xs::GGML_ID) {
+            // Codes: group k's u16 (i + 2477k) & 0xFFFF: every index and
+            // sign index once for each k in 2^16 blocks.
+            Cover c{grid_cover(ws::IQ2XS_GRID, 512, 8, iq2)};
+            iq_parts<ws::Iq2Xs, Out>(part, c, 1 << 16, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                nibbles(b + ws::iq2_xs::SCALES, 8, s, i);
+                for (uint32_t k = 0; k < 32; k++)
+                    put_u16(b + ws::iq2_xs::QS + 2 * k, s != ~0u ? c.entry(k, i) | (c.negated(k, i) ? 127u << 9 : 0) : (uint32_t)(i + 2477 * k));
+            }, iq2_xs_ref, &bad, &n);
+        } else if (ggml_id == ws::iq2_s::GGML_ID) {
+            // Codes: group k's (i + 40503k) & 0x3FFFF, the index in bits
+            // 0..9, the sign byte above: every pair once for each k in
+            // 2^18 blocks.
+            Cover c{grid_cover(ws::IQ2S_GRID, 1024, 8, iq2)};
+            iq_parts<ws::Iq2S, Out>(part, c, 1 << 18, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                nibbles(b + ws::iq2_s::SCALES, 8, s, i);
+                for (uint32_t k = 0; k < 32; k++) {
+                    uint32_t code = s != ~0u ? c.entry(k, i) | (c.negated(k, i) ? 0xFFu << 10 : 0) : (uint32_t)(i + 40503 * k) & 0x3FFFFu;
+                    b[ws::iq2_s::QS + k] = (uint8_t)code;
+                    b[ws::iq2_s::QH + k / 4] |= (uint8_t)(((code >> 8) & 3) << (2 * (k % 4)));
+                    b[ws::iq2_s::SIGNS + k] = (uint8_t)(code >> 10);
+                }
+            }, iq2_s_ref, &bad, &n);
+        } else if (ggml_id == ws::iq3_xxs::GGML_ID) {
+            // Codes: group k's first index (i + 11k) & 255 and sign index
+            // ((i >> 8) + 5k) & 127 (every pair once for each k in 2^15
+            // blocks), its second index 73 i0 + 29 t + k (for each sign
+            // index, a bijection of the first: every pair too).
+            Cover c{grid_cover(ws::IQ3XXS_GRID, 256, 4, {4, 12, 20, 28, 36, 44, 52, 62})};
+            iq_parts<ws::Iq3Xxs, Out>(part, c, 1 << 15, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                for (uint32_t k = 0; k < 32; k++) {
+                    bool p0 = s != ~0u;
+                    uint32_t i0 = p0 ? c.entry(k, i) : (uint32_t)(i + 11 * k) & 255;
+                    uint32_t t = p0 ? (c.negated(k, i) ? 127u : 0u) : ((uint32_t)(i >> 8) + 5 * k) & 127u;
+                    b[ws::iq3_xxs::QS + 2 * k] = (uint8_t)i0;
+                    b[ws::iq3_xxs::QS + 2 * k + 1] = (uint8_t)(p0 ? c.entry(k, i, 1) : 73 * i0 + 29 * t + k);
+                    uint8_t* aux = b + ws::iq3_xxs::SCALES + 4 * (k / 4);
+                    put_u32(aux, (get_u32(aux) & 0x0FFFFFFFu) | t << (7 * (k % 4)) | nibble(s, i, k / 4) << 28);
+                }
+            }, iq3_xxs_ref, &bad, &n);
+        } else if (ggml_id == ws::iq3_s::GGML_ID) {
+            // Codes: group k's (i + 40503k) & 0x1FFFF, the first index in
+            // bits 0..8, the sign byte above (every pair once for each k in
+            // 2^17 blocks), the second index 73 i0 + 29 signs + k (for each
+            // sign byte a bijection of the first).
+            Cover c{grid_cover(ws::IQ3S_GRID, 512, 4, {1, 3, 5, 7, 9, 11, 13, 15})};
+            iq_parts<ws::Iq3S, Out>(part, c, 1 << 17, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                nibbles(b + ws::iq3_s::SCALES, 4, s, i);
+                for (uint32_t k = 0; k < 32; k++) {
+                    bool p0 = s != ~0u;
+                    uint32_t code = p0 ? c.entry(k, i) | (c.negated(k, i) ? 0xFFu << 9 : 0) : (uint32_t)(i + 40503 * k) & 0x1FFFFu;
+                    uint32_t i0 = code & 511, i1 = p0 ? c.entry(k, i, 1) : (73 * i0 + 29 * (code >> 9) + k) & 511;
+                    b[ws::iq3_s::QS + 2 * k] = (uint8_t)i0;
+                    b[ws::iq3_s::QS + 2 * k + 1] = (uint8_t)i1;
+                    b[ws::iq3_s::QH + k / 4] |= (uint8_t)(((i0 >> 8) | (i1 >> 8) << 1) << (2 * (k % 4)));
+                    b[ws::iq3_s::SIGNS + k] = (uint8_t)(code >> 9);
+                }
+            }, iq3_s_ref, &bad, &n);
+        } else if (ggml_id == ws::iq1_s::GGML_ID) {
+            // Part 0: s & 7 the scale, s >> 3 the delta's sign, of every
+            // sub-block. Codes: group k's index (i + 11k) & 2047, its
+            // sub-block's scale and delta sign ((i >> 11) + ib) & 15: every
+            // triple once for each k in 2^15 blocks.
+            Cover c{grid_cover(ws::IQ1S_GRID, 2048, 8, {-1, 0, 1}), false};
+            iq_parts<ws::Iq1S, Out>(part, c, 1 << 15, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                put_u16(b, h);
+                for (uint32_t k = 0; k < 32; k++) {
+                    uint32_t idx = s != ~0u ? c.entry(k, i) : (uint32_t)(i + 11 * k) & 2047;
+                    uint32_t sd = s != ~0u ? s : ((uint32_t)(i >> 11) + k / 4) & 15;
+                    uint8_t* qh = b + ws::iq1_s::QH + 2 * (k / 4);
+                    b[ws::iq1_s::QS + k] = (uint8_t)idx;
+                    put_u16(qh, (ws::load_u16(qh) & 0x0FFFu) | (idx >> 8) << (3 * (k % 4)) | sd << 12);
+                }
+            }, iq1_s_ref, &bad, &n);
+        } else if (ggml_id == ws::iq1_m::GGML_ID) {
+            // d's nibbles in the scale words' top nibbles. Part 0: s & 7
+            // every 3-bit scale, s >> 3 every delta sign. Codes: group k's
+            // index (i + 11k) & 2047, delta sign bit 11 of i + k, its
+            // scale ((i >> 12) + k / 2) & 7: every triple once for each k in
+            // 2^15 blocks.
+            Cover c{grid_cover(ws::IQ1S_GRID, 2048, 8, {-1, 0, 1}), false};
+            iq_parts<ws::Iq1M, Out>(part, c, 1 << 15, [&](uint8_t* b, uint64_t i, uint16_t h, uint32_t s) {
+                uint8_t* sc = b + ws::iq1_m::SCALES;
+                for (uint32_t m = 0; m < 4; m++) put_u16(sc + 2 * m, (uint32_t)(h >> (4 * m)) << 12);
+                for (uint32_t k = 0; k < 32; k++) {
+                    bool p0 = s != ~0u;
+                    uint32_t idx = p0 ? c.entry(k, i) : (uint32_t)(i + 11 * k) & 2047;
+                    uint32_t neg = p0 ? s >> 3 : (uint32_t)((i >> 11) + k) & 1;
+                    uint32_t scale = p0 ? s & 7 : ((uint32_t)(i >> 12) + k / 2) & 7;
+                    b[ws::iq1_m::QS + k] = (uint8_t)idx;
+                    b[ws::iq1_m::QH + k / 2] |= (uint8_t)(((idx >> 8) | neg << 3) << (4 * (k % 2)));
+                    uint8_t* w = sc + 2 * (k / 8);
+                    uint32_t at = 3 * (k / 2 % 4);
+                    put_u16(w, (ws::load_u16(w) & ~(7u << at)) | scale << at);
+                }
+            }, iq1_m_ref, &bad, &n);
+        } else {
+            known = false;
+        }
+    });
+    *compared = n;
+    return known ? bad : ~0ull;
+}
+}

@@ -53,10 +53,6 @@ WS_HD void nibbles8(const uint8_t b[8], uint32_t shift, uint8_t out[8]) {
 // (d * (0.5 + s)) * k: the IQ2 (k = 0.25) and IQ3_XXS (k = 0.5) sub-block scale.
 WS_HD float half_step_scale(float d, uint32_t s, float k) { return mul(mul(d, add(0.5f, (float)s)), k); }
 
-// The 4-bit scale of 8-element group i (IQ2_XS, IQ2_S): nibble i / 2 of
-// the scale bytes (one scale per 16 elements).
-WS_HD uint32_t iq2_group_scale(const uint8_t* scales, uint32_t i) { return (scales[i / 4] >> (4 * ((i / 2) % 2))) & 0xFu; }
-
 // 0.125, negative where the IQ1 delta flag is set.
 WS_HD float iq1_delta(bool negative) { return negative ? -0.125f : 0.125f; }
 

@@ -19,40 +19,22 @@
 // kernels/tests/legacy_exhaustive.rs holds `put` to the reference formula
 // on every f16 d (finite or not) and every code at every position.
 //
-// The grid-stride loop (legacy_thread): when the stride is a multiple of 4
-// (every launch of the executor: blocks of 256 threads) and the group
-// indices fit in 32 bits, the quarter is the same for all of a thread's
-// groups (its constants are hoisted), indices are 32-bit, and each trip
-// loads two groups (g, g + stride) before converting either. Otherwise
-// (the host grid's odd geometries, or over 2^35 outputs) the general
-// 64-bit loop, one group a trip, out of line.
+// The grid-stride loop (legacy_thread, common.cuh block_thread): when the
+// stride is a multiple of 4 (every launch of the executor: blocks of 256
+// threads) and the group indices fit in 32 bits, the quarter is the same
+// for all of a thread's groups (its constants are hoisted), indices are
+// 32-bit, and each trip loads two groups (g, g + stride) before converting
+// either. Otherwise (the host grid's odd geometries, or over 2^35 outputs)
+// the general 64-bit loop, one group a trip, out of line.
 #include "legacy.cuh"
 
 namespace ws {
 
-// The grid-stride loop over a legacy format F (above).
-template <class F, class Out>
-WS_COLD void legacy_thread_wide(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) {
-        typename F::Lane lane = F::lane((uint32_t)(g & 3));
-        F::template put<Out>(dst + g * 8, F::load(src + (g >> 2) * F::BYTES, lane), lane);
-    }
-}
-
+// The grid-stride loop over a legacy format F (above; common.cuh
+// block_thread: four groups a block).
 template <class F, class Out>
 WS_HD void legacy_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    uint64_t groups = n / 8, first = c.first(), stride = c.stride();
-    if (stride % 4 != 0 || groups + 2 * stride > 0xFFFFFFFFu) return legacy_thread_wide<F, Out>(src, dst, n, c);
-    uint32_t g = (uint32_t)first, st = (uint32_t)stride, end = (uint32_t)groups;
-    typename F::Lane lane = F::lane(g & 3);
-    // g + 2 st < end + st <= 2^32 - 1: no wrap.
-    for (; g + st < end; g += 2 * st) {
-        typename F::Raw a = F::load(src + (size_t)(g >> 2) * F::BYTES, lane);
-        typename F::Raw b = F::load(src + (size_t)((g + st) >> 2) * F::BYTES, lane);
-        F::template put<Out>(dst + (size_t)g * 8, a, lane);
-        F::template put<Out>(dst + (size_t)(g + st) * 8, b, lane);
-    }
-    if (g < end) F::template put<Out>(dst + (size_t)g * 8, F::load(src + (size_t)(g >> 2) * F::BYTES, lane), lane);
+    block_thread<F, 4, Out>(src, dst, n, c);
 }
 
 // The 8 outputs of a group whose codes sit in r.w0, r.w1 as L.m says:

@@ -50,16 +50,6 @@ WS_HD Magic magic_lane(uint32_t mask, uint32_t s, uint32_t c) {
                  bits_float((239u - s) << 23), bits_float((231u - s) << 23)};
 }
 
-// A finite f16's value times 2^-112 as an f32, exactly: its sign, exponent
-// and mantissa moved into f32 position (f16 subnormals become f32
-// subnormals, m * 2^-136). Multiplying by 2^112 or by Magic's p0, p1 is
-// then exact (the products are d, d * 2^-s, d * 2^-(8 + s): normal or
-// zero; the kernels are built without flush-to-zero), and costs no
-// integer instructions beyond these two (f16_to_f32 needs about 8).
-WS_HD float f16_down(uint32_t h) { return bits_float(((h & 0x7FFFu) << 13) | ((h & 0x8000u) << 16)); }
-// A finite f16's value as f32, exactly, through f16_down.
-WS_HD float f16_finite_to_f32(uint32_t h) { return mul(f16_down(h), bits_float(239u << 23) /* 2^112 */); }
-
 // The 8 values d * (q_j - c) (as f32: the reference's products, exactly)
 // of 8 codes, one per byte of w0 (bytes 0..3) and w1 (4..7), each at bit
 // s of its byte: byte pairs at bits s and 8 + s of w, w >> 16. Needs
@@ -74,9 +64,6 @@ WS_HD void magic8(uint32_t h, uint32_t w0, uint32_t w1, const Magic& L, float x[
         x[2 * i + 1] = mul(sub(magic(w[i] & L.m1), L.c1), f1);
     }
 }
-
-// Whether an f16 is finite (exponent field < 31).
-WS_HD bool f16_finite(uint32_t h) { return (h & 0x7C00u) != 0x7C00u; }
 
 // Nibble j (0..7) of a quarter held as two words, at bit s of its byte.
 WS_HD uint32_t word_nibble(uint32_t w0, uint32_t w1, int j, uint32_t s) { return ((j < 4 ? w0 : w1) >> (8 * (j % 4) + s)) & 0xFu; }

@@ -448,3 +448,30 @@ pub fn table_exhaustive(ggml_id: u32, out: OutDtype) -> Option<(u64, u64)> {
     let bad = unsafe { ws_host_table_exhaustive(ggml_id, out_code(out), &mut compared) };
     (bad != u64::MAX).then_some((bad, compared))
 }
+
+// ---- Issue 56: the grid i-quant kernels (cuda/grid.cu).
+
+extern "C" {
+    fn ws_host_iq_grid_exhaustive(ggml_id: u32, out: i32, part: i32, compared: *mut u64) -> u64;
+}
+
+/// Which inputs [`iq_grid_exhaustive`] varies (cuda/host_grid.cpp).
+#[derive(Clone, Copy, Debug)]
+pub enum IqGridPart {
+    /// Every f16 d times every sub-block scale times every grid value at
+    /// every position, either sign.
+    Scales,
+    /// A few d times every code at every position of a super-block.
+    Codes,
+}
+
+/// A grid i-quant's kernel code (cuda/grid.cu `load` and `put`) against the
+/// reference formula (cuda/host_grid.cpp): (outputs that differ, outputs
+/// compared), or None for a format that is not IQ2_XXS, IQ2_XS, IQ2_S,
+/// IQ3_XXS, IQ3_S, IQ1_S or IQ1_M.
+pub fn iq_grid_exhaustive(ggml_id: u32, out: OutDtype, part: IqGridPart) -> Option<(u64, u64)> {
+    let mut compared = 0u64;
+    // SAFETY: `compared` is a valid u64 to write; the rest is arithmetic.
+    let bad = unsafe { ws_host_iq_grid_exhaustive(ggml_id, out_code(out), part as i32, &mut compared) };
+    (bad != u64::MAX).then_some((bad, compared))
+}
