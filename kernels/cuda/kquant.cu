@@ -5,28 +5,31 @@
 // Thread group g writes elements e0 .. e0 + 7 (e0 = 8 (g % 32)) of
 // super-block g / 32 (kquant.cuh). Each format is a struct of:
 // - `Lane lane(k)`: what depends only on k = g % 32: field offsets, the
-//   shifts and masks that gather the group's codes and its sub-block's
-//   scale, the magic-number constants (legacy.cuh `Magic`);
+//   shifts, rotations and permutes that gather the group's codes and its
+//   sub-block's scale (and min);
 // - `Raw load<VEC>(blk, lane)`: the group's loaded bits;
 // - `finite(raw)`: whether the block's f16 fields are finite;
 // - `values(raw, lane, x)`: the 8 reference values as f32, exactly, when
-//   they are: codes become f32 by the magic number in place, each scaled
-//   by its sub-block's dl * 2^-p (dl = d * sc, exact: at most 19
-//   significant bits, so the product rounds as the reference's dl * q
-//   does: the same real number), then the reference's own subtraction of
-//   dmin * m where the format has one (computed exactly, as the
-//   reference's); no NaN can arise (finite f16 fields, codes and scales
-//   of at most 8 bits), so kquant.cuh `k_put` rounds without the NaN test;
+//   they are: codes gathered two to a half word at bits 0 and 8 become
+//   f32 by the magic number (kquant.cuh `magic8_dl`), times the
+//   sub-block's dl = d * sc (and dl * 2^-8), exact (at most 19
+//   significant bits), so each product rounds as the reference's
+//   (d * sc) * q does: the same real number; then the reference's own
+//   subtraction of dmin * m where the format has one (computed exactly, as
+//   the reference's). No NaN can arise (finite f16 fields, codes and
+//   scales of at most 8 bits), so kquant.cuh `k_put` rounds without the
+//   NaN test;
 // - `ref<Out>(dst, group)`: the reference code element by element (the
 //   kernels' code before issue 56), out of line on the GPU, for blocks
 //   with an infinite or NaN field.
 // The grid-stride loop is kquant.cuh `kquant_thread`: two groups a trip
-// with the lane's constants hoisted where the stride is a multiple of 32,
-// the general 64-bit loop otherwise.
+// with the lane's constants hoisted where the stride is a multiple of 32
+// (and the source aligned for the format's loads), the general 64-bit loop
+// otherwise. docs/numerics.md, "CUDA K-quant kernels".
 // kernels/tests/kquant_exhaustive.rs holds `values` to the reference f32
 // values on every f16 d (and dmin) times every sub-block scale (and min)
-// times every code, and `put` to the reference outputs on every non-finite
-// field, for both outputs.
+// times every code, and `k_put` to the reference outputs on every
+// non-finite field and on whole blocks, for both outputs.
 #include "kquant.cuh"
 
 namespace ws {
@@ -39,7 +42,6 @@ struct Q2K {
     static constexpr uint32_t BYTES = q2_k::BYTES, ALIGN = 4;
     struct Lane {
         uint32_t qs, sc, sh;  // byte offsets of the codes and the scale byte; the crumbs' shift
-        uint32_t e = 0x4B000000u;  // kquant.cuh magic8_dl
     };
     struct Raw {
         uint32_t h, sm, w0, w1;  // d | dmin << 16; the scale byte; 8 code bytes
@@ -54,7 +56,7 @@ struct Q2K {
         float sc = sub(magic(r.sm & 0xFu), magic(0)), m16 = sub(magic(r.sm & 0xF0u), magic(0));
         float ml = mul(mul(f16_down(r.h >> 16), pow2f(108)), m16);  // (dmin * 2^-4) * (m * 2^4)
         uint32_t u[4] = {r.w0 >> L.sh, r.w0 >> (16 + L.sh), r.w1 >> L.sh, r.w1 >> (16 + L.sh)};
-        magic8_dl<3u, 0>(f16_times(r.h, sc), u, L.e, x);
+        magic8_dl<3u, 0>(f16_times(r.h, sc), u, x);
         WS_UNROLL
         for (int j = 0; j < 8; j++) x[j] = sub(x[j], ml);
     }
@@ -91,7 +93,6 @@ struct Q3K {
         uint32_t qs, hm, sa, sb;   // offsets of the codes, the high bits, the two scale bytes
         uint32_t ssh, srot;        // the scale's low nibble: its shift; its high bits: their rotation
         uint32_t sh, hrot;         // the crumbs' shift; the hmask bit's rotation (to bit 2)
-        uint32_t e = 0x4B000000u;  // kquant.cuh magic8_dl
     };
     struct Raw {
         uint32_t h, a, b, q[4], hb[4];  // d; scale bytes; codes and high bits, a half word each
@@ -119,7 +120,7 @@ struct Q3K {
         uint32_t u[4];
         WS_UNROLL
         for (int i = 0; i < 4; i++) u[i] = bitsel(r.q[i] >> L.sh, rotl(r.hb[i], L.hrot), 0x0303u);
-        magic8_dl<7u, 4>(f16_times(r.h, sc), u, L.e, x);
+        magic8_dl<7u, 4>(f16_times(r.h, sc), u, x);
     }
     template <class Out>
     static WS_COLD void ref(uint16_t* dst, KGroup k) {
@@ -169,7 +170,6 @@ struct K45 {
     struct Lane {
         uint32_t qs, qh, s, hrot;  // offsets of the codes and the high bits; the nibbles' shift; qh bit j to bit 4
         K4Scale k;
-        uint32_t e = 0x4B000000u;  // kquant.cuh magic8_dl
     };
     struct Raw {
         uint32_t h, s0, s1, s2, w0, w1, q0, q1;  // d | dmin << 16; the scales; 8 code bytes; 8 qh bytes
@@ -195,7 +195,7 @@ struct K45 {
             w1 = bitsel(w1, rotl(r.q1, L.hrot), 0x0F0F0F0Fu);
         }
         uint32_t u[4] = {w0, w0 >> 16, w1, w1 >> 16};
-        magic8_dl<QH ? 0x1Fu : 0xFu, 0>(f16_times(r.h, sc), u, L.e, x);
+        magic8_dl<QH ? 0x1Fu : 0xFu, 0>(f16_times(r.h, sc), u, x);
         WS_UNROLL
         for (int j = 0; j < 8; j++) x[j] = sub(x[j], ml);
     }
@@ -226,7 +226,6 @@ struct Q6K {
     struct Lane {
         uint32_t ql, qh, sc;  // offsets of the nibbles, the crumbs, the scale
         uint32_t sl, hrot;    // the nibbles' shift; the crumbs' rotation to bits 4, 5
-        uint32_t e = 0x4B000000u;  // kquant.cuh magic8_dl
     };
     struct Raw {
         uint32_t h;
@@ -252,7 +251,7 @@ struct Q6K {
         uint32_t u[4];
         WS_UNROLL
         for (int i = 0; i < 4; i++) u[i] = bitsel(r.l[i] >> L.sl, rotl(r.c[i], L.hrot), 0x0F0Fu);
-        magic8_dl<0x3Fu, 32>(f16_times(r.h, (float)r.sc), u, L.e, x);
+        magic8_dl<0x3Fu, 32>(f16_times(r.h, (float)r.sc), u, x);
     }
     template <class Out>
     static WS_COLD void ref(uint16_t* dst, KGroup k) {

@@ -90,8 +90,29 @@ WS_HD uint32_t rotl(uint32_t x, uint32_t n) {
 #endif
 }
 
-// a where m is set, b elsewhere (one LOP3).
-WS_HD uint32_t bitsel(uint32_t a, uint32_t b, uint32_t m) { return (a & m) | (b & ~m); }
+// a where m is set, b elsewhere: one LOP3 (with m an immediate; written
+// as (a & m) | (b & ~m) the compiler spends two, one per constant).
+WS_HD uint32_t bitsel(uint32_t a, uint32_t b, uint32_t m) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(r) : "r"(m), "r"(a), "r"(b));  // m ? a : b, bit by bit
+    return r;
+#else
+    return (a & m) | (b & ~m);
+#endif
+}
+
+// (a & m) | c in one LOP3 (written out, with m and c constants, the
+// compiler spends two).
+WS_HD uint32_t and_or(uint32_t a, uint32_t m, uint32_t c) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(a), "r"(m), "r"(c));
+    return r;
+#else
+    return (a & m) | c;
+#endif
+}
 
 // Whether both f16 halves of a word are finite (exponent fields < 31): an
 // all-ones field plus 1 carries into its half's top bit, and no half
@@ -108,14 +129,13 @@ WS_HD float pow2f(int e) { return bits_float((uint32_t)(127 + e) << 23); }
 // (float)0; times dl (dl * 2^-8, exact: dl is zero or at least 2^-24 in
 // magnitude) that is RN(dl * (u - C)), the reference's product: the same
 // real number, rounded once (legacy.cuh's argument).
-// e: 0x4B000000, 2^23's bits, from the lane (kquant_thread).
 template <uint32_t M, uint32_t C>
-WS_HD void magic8_dl(float dl, const uint32_t u[4], uint32_t e, float x[8]) {
+WS_HD void magic8_dl(float dl, const uint32_t u[4], float x[8]) {
     float dl8 = mul(dl, pow2f(-8));
     WS_UNROLL
     for (int i = 0; i < 4; i++) {
-        x[2 * i] = mul(sub(bits_float((u[i] & M) | e), magic(C)), dl);
-        x[2 * i + 1] = mul(sub(bits_float((u[i] & (M << 8)) | e), magic(C << 8)), dl8);
+        x[2 * i] = mul(sub(bits_float(and_or(u[i], M, 0x4B000000u)), magic(C)), dl);
+        x[2 * i + 1] = mul(sub(bits_float(and_or(u[i], M << 8, 0x4B000000u)), magic(C << 8)), dl8);
     }
 }
 
@@ -230,10 +250,6 @@ WS_HD void kquant_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c
         return kquant_thread_wide<F, Out>(src, dst, n, c);
     uint32_t g = (uint32_t)first, st = (uint32_t)stride, end = (uint32_t)groups;
     typename F::Lane lane = F::lane(g & 31);
-    // n < 2^35 here, so this ORs in nothing; it keeps 2^23's bits (Lane::e)
-    // in a register the compiler cannot fold: one LOP3 a code, (u & mask) |
-    // e with the mask an immediate, where a folded constant costs two.
-    lane.e |= (uint32_t)(n >> 40);
     // g + 2 st < end + st <= 2^32 - 1: no wrap.
     for (; g + st < end; g += 2 * st) {
         typename F::Raw a = F::template load<true>(src + (size_t)(g >> 5) * F::BYTES, lane);

@@ -31,11 +31,14 @@
 
 use weightstream_kernels::host_grid;
 
-fn part(name: &str, ggml_id: u32, part: u32, want: u64) {
-    let (bad, compared) = host_grid::kquant_exhaustive(ggml_id, part).expect("a K-quant part");
-    eprintln!("{name} part {part}: {compared} values compared, {bad} differ");
-    assert_eq!(compared, want, "{name} part {part}");
-    assert_eq!(bad, 0, "{name} part {part}");
+/// Each part of `parts` (part, values it compares) of format `ggml_id`.
+fn check(name: &str, ggml_id: u32, parts: &[(u32, u64)]) {
+    for &(part, want) in parts {
+        let (bad, compared) = host_grid::kquant_exhaustive(ggml_id, part).expect("a K-quant part");
+        eprintln!("{name} part {part}: {compared} values compared, {bad} differ");
+        assert_eq!(compared, want, "{name} part {part}");
+        assert_eq!(bad, 0, "{name} part {part}");
+    }
 }
 
 // Values per part: 65536 f16 values x the rounds (scales or mins) x the
@@ -43,36 +46,30 @@ fn part(name: &str, ggml_id: u32, part: u32, want: u64) {
 // at both pair positions; part 1: one group; part 2: 256 per block, two
 // outputs), plus, in parts 0 and 1, one more value per output for each
 // value of a non-finite round (2048 f16 values).
+const WHOLE: (u32, u64) = (2, 65536 * 256 * 2);
+
 #[test]
 fn q2_k_every_d_scale_and_code() {
-    part("q2_k", 10, 0, 65536 * 16 * 8 + 2048 * 16 * 8);
-    part("q2_k", 10, 1, 65536 * 16 * 8 + 2048 * 16 * 8);
-    part("q2_k", 10, 2, 65536 * 256 * 2);
+    check("q2_k", 10, &[(0, 65536 * 16 * 8 + 2048 * 16 * 8), (1, 65536 * 16 * 8 + 2048 * 16 * 8), WHOLE]);
 }
 
 #[test]
 fn q3_k_every_d_scale_and_code() {
-    part("q3_k", 11, 0, 65536 * 64 * 16 + 2048 * 64 * 16);
-    part("q3_k", 11, 2, 65536 * 256 * 2);
+    check("q3_k", 11, &[(0, 65536 * 64 * 16 + 2048 * 64 * 16), WHOLE]);
     assert_eq!(host_grid::kquant_exhaustive(11, 1), None, "q3_k has no dmin");
 }
 
 #[test]
 fn q4_k_every_d_scale_and_code() {
-    part("q4_k", 12, 0, 65536 * 64 * 32 + 2048 * 64 * 32);
-    part("q4_k", 12, 1, 65536 * 64 * 8 + 2048 * 64 * 8);
-    part("q4_k", 12, 2, 65536 * 256 * 2);
+    check("q4_k", 12, &[(0, 65536 * 64 * 32 + 2048 * 64 * 32), (1, 65536 * 64 * 8 + 2048 * 64 * 8), WHOLE]);
 }
 
 #[test]
 fn q5_k_every_d_scale_and_code() {
-    part("q5_k", 13, 0, 65536 * 64 * 64 + 2048 * 64 * 64);
-    part("q5_k", 13, 1, 65536 * 64 * 8 + 2048 * 64 * 8);
-    part("q5_k", 13, 2, 65536 * 256 * 2);
+    check("q5_k", 13, &[(0, 65536 * 64 * 64 + 2048 * 64 * 64), (1, 65536 * 64 * 8 + 2048 * 64 * 8), WHOLE]);
 }
 
 #[test]
 fn q6_k_every_d_scale_and_code() {
-    part("q6_k", 14, 0, 65536 * 64 * 256 + 2048 * 64 * 256);
-    part("q6_k", 14, 2, 65536 * 256 * 2);
+    check("q6_k", 14, &[(0, 65536 * 64 * 256 + 2048 * 64 * 256), WHOLE]);
 }
