@@ -95,7 +95,7 @@ struct Q3K {
         uint32_t sh, hrot;         // the crumbs' shift; the hmask bit's rotation (to bit 2)
     };
     struct Raw {
-        uint32_t h, a, b, q[4], hb[4];  // d; scale bytes; codes and high bits, a half word each
+        uint32_t h, s6, q[4], hb[4];  // d; the 6-bit scale; codes and high bits, a half word each
     };
     static WS_HD Lane lane(uint32_t k) {
         uint32_t j = k / 2;
@@ -106,17 +106,15 @@ struct Q3K {
     static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
         Raw r;
         r.h = load_u16(blk + q3_k::D);
-        r.a = blk[L.sa];
-        r.b = blk[L.sb];
+        // The scale's nibble (bits 0..3) and high bits (to bits 4, 5).
+        r.s6 = bitsel((uint32_t)blk[L.sa] >> L.ssh, rotl(blk[L.sb], L.srot), 0x0Fu) & 0x3Fu;
         ld_halves(blk + L.qs, r.q);
         ld_halves(blk + L.hm, r.hb);
         return r;
     }
     static WS_HD bool finite(const Raw& r) { return f16_finite(r.h); }
     static WS_HD void values(const Raw& r, const Lane& L, float x[8]) {
-        // The scale's nibble (bits 0..3) and high bits (to bits 4, 5).
-        uint32_t s6 = bitsel(r.a >> L.ssh, rotl(r.b, L.srot), 0x0Fu) & 0x3Fu;
-        float sc = sub(magic(s6), magic(32));  // sc - 32, exactly
+        float sc = sub(magic(r.s6), magic(32));  // sc - 32, exactly
         uint32_t u[4];
         WS_UNROLL
         for (int i = 0; i < 4; i++) u[i] = bitsel(r.q[i] >> L.sh, rotl(r.hb[i], L.hrot), 0x0303u);

@@ -214,11 +214,10 @@ WS_HD void store8w(uint16_t* dst, const uint32_t o[4]) {
 // ---- The grid-stride loop over a K-quant format F (kquant.cu), each
 // group: F::load (every load issued before any decision); where the
 // block's f16 fields are finite, F::values (the reference's f32 values,
-// exactly) rounded without the NaN test; otherwise F::ref, the reference
-// code, out of line on the GPU.
+// exactly) rounded without the NaN test (k_fast); otherwise F::ref, the
+// reference code, out of line on the GPU.
 template <class F, class Out, bool FAST>
-WS_HD void k_put(uint16_t* dst, const uint8_t* src, uint64_t g, const typename F::Raw& r, const typename F::Lane& L) {
-    if (!F::finite(r)) return F::template ref<Out>(dst, k_group(src, g, F::BYTES));
+WS_HD void k_fast(uint16_t* dst, const typename F::Raw& r, const typename F::Lane& L) {
     float x[8];
     F::values(r, L, x);
     uint32_t o[4];
@@ -227,11 +226,18 @@ WS_HD void k_put(uint16_t* dst, const uint8_t* src, uint64_t g, const typename F
     store8w<FAST>(dst, o);
 }
 
-// One group a trip, 64-bit indices, 2-byte loads: any geometry, any
-// alignment (the host grid's odd geometries, GDS chunks).
+template <class F, class Out, bool FAST>
+WS_HD void k_put(uint16_t* dst, const uint8_t* src, uint64_t g, const typename F::Raw& r, const typename F::Lane& L) {
+    if (!F::finite(r)) return F::template ref<Out>(dst, k_group(src, g, F::BYTES));
+    k_fast<F, Out, FAST>(dst, r, L);
+}
+
+// One group a trip from group `first` on, 64-bit indices, 2-byte loads:
+// any geometry, any alignment (the host grid's odd geometries, GDS
+// chunks), and the rest of a fast loop that met a non-finite block.
 template <class F, class Out>
-WS_COLD void kquant_thread_wide(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
-    for (uint64_t g = c.first(); g < n / 8; g += c.stride()) {
+WS_COLD void kquant_thread_wide(const uint8_t* src, uint16_t* dst, uint64_t n, uint64_t first, uint64_t stride) {
+    for (uint64_t g = first; g < n / 8; g += stride) {
         typename F::Lane lane = F::lane((uint32_t)(g & 31));
         const uint8_t* blk = src + (g >> 5) * F::BYTES;
         k_put<F, Out, false>(dst + g * 8, src, g, F::template load<false>(blk, lane), lane);
@@ -242,22 +248,30 @@ WS_COLD void kquant_thread_wide(const uint8_t* src, uint16_t* dst, uint64_t n, C
 // of 256 threads), the group indices fit in 32 bits, the source is aligned
 // for F's vector loads and the destination to 16 bytes: the lane's
 // constants hoisted, 32-bit indices, two groups a trip (g, g + stride),
-// both loaded before either converts. Otherwise kquant_thread_wide.
+// both loaded before either converts, no call in the loop's path: at a
+// block with a non-finite field (the same for a whole warp, one
+// super-block) the thread's remaining groups go to kquant_thread_wide.
+// Otherwise kquant_thread_wide.
 template <class F, class Out>
 WS_HD void kquant_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c) {
     uint64_t groups = n / 8, first = c.first(), stride = c.stride();
     if (stride % 32 != 0 || groups + 2 * stride > 0xFFFFFFFFu || !aligned_to(src, F::ALIGN) || !aligned_to(dst, 16))
-        return kquant_thread_wide<F, Out>(src, dst, n, c);
+        return kquant_thread_wide<F, Out>(src, dst, n, first, stride);
     uint32_t g = (uint32_t)first, st = (uint32_t)stride, end = (uint32_t)groups;
     typename F::Lane lane = F::lane(g & 31);
     // g + 2 st < end + st <= 2^32 - 1: no wrap.
     for (; g + st < end; g += 2 * st) {
         typename F::Raw a = F::template load<true>(src + (size_t)(g >> 5) * F::BYTES, lane);
         typename F::Raw b = F::template load<true>(src + (size_t)((g + st) >> 5) * F::BYTES, lane);
-        k_put<F, Out, true>(dst + (size_t)g * 8, src, g, a, lane);
-        k_put<F, Out, true>(dst + (size_t)(g + st) * 8, src, g + st, b, lane);
+        if (!F::finite(a) || !F::finite(b)) break;
+        k_fast<F, Out, true>(dst + (size_t)g * 8, a, lane);
+        k_fast<F, Out, true>(dst + (size_t)(g + st) * 8, b, lane);
     }
-    if (g < end) k_put<F, Out, true>(dst + (size_t)g * 8, src, g, F::template load<true>(src + (size_t)(g >> 5) * F::BYTES, lane), lane);
+    if (g < end) {  // one group left (in the pipeline's chunks, often a thread's only one), or a break
+        typename F::Raw a = F::template load<true>(src + (size_t)(g >> 5) * F::BYTES, lane);
+        if (g + st < end || !F::finite(a)) return kquant_thread_wide<F, Out>(src, dst, n, g, stride);
+        k_fast<F, Out, true>(dst + (size_t)g * 8, a, lane);
+    }
 }
 
 }  // namespace kq
