@@ -17,7 +17,7 @@
 //   (d * sc) * q does: the same real number; then the reference's own
 //   subtraction of dmin * m where the format has one (computed exactly, as
 //   the reference's). No NaN can arise (finite f16 fields, codes and
-//   scales of at most 8 bits), so kquant.cuh `k_put` rounds without the
+//   scales of at most 8 bits), so kquant.cuh `k_fast` rounds without the
 //   NaN test;
 // - `ref<Out>(dst, group)`: the reference code element by element (the
 //   kernels' code before issue 56), out of line on the GPU, for blocks
