@@ -230,7 +230,10 @@ def hot_path(insns: list[Insn], tests_per_output: int = 1) -> HotPath:
     loops = [(l, h) for l, h in back_edges(bb) if any(h <= s <= l for s in has_wide)]
     if not loops:
         raise ValueError("no loop around the widest store")
-    latch, header = max(loops, key=lambda e: e[0] - e[1])
+    # The longest by the latch's last instruction (its backward branch): a
+    # loop whose body is one long block after its header's branch (no call
+    # splitting it) is still the longest.
+    latch, header = max(loops, key=lambda e: bb[e[0]].insns[-1].addr - e[1])
     body = sorted(s for s in bb if header <= s <= latch)
     inner = [(l, h) for l, h in back_edges(bb) if header <= h and l <= latch and (l, h) != (latch, header)]
 

@@ -781,3 +781,209 @@ uint64_t ws_host_iq_grid_exhaustive(uint32_t ggml_id, int out, int part, uint64_
     return known ? bad : ~0ull;
 }
 }
+
+// ==== K-quant kernels (issue 56; kernels/tests/kquant_exhaustive.rs) ====
+// Each format's fast path (cuda/kquant.cu `values`: the f32 values before
+// the rounding) against the reference formula of docs/numerics.md written
+// out here element by element, bit for bit in f32; blocks with a non-finite
+// f16 field through the whole `k_put` against that formula rounded by
+// `from_f32`, for both outputs; and every block of a part through `k_put`
+// for both outputs once per f16 value (`whole`).
+namespace {
+float kq_f16(const uint8_t* p) { return ws::f16_to_f32(ws::load_u16(p)); }
+
+// The reference values (docs/numerics.md's table).
+float kq_ref_q2_k(const uint8_t* b, float d, float dmin, uint32_t e) {
+    uint32_t sm = b[ws::q2_k::SCALES + e / 16];
+    uint32_t q = (b[ws::q2_k::QS + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3u;
+    return ws::sub(ws::mul(ws::mul(d, (float)(sm & 15u)), (float)q), ws::mul(dmin, (float)(sm >> 4)));
+}
+float kq_ref_q3_k(const uint8_t* b, float d, float, uint32_t e) {
+    const uint8_t* s = b + ws::q3_k::SCALES;
+    uint32_t k = e / 16, lo = k < 8 ? s[k] & 15u : (uint32_t)s[k - 8] >> 4, hi = (s[8 + k % 4] >> (2 * (k / 4))) & 3u;
+    int q = (int)((b[ws::q3_k::QS + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3u);
+    if (!((b[ws::q3_k::HMASK + e % 32] >> (e / 32)) & 1u)) q -= 4;
+    return ws::mul(ws::mul(d, (float)((int)(lo | hi << 4) - 32)), (float)q);
+}
+template <bool QH>
+float kq_ref_q45_k(const uint8_t* b, float d, float dmin, uint32_t e) {
+    const uint8_t* s = b + ws::q4_k::SCALES;
+    uint32_t k = e / 32, sc, m;
+    if (k < 4) {
+        sc = s[k] & 63u;
+        m = s[k + 4] & 63u;
+    } else {
+        sc = (s[k + 4] & 15u) | (uint32_t)(s[k - 4] >> 6) << 4;
+        m = (uint32_t)(s[k + 4] >> 4) | (uint32_t)(s[k] >> 6) << 4;
+    }
+    uint32_t qs = QH ? ws::q5_k::QS : ws::q4_k::QS, q = (b[qs + 32 * (k / 2) + e % 32] >> (4 * (k % 2))) & 15u;
+    if (QH) q |= ((b[ws::q5_k::QH + e % 32] >> k) & 1u) << 4;
+    return ws::sub(ws::mul(ws::mul(d, (float)sc), (float)q), ws::mul(dmin, (float)m));
+}
+float kq_ref_q6_k(const uint8_t* b, float d, float, uint32_t e) {
+    uint32_t h = e / 128, i = e % 128;
+    uint32_t lo = (b[ws::q6_k::QL + 64 * h + i % 64] >> (4 * (i / 64))) & 15u, hi = (b[ws::q6_k::QH + 32 * h + i % 32] >> (2 * (i / 32))) & 3u;
+    return ws::mul(ws::mul(d, (float)(int8_t)b[ws::q6_k::SCALES + e / 16]), (float)((int)(lo + 16 * hi) - 32));
+}
+
+// Groups (lanes) k0 .. k0 + count - 1 of one block: finite fields compare
+// `values` in f32 (or, with `whole`, `k_put` for both outputs); non-finite
+// ones `k_put`.
+template <class F, float (*ref)(const uint8_t*, float, float, uint32_t)>
+void kq_block(const uint8_t* blk, uint32_t d_at, int dmin_at, bool whole, uint32_t k0, uint32_t count, uint64_t& bad, uint64_t& n) {
+    float d = kq_f16(blk + d_at), dmin = dmin_at < 0 ? 0.0f : kq_f16(blk + dmin_at);
+    for (uint32_t k = k0; k < k0 + count; k++) {
+        typename F::Lane lane = F::lane(k);
+        typename F::Raw r = F::template load<false>(blk, lane);
+        if (F::finite(r) && !whole) {
+            float x[8];
+            F::values(r, lane, x);
+            for (uint32_t j = 0; j < 8; j++, n++) bad += ws::float_bits(x[j]) != ws::float_bits(ref(blk, d, dmin, 8 * k + j));
+            continue;
+        }
+        uint16_t got[8];
+        ws::kq::k_put<F, ws::Bf16Out, false>(got, blk, k, r, lane);
+        for (uint32_t j = 0; j < 8; j++, n++) bad += got[j] != ws::Bf16Out::from_f32(ref(blk, d, dmin, 8 * k + j));
+        ws::kq::k_put<F, ws::F16Out, false>(got, blk, k, r, lane);
+        for (uint32_t j = 0; j < 8; j++, n++) bad += got[j] != ws::F16Out::from_f32(ref(blk, d, dmin, 8 * k + j));
+    }
+}
+
+void kq_put16(uint8_t* p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+// Codes: element e of a block gets code (t + e / 2 + e / 64) mod `codes`
+// (t chosen per block): for each pair position (e even, odd) every code
+// within e < 2 codes, and over t every code at every element.
+uint32_t kq_code(uint32_t t, uint32_t e, uint32_t codes) { return (t + e / 2 + e / 64) % codes; }
+
+// Format `id`'s block body (all but d and dmin) for round v: sub-block k's
+// scale (or, `min_first`, its min) is v + c k modulo the levels (Q6_K: its
+// i8 scale 4v + k mod 4), so neighbours differ and the sub-block compared
+// in round (v, h) (kquant_exhaustive) meets every level as v runs, for
+// every h; codes kq_code(v mod codes, e). Returns false for no format.
+bool kq_fill(uint32_t id, uint32_t v, bool min_first, uint8_t* blk) {
+    memset(blk, 0, 256);
+    if (id == ws::q2_k::GGML_ID || id == ws::q4_k::GGML_ID || id == ws::q5_k::GGML_ID) {
+        bool k2 = id == ws::q2_k::GGML_ID, qh = id == ws::q5_k::GGML_ID;
+        uint32_t levels = k2 ? 16 : 64, codes = k2 ? 4 : qh ? 32 : 16, t = v % codes, sc[16], m[16];
+        for (uint32_t k = 0; k < 16; k++) {
+            uint32_t a = (v + (k2 ? 2 * k : qh ? 8 * (k / 2) : 8 * k)) % levels, b = (5 * a + 3) % levels;
+            sc[k] = min_first ? b : a;
+            m[k] = min_first ? a : b;
+        }
+        if (k2) {
+            for (uint32_t k = 0; k < 16; k++) blk[ws::q2_k::SCALES + k] = (uint8_t)(sc[k] | m[k] << 4);
+            for (uint32_t e = 0; e < 256; e++) blk[ws::q2_k::QS + 32 * (e / 128) + e % 32] |= (uint8_t)(kq_code(t, e, codes) << (2 * ((e % 128) / 32)));
+            return true;
+        }
+        uint8_t* s = blk + ws::q4_k::SCALES;  // get_scale_min_k4's packing
+        for (uint32_t j = 0; j < 4; j++) {
+            s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+            s[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+            s[j + 8] = (uint8_t)((sc[j + 4] & 15u) | (m[j + 4] & 15u) << 4);
+        }
+        uint32_t qs = qh ? ws::q5_k::QS : ws::q4_k::QS;
+        for (uint32_t e = 0; e < 256; e++) {
+            uint32_t q = kq_code(t, e, codes), k = e / 32;
+            blk[qs + 32 * (k / 2) + e % 32] |= (uint8_t)((q & 15u) << (4 * (k % 2)));
+            if (qh) blk[ws::q5_k::QH + e % 32] |= (uint8_t)((q >> 4) << k);
+        }
+        return true;
+    }
+    if (id == ws::q3_k::GGML_ID) {  // sub-block k's 6-bit scale v + 4k mod 64 (sc = that - 32)
+        for (uint32_t k = 0; k < 16; k++) {
+            uint32_t s6 = (v + 4 * k) % 64;
+            blk[ws::q3_k::SCALES + k % 8] |= (uint8_t)((s6 & 15u) << (4 * (k / 8)));
+            blk[ws::q3_k::SCALES + 8 + k % 4] |= (uint8_t)((s6 >> 4) << (2 * (k / 4)));
+        }
+        for (uint32_t e = 0; e < 256; e++) {  // code u = crumb | hmask bit << 2: x = dl * (u - 4)
+            uint32_t u = kq_code(v % 8, e, 8);
+            blk[ws::q3_k::QS + 32 * (e / 128) + e % 32] |= (uint8_t)((u & 3u) << (2 * ((e % 128) / 32)));
+            blk[ws::q3_k::HMASK + e % 32] |= (uint8_t)((u >> 2) << (e / 32));
+        }
+        return true;
+    }
+    if (id == ws::q6_k::GGML_ID) {
+        // Sub-blocks k, k + 4, k + 8, k + 12 share the i8 scale 4v + k (every
+        // one of the 256 over v) and hold its 64 codes, 16 each; over v
+        // every code at every element.
+        for (uint32_t k = 0; k < 16; k++) blk[ws::q6_k::SCALES + k] = (uint8_t)(4 * v + k % 4);
+        for (uint32_t e = 0; e < 256; e++) {
+            uint32_t k = e / 16, q = (16 * (k / 4) + (e % 16 + v) % 16 + 16 * (v / 16)) % 64, half = e / 128, r = e % 128;
+            blk[ws::q6_k::QL + 64 * half + r % 64] |= (uint8_t)((q & 15u) << (4 * (r / 64)));
+            blk[ws::q6_k::QH + 32 * half + r % 32] |= (uint8_t)((q >> 4) << (2 * (r / 32)));
+        }
+        return true;
+    }
+    return false;
+}
+
+// The groups of round (v, h) one part compares (kquant_exhaustive), as
+// (first, count), and the block's d and dmin offsets (dmin -1: none).
+struct KqPlan {
+    uint32_t d_at;
+    int dmin_at;
+    uint32_t levels;
+};
+KqPlan kq_plan(uint32_t id) {
+    if (id == ws::q2_k::GGML_ID) return KqPlan{ws::q2_k::D, (int)ws::q2_k::DMIN, 16};
+    if (id == ws::q3_k::GGML_ID) return KqPlan{ws::q3_k::D, -1, 64};
+    if (id == ws::q6_k::GGML_ID) return KqPlan{ws::q6_k::D, -1, 64};
+    return KqPlan{ws::q4_k::D, (int)ws::q4_k::DMIN, 64};
+}
+
+void kq_run(uint32_t id, const uint8_t* blk, bool whole, uint32_t k0, uint32_t count, uint64_t& bad, uint64_t& n) {
+    KqPlan p = kq_plan(id);
+    if (id == ws::q2_k::GGML_ID) kq_block<ws::kq::Q2K, kq_ref_q2_k>(blk, p.d_at, p.dmin_at, whole, k0, count, bad, n);
+    if (id == ws::q3_k::GGML_ID) kq_block<ws::kq::Q3K, kq_ref_q3_k>(blk, p.d_at, p.dmin_at, whole, k0, count, bad, n);
+    if (id == ws::q4_k::GGML_ID) kq_block<ws::kq::K45<false>, kq_ref_q45_k<false>>(blk, p.d_at, p.dmin_at, whole, k0, count, bad, n);
+    if (id == ws::q5_k::GGML_ID) kq_block<ws::kq::K45<true>, kq_ref_q45_k<true>>(blk, p.d_at, p.dmin_at, whole, k0, count, bad, n);
+    if (id == ws::q6_k::GGML_ID) kq_block<ws::kq::Q6K, kq_ref_q6_k>(blk, p.d_at, p.dmin_at, whole, k0, count, bad, n);
+}
+}  // namespace
+
+extern "C" {
+// Part 0: every f16 d (all 65536: finite ones through `values`, the others
+// through `k_put`) times every sub-block scale (with dmin = +0, so the
+// value is dl * q itself) times every code at both positions of a pair
+// (the f32 arithmetic; each round compares the groups that hold every
+// code, their sub-block turning with (v + h), so the bit movement of every
+// group is covered too); part 1 (Q2_K, Q4_K, Q5_K): d = -0 (so the value
+// is -0 - dmin * m: each dmin * m, its sign of zero included, by itself),
+// every f16 dmin times every min, one group a round; part 2: whole blocks
+// through `k_put` for both outputs, each f16 value once as d (and once as
+// dmin). Returns the values that differ (~0 for a format or part without
+// a test); `compared` gets the number compared.
+uint64_t ws_host_kquant_exhaustive(uint32_t ggml_id, uint32_t part, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    uint8_t blk[256];
+    KqPlan p = kq_plan(ggml_id);
+    // Groups a round holding every code at both pair positions (a sub-block,
+    // Q2_K half of one, Q5_K two of the same scale, Q6_K all): `span`, the
+    // one compared turning with (v + h) so that its level runs through all
+    // as v does (kq_fill); part 1 one group of it.
+    uint32_t span = ggml_id == ws::q2_k::GGML_ID ? 2 : ggml_id == ws::q3_k::GGML_ID ? 2 : ggml_id == ws::q4_k::GGML_ID ? 4 : ggml_id == ws::q5_k::GGML_ID ? 8 : 32;
+    uint32_t take = ggml_id == ws::q2_k::GGML_ID ? 1 : span;
+    if (!kq_fill(ggml_id, 0, false, blk) || part > 2 || (part == 1 && p.dmin_at < 0)) {
+        *compared = 0;
+        return ~0ull;
+    }
+    for (uint32_t v = 0; v < p.levels; v++) {
+        kq_fill(ggml_id, v, part == 1, blk);
+        for (uint32_t h = 0; h < 65536; h++) {
+            if (part == 2 && v != h % p.levels) continue;
+            // (d, dmin): part 0 (h, +0), part 1 (-0, h), part 2 (h, h * 40503 mod 2^16: a bijection).
+            uint32_t d = part == 1 ? 0x8000u : h, dm = part == 0 ? 0u : part == 1 ? h : (h * 40503u) & 0xFFFFu;
+            kq_put16(blk + p.d_at, d);
+            if (p.dmin_at >= 0) kq_put16(blk + p.dmin_at, dm);
+            uint32_t first = (v + h) % (32 / span) * span + (part == 1 ? v % take : 0);
+            kq_run(ggml_id, blk, part == 2, part == 2 ? 0 : first, part == 2 ? 32 : part == 1 ? 1 : take, bad, n);
+        }
+    }
+    *compared = n;
+    return bad;
+}
+}

@@ -475,3 +475,22 @@ pub fn iq_grid_exhaustive(ggml_id: u32, out: OutDtype, part: IqGridPart) -> Opti
     let bad = unsafe { ws_host_iq_grid_exhaustive(ggml_id, out_code(out), part as i32, &mut compared) };
     (bad != u64::MAX).then_some((bad, compared))
 }
+
+// ==== K-quant kernels (issue 56; tests/kquant_exhaustive.rs) ====
+
+extern "C" {
+    fn ws_host_kquant_exhaustive(ggml_id: u32, part: u32, compared: *mut u64) -> u64;
+}
+
+/// A K-quant kernel's fast path (cuda/kquant.cu `values`, and `k_put` on
+/// non-finite fields and whole blocks) against the reference formula
+/// (cuda/host_grid.cpp `ws_host_kquant_exhaustive`): part 0 every f16 d x
+/// every sub-block scale x every code, part 1 every f16 dmin x every min
+/// (Q2_K, Q4_K, Q5_K), part 2 whole blocks for both outputs. (values that
+/// differ, values compared), or None for a format or part without a test.
+pub fn kquant_exhaustive(ggml_id: u32, part: u32) -> Option<(u64, u64)> {
+    let mut compared = 0u64;
+    // SAFETY: `compared` is a valid u64 to write; the rest is arithmetic.
+    let bad = unsafe { ws_host_kquant_exhaustive(ggml_id, part, &mut compared) };
+    (bad != u64::MAX).then_some((bad, compared))
+}
