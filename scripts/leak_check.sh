@@ -27,8 +27,10 @@ for line in sys.stdin:
         # headers; legacy_exhaustive and f16_rounding are arithmetic over
         # every f32 bit pattern (30 s and 14 s natively; legacy_exhaustive
         # ran past 8 minutes under valgrind on 2026-11-29), table_exhaustive
-        # over every scale and code of the table kernels.
-        if m["target"]["name"] not in ("hostile_limits", "legacy_exhaustive", "table_exhaustive", "f16_rounding"):
+        # over every scale and code of the table kernels, scaled_exhaustive
+        # over every code and scale exponent of the scaled kernels.
+        if m["target"]["name"] not in ("hostile_limits", "legacy_exhaustive", "table_exhaustive", "f16_rounding",
+                                       "scaled_exhaustive"):
             print(m["executable"])')
 # valgrind runs a program on one core (it serializes the program's
 # threads): the binaries run side by side, one per core, each with its
