@@ -563,4 +563,23 @@ uint64_t ws_host_walk_mismatches(uint64_t first, uint64_t n, uint64_t cols, uint
     *compared = k;
     return taken ? bad : ~0ull;
 }
+
+// F16 -> out: every f16 at every position of a group (f16_group) against
+// from_f16_bits.
+uint64_t ws_host_f16_exhaustive(int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        uint16_t got[8], h[8];
+        for (uint32_t v = 0; v < 65536; v++) {
+            for (uint32_t j = 0; j < 8; j++) h[j] = (uint16_t)(v + 4099u * j);
+            uint32_t w[4];
+            memcpy(w, h, 16);
+            ws::f16_group<Out>(got, ws::uint4{w[0], w[1], w[2], w[3]});
+            for (uint32_t j = 0; j < 8; j++) bad += got[j] != Out::from_f16_bits(h[j]), n++;
+        }
+    });
+    *compared = n;
+    return bad;
+}
 }

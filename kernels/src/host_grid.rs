@@ -486,3 +486,14 @@ pub fn walk_mismatches(first: u64, n: u64, cols: u64, br: u64, bc: u64, gc: u64,
     let (bad, compared) = counted(|c| unsafe { ws_host_walk_mismatches(first, n, cols, br, bc, gc, grid, block, c) });
     (bad != u64::MAX).then_some((bad, compared))
 }
+
+extern "C" {
+    fn ws_host_f16_exhaustive(out: i32, compared: *mut u64) -> u64;
+}
+
+/// F16 -> `out`, cuda/float.cu's fast path against `from_f16_bits` on
+/// every f16 at every position of a group.
+pub fn f16_exhaustive(out: OutDtype) -> (u64, u64) {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    counted(|c| unsafe { ws_host_f16_exhaustive(out_code(out), c) })
+}

@@ -1,6 +1,7 @@
-//! Issue 56: the scaled safetensors kernels (cuda/fp8.cu so far) take a
-//! specialised loop whose codes become f32 by moving their bits and whose
-//! outputs round without the NaN test where no NaN can arise. Exact, not approximate; checked here on the
+//! Issue 56: the scaled safetensors kernels (cuda/fp8.cu so far) and F16
+//! -> BF16 (cuda/float.cu) take a specialised loop whose codes become f32
+//! by moving their bits and whose outputs round without the NaN test where
+//! no NaN can arise. Exact, not approximate; checked here on the
 //! host build of the same source, against the reference formula:
 //! - FP8: a code's bits moved into f32 position, times 2^120 (E4M3) or
 //!   2^112 (E5M2), is e4m3_to_f32 / e5m2_to_f32 of it, for every code at
@@ -18,6 +19,8 @@
 //!   exponent is swept.
 //! - The walk: every unit's scale index equals the 64-bit formula over
 //!   layouts of every kind and grids whose strides wrap rows and block rows.
+//! - F16: every f16 (zeros, subnormals, infinities, NaNs) at every
+//!   position of a group.
 //!
 //! host_grid_parity.rs then holds the whole kernels (both loops) to the
 //! CPU kernels over the shared cases.
@@ -86,4 +89,10 @@ fn the_walk_finds_every_units_scale() {
     for (first, cols, bc) in [(8u64, 64u64, 16u64), (0, 40, 8), (0, 96, 48), (0, 100, 16)] {
         assert!(host_grid::walk_mismatches(first, 64, cols, 1, bc, cols.div_ceil(bc), 1, 32).is_none(), "{first} {cols} {bc}");
     }
+}
+
+// 65536 groups x 8 outputs: every f16 at every position.
+#[test]
+fn f16_every_value_at_every_position() {
+    check("F16", host_grid::f16_exhaustive, 65536 * 8);
 }
