@@ -582,4 +582,75 @@ uint64_t ws_host_f16_exhaustive(int out, uint64_t* compared) {
     *compared = n;
     return bad;
 }
+
+// E2M1: every code at every position of a unit (e2m1_unit) times every
+// sweep scale, against e2m1_to_f32 times the scale, rounded.
+uint64_t ws_host_e2m1_exhaustive(int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    each_sweep_scale(out, [&](auto o, uint32_t, float s) {
+        using Out = decltype(o);
+        uint16_t got[16];
+        for (uint32_t v = 0; v < 16; v++) {
+            uint32_t w[2] = {0, 0};
+            for (uint32_t j = 0; j < 16; j++) w[j / 8] |= ((v + 3 * j) & 15u) << (4 * (j % 8));
+            ws::e2m1_unit<Out>(got, ws::uint2{w[0], w[1]}, s);
+            for (uint32_t j = 0; j < 16; j++) bad += got[j] != Out::from_f32(ws::mul(ws::e2m1_to_f32((v + 3 * j) & 15u), s)), n++;
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
+// INT4 (bits 4) / INT8 (8): (1) round_f16_normal against round_f16 on
+// every f32 its gate admits (|x| in [2^-14, 65520), and both zeros); (2)
+// whole units (int_unit, with and without F16 rounding) against int_value
+// on every sweep scale times a set of zero points (integers, fractions,
+// 2^23, infinities, NaN), every code at every position across the scales.
+uint64_t ws_host_int_exhaustive(int bits, int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    if (bits == 8) {  // (1) once (it does not depend on the bits)
+        for (uint32_t sign = 0; sign < 2; sign++) {
+            for (uint32_t b = 0x38800000u; b < 0x477FF000u; b++) {
+                float x = ws::bits_float(b | (sign << 31));
+                bad += ws::float_bits(ws::round_f16_normal(x)) != ws::float_bits(ws::round_f16(x)), n++;
+            }
+            float z = ws::bits_float(sign << 31);
+            bad += ws::float_bits(ws::round_f16_normal(z)) != ws::float_bits(ws::round_f16(z)), n++;
+        }
+    }
+    const float zs[] = {0.0f, -0.0f, 1.0f, -3.0f, 7.0f, -8.0f, 127.0f, -128.0f, 0.5f, -1e-3f, 8388608.0f, 8388610.0f,
+                        ws::bits_float(0x7F800000u), ws::bits_float(0x7FC00000u)};
+    each_sweep_scale(out, [&](auto o, uint32_t i, float s) {
+        using Out = decltype(o);
+        uint16_t got[16];
+        uint8_t b[16];
+        for (uint32_t zi = 0; zi < sizeof(zs) / sizeof(zs[0]); zi++) {
+            float z = zs[zi];
+            uint32_t v = i * 7 + zi * 16;  // every code at every position across the sweep
+            uint32_t codes[16];
+            memset(b, 0, 16);
+            for (uint32_t j = 0; j < 16; j++) {
+                codes[j] = (v + 17 * j) & ((1u << bits) - 1);
+                if (bits == 8)
+                    b[j] = (uint8_t)codes[j];
+                else
+                    b[j / 2] |= (uint8_t)(codes[j] << (4 * (j % 2)));
+            }
+            for (int to_f16 = 0; to_f16 < 2; to_f16++) {
+                if (bits == 8 && to_f16)
+                    ws::int_unit<Out, 8, true>(got, words(b), z, s);
+                else if (bits == 8)
+                    ws::int_unit<Out, 8, false>(got, words(b), z, s);
+                else if (to_f16)
+                    ws::int_unit<Out, 4, true>(got, words(b), z, s);
+                else
+                    ws::int_unit<Out, 4, false>(got, words(b), z, s);
+                for (uint32_t j = 0; j < 16; j++) bad += got[j] != ws::int_value<Out>((int)codes[j] - (1 << (bits - 1)), z, s, to_f16), n++;
+            }
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
 }

@@ -497,3 +497,24 @@ pub fn f16_exhaustive(out: OutDtype) -> (u64, u64) {
     // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
     counted(|c| unsafe { ws_host_f16_exhaustive(out_code(out), c) })
 }
+
+extern "C" {
+    fn ws_host_e2m1_exhaustive(out: i32, compared: *mut u64) -> u64;
+    fn ws_host_int_exhaustive(bits: i32, out: i32, compared: *mut u64) -> u64;
+}
+
+/// E2M1, cuda/packed.cu's fast path against the reference formula: every
+/// code at every position times every BF16 bit pattern of scale.
+pub fn e2m1_exhaustive(out: OutDtype) -> (u64, u64) {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    counted(|c| unsafe { ws_host_e2m1_exhaustive(out_code(out), c) })
+}
+
+/// INT4 or INT8 (`bits`), cuda/packed.cu's fast path against the reference
+/// formula, with and without F16 rounding: every code at every position
+/// over every BF16 bit pattern of scale times 14 zero points; for INT8 also
+/// the F16 rounding on the bits against `round_f16` on every f32 it takes.
+pub fn int_exhaustive(bits: u32, out: OutDtype) -> (u64, u64) {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    counted(|c| unsafe { ws_host_int_exhaustive(bits as i32, out_code(out), c) })
+}

@@ -1,7 +1,7 @@
-//! Issue 56: the scaled safetensors kernels (cuda/fp8.cu so far) and F16
-//! -> BF16 (cuda/float.cu) take a specialised loop whose codes become f32
-//! by moving their bits and whose outputs round without the NaN test where
-//! no NaN can arise. Exact, not approximate; checked here on the
+//! Issue 56: the scaled safetensors kernels (cuda/fp8.cu, cuda/packed.cu)
+//! and F16 -> BF16 (cuda/float.cu) take a specialised loop whose codes
+//! become f32 by moving their bits and whose outputs round without the NaN
+//! test where no NaN can arise. Exact, not approximate; checked here on the
 //! host build of the same source, against the reference formula:
 //! - FP8: a code's bits moved into f32 position, times 2^120 (E4M3) or
 //!   2^112 (E5M2), is e4m3_to_f32 / e5m2_to_f32 of it, for every code at
@@ -21,6 +21,11 @@
 //!   layouts of every kind and grids whose strides wrap rows and block rows.
 //! - F16: every f16 (zeros, subnormals, infinities, NaNs) at every
 //!   position of a group.
+//! - E2M1: every code at every position, every BF16-pattern scale.
+//! - INT4 and INT8: the code by the magic number, every code at every
+//!   position, with and without F16 rounding, on every BF16-pattern scale
+//!   times integer, fractional, huge, infinite and NaN zero points; the F16
+//!   rounding on the bits equals `round_f16` on every f32 its gate admits.
 //!
 //! host_grid_parity.rs then holds the whole kernels (both loops) to the
 //! CPU kernels over the shared cases.
@@ -95,4 +100,23 @@ fn the_walk_finds_every_units_scale() {
 #[test]
 fn f16_every_value_at_every_position() {
     check("F16", host_grid::f16_exhaustive, 65536 * 8);
+}
+
+// 65536 scales x 16 units x 16 outputs.
+#[test]
+fn e2m1_every_code_and_scale_exponent() {
+    check("E2M1", host_grid::e2m1_exhaustive, 65536 * 16 * 16);
+}
+
+// 65536 scales x 14 zero points x 2 (F16 rounding or not) x 16 outputs;
+// INT8 also the F16 rounding on both signs of 0x38800000..0x477FF000 and
+// both zeros.
+#[test]
+fn int4_every_code_and_scale_exponent() {
+    check("INT4", |o| host_grid::int_exhaustive(4, o), 65536 * 14 * 2 * 16);
+}
+
+#[test]
+fn int8_every_code_and_scale_exponent() {
+    check("INT8", |o| host_grid::int_exhaustive(8, o), 2 * (0x477F_F000 - 0x3880_0000 + 1) + 65536 * 14 * 2 * 16);
 }
