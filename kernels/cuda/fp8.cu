@@ -109,9 +109,8 @@ WS_HD void fp8_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const Scale
     // The last n % 16 elements: one unit's start, inside its scale block.
     uint32_t rest = (uint32_t)(n % UNIT);
     if (u == units && rest) {
-        uint8_t b[16] = {};
-        for (uint32_t j = 0; j < rest; j++) b[j] = src[(size_t)u * UNIT + j];
-        fp8_unit_ref<Out, E4M3>(dst + (size_t)u * UNIT, load16(b, 0), rest, p.scales ? p.scales[w.index()] : 1.0f);
+        uint4 v = load_tail(src + (size_t)u * UNIT, rest);
+        fp8_unit_ref<Out, E4M3>(dst + (size_t)u * UNIT, v, rest, p.scales ? p.scales[w.index()] : 1.0f);
     }
 }
 

@@ -99,9 +99,8 @@ WS_HD void e2m1_thread(const uint8_t* src, uint16_t* dst, uint64_t n, const Scal
     }
     uint32_t rest = (uint32_t)(n % UNIT);  // even: whole bytes
     if (u == units && rest) {
-        uint8_t b[8] = {};
-        for (uint32_t j = 0; j < rest / 2; j++) b[j] = src[(size_t)u * (UNIT / 2) + j];
-        e2m1_unit_ref<Out>(dst + (size_t)u * UNIT, load8(b, 0), rest, p.scales[w.index()]);
+        uint4 v = load_tail(src + (size_t)u * (UNIT / 2), rest / 2);
+        e2m1_unit_ref<Out>(dst + (size_t)u * UNIT, uint2{v.x, v.y}, rest, p.scales[w.index()]);
     }
 }
 
@@ -269,10 +268,9 @@ WS_HD void int_walk(const uint8_t* src, uint16_t* dst, uint64_t n, const IntPara
     }
     uint32_t rest = (uint32_t)(n % UNIT);  // INT4: even (whole bytes)
     if (u == units && rest) {
-        uint8_t b[16] = {};
-        for (uint32_t j = 0; j < rest * BITS / 8; j++) b[j] = src[(size_t)u * UNIT * BITS / 8 + j];
+        uint4 v = load_tail(src + (size_t)u * UNIT * BITS / 8, rest * BITS / 8);
         uint32_t at = w.index();
-        int_unit_ref<Out, BITS>(dst + (size_t)u * UNIT, load16(b, 0), rest, p.zeros ? p.zeros[at] : 0.0f, p.s.scales[at], TO_F16);
+        int_unit_ref<Out, BITS>(dst + (size_t)u * UNIT, v, rest, p.zeros ? p.zeros[at] : 0.0f, p.s.scales[at], TO_F16);
     }
 }
 

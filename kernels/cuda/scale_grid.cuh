@@ -144,7 +144,7 @@ struct Walk {
 // then thread `t`'s walk at its first unit. `n` outputs from p.first.
 WS_HD bool walk_start(const ScaleParams& p, uint64_t n, Coords co, Walk& w) {
     uint64_t cols = p.cols.d, bc = p.block_cols.d, br = p.block_rows.d, st = co.stride() * UNIT;
-    if (p.first % UNIT || cols % UNIT || cols >= (1ull << 31) || br >= (1ull << 31) || st >= (1ull << 31)) return false;
+    if (cols == 0 || p.first % UNIT || cols % UNIT || cols >= (1ull << 31) || br >= (1ull << 31) || st >= (1ull << 31)) return false;
     if (n >= (1ull << 31) || co.first() + co.stride() >= (1ull << 31)) return false;
     uint32_t bsh = 31;
     if (bc < cols) {
@@ -201,6 +201,14 @@ WS_HD uint2 load8(const uint8_t* p, uint32_t align) {
     memcpy(w, p, 8);
     return uint2{w[0], w[1]};
 #endif
+}
+
+// The first `bytes` (< 16) bytes at p, byte loads, zero-padded: a unit's
+// tail (no wider load, which could pass the end or be misaligned).
+WS_HD uint4 load_tail(const uint8_t* p, uint32_t bytes) {
+    uint32_t w[4] = {0, 0, 0, 0};
+    for (uint32_t j = 0; j < bytes; j++) w[j / 4] |= (uint32_t)p[j] << (8 * (j % 4));
+    return uint4{w[0], w[1], w[2], w[3]};
 }
 
 // 16 outputs, two to a word, to a 16-byte aligned dst: two 16-byte stores.
