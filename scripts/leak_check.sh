@@ -27,10 +27,10 @@ for line in sys.stdin:
         # headers; legacy_exhaustive and f16_rounding are arithmetic over
         # every f32 bit pattern (30 s and 14 s natively; legacy_exhaustive
         # ran past 8 minutes under valgrind on 2026-11-29); table_exhaustive,
-        # iq_grid_exhaustive and kquant_exhaustive go over every f16 scale,
-        # sub-scale and code of their kernels (up to 31 s natively).
+        # iq_grid_exhaustive, kquant_exhaustive and scaled_exhaustive go over
+        # every scale, sub-scale and code of their kernels (up to 31 s natively).
         if m["target"]["name"] not in ("hostile_limits", "legacy_exhaustive", "table_exhaustive", "iq_grid_exhaustive",
-                                       "kquant_exhaustive", "f16_rounding"):
+                                       "kquant_exhaustive", "scaled_exhaustive", "f16_rounding"):
             print(m["executable"])')
 # valgrind runs a program on one core (it serializes the program's
 # threads): the binaries run side by side, one per core, each with its

@@ -987,3 +987,193 @@ uint64_t ws_host_kquant_exhaustive(uint32_t ggml_id, uint32_t part, uint64_t* co
     return bad;
 }
 }
+
+// ---- Issue 56: the scaled safetensors kernels and F16 (fp8.cu, packed.cu,
+// float.cu; kernels/tests/scaled_exhaustive.rs). Each returns the outputs
+// (or checks) that differ from the reference; `compared` gets how many.
+namespace {
+// Scale i of the sweep: every BF16 bit pattern (every sign and exponent,
+// zeros, subnormals, infinities and NaNs) with mixed low mantissa bits.
+float sweep_scale(uint32_t i) { return ws::bits_float((i << 16) | ((i * 0x9E37u) & 0xFFFFu)); }
+// f(Out{}, i, scale i) for every sweep scale, writing `out` (with_out).
+template <class F>
+void each_sweep_scale(int out, F f) {
+    with_out(out, [&](auto o) {
+        for (uint32_t i = 0; i < 65536; i++) f(o, i, sweep_scale(i));
+    });
+}
+ws::uint4 words(const uint8_t b[16]) {
+    uint32_t w[4];
+    memcpy(w, b, 16);
+    return ws::uint4{w[0], w[1], w[2], w[3]};
+}
+}  // namespace
+
+extern "C" {
+// FP8 (e4m3 1: E4M3, 0: E5M2): (1) the decode of every code at every byte
+// position against e4m3_to_f32 / e5m2_to_f32 (the NaN codes, and E5M2's
+// infinities, excepted: the gate sends them to the reference); (2) the
+// gate on every code at every position beside every other byte value;
+// (3) whole units (fp8_unit) against the reference formula: every sweep
+// scale times every code at every position.
+uint64_t ws_host_fp8_exhaustive(int e4m3, int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    auto special = [&](uint32_t b) { return e4m3 ? (b & 0x7Fu) == 0x7Fu : (b & 0x7Cu) == 0x7Cu; };
+    for (uint32_t b = 0; b < 256; b++)
+        for (int j = 0; j < 4; j++) {
+            uint32_t w = b << (8 * j);
+            float got = e4m3 ? ws::mul(ws::fp8_down<true>(w, j), ws::fp8_up<true>()) : ws::mul(ws::fp8_down<false>(w, j), ws::fp8_up<false>());
+            float want = e4m3 ? ws::e4m3_to_f32((uint8_t)b) : ws::e5m2_to_f32((uint8_t)b);
+            if (!special(b)) bad += ws::float_bits(got) != ws::float_bits(want), n++;
+            for (uint32_t o = 0; o < 256; o++) {
+                uint32_t other = (o * 0x01010101u) & ~(0xFFu << (8 * j));
+                uint32_t g = e4m3 ? ws::fp8_special<true>(w | other) : ws::fp8_special<false>(w | other);
+                bad += (g != 0) != (special(b) || special(o)), n++;
+            }
+        }
+    each_sweep_scale(out, [&](auto o, uint32_t, float s) {
+        using Out = decltype(o);
+        uint16_t got[16];
+        uint8_t codes[16];
+        for (uint32_t v = 0; v < 256; v++) {
+            for (int j = 0; j < 16; j++) codes[j] = (uint8_t)(v + 37 * j);
+            if (e4m3)
+                ws::fp8_unit<Out, true>(got, words(codes), s);
+            else
+                ws::fp8_unit<Out, false>(got, words(codes), s);
+            for (int j = 0; j < 16; j++) {
+                uint16_t want = e4m3 ? ws::fp8_value<Out, true>(codes[j], s) : ws::fp8_value<Out, false>(codes[j], s);
+                bad += got[j] != want, n++;
+            }
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
+// The specialised walk (scale_grid.cuh `Walk`) of every thread of a
+// `g` x `b` grid over a chunk of n elements from `first` of a matrix with
+// `cols` columns and br x bc blocks (grid_cols gc): each unit's scale
+// index against (r / br) * gc + c / bc computed in 64 bits. Returns the
+// units whose index differs, or ~0 when the launch does not take the walk;
+// `compared` gets the units compared.
+uint64_t ws_host_walk_mismatches(uint64_t first, uint64_t n, uint64_t cols, uint64_t br, uint64_t bc, uint64_t gc, uint32_t g,
+                                 uint32_t b, uint64_t* compared) {
+    uint64_t bad = 0, k = 0;
+    ws::ScaleParams p{nullptr, first, gc, {}, {}, {}};
+    uint64_t ds[3] = {cols, br, bc};
+    ws::Divisor* dv[3] = {&p.cols, &p.block_rows, &p.block_cols};
+    for (int i = 0; i < 3; i++) {  // launch.rs `divisor`
+        uint64_t d = ds[i], l = 0;
+        while (l < 64 && (1ull << l) < d) l++;
+        uint64_t magic = (uint64_t)((((unsigned __int128)1 << 64) * (((unsigned __int128)1 << l) - d)) / d + 1);
+        *dv[i] = ws::Divisor{d, magic, (uint32_t)(l < 1 ? l : 1), (uint32_t)(l > 0 ? l - 1 : 0)};
+    }
+    bool taken = true;
+    grid(g, b, [&](ws::Coords c) {
+        ws::Walk w;
+        if (!ws::walk_start(p, n, c, w)) {
+            taken = false;
+            return;
+        }
+        for (uint64_t u = c.first(); u <= n / ws::UNIT; u += c.stride()) {
+            if (u == n / ws::UNIT && n % ws::UNIT == 0) break;
+            uint64_t e = first + u * ws::UNIT, r = e / cols, col = e % cols;
+            bad += w.index() != (r / br) * gc + col / bc, k++;
+            w.step();
+        }
+    });
+    *compared = k;
+    return taken ? bad : ~0ull;
+}
+
+// F16 -> out: every f16 at every position of a group (f16_group) against
+// from_f16_bits.
+uint64_t ws_host_f16_exhaustive(int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    with_out(out, [&](auto o) {
+        using Out = decltype(o);
+        uint16_t got[8], h[8];
+        for (uint32_t v = 0; v < 65536; v++) {
+            for (uint32_t j = 0; j < 8; j++) h[j] = (uint16_t)(v + 4099u * j);
+            uint32_t w[4];
+            memcpy(w, h, 16);
+            ws::f16_group<Out>(got, ws::uint4{w[0], w[1], w[2], w[3]});
+            for (uint32_t j = 0; j < 8; j++) bad += got[j] != Out::from_f16_bits(h[j]), n++;
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
+// E2M1: every code at every position of a unit (e2m1_unit) times every
+// sweep scale, against e2m1_to_f32 times the scale, rounded.
+uint64_t ws_host_e2m1_exhaustive(int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    each_sweep_scale(out, [&](auto o, uint32_t, float s) {
+        using Out = decltype(o);
+        uint16_t got[16];
+        for (uint32_t v = 0; v < 16; v++) {
+            uint32_t w[2] = {0, 0};
+            for (uint32_t j = 0; j < 16; j++) w[j / 8] |= ((v + 3 * j) & 15u) << (4 * (j % 8));
+            ws::e2m1_unit<Out>(got, ws::uint2{w[0], w[1]}, s);
+            for (uint32_t j = 0; j < 16; j++) bad += got[j] != Out::from_f32(ws::mul(ws::e2m1_to_f32((v + 3 * j) & 15u), s)), n++;
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
+// INT4 (bits 4) / INT8 (8): (1) round_f16_normal against round_f16 on
+// every f32 its gate admits (|x| in [2^-14, 65520), and both zeros); (2)
+// whole units (int_unit, with and without F16 rounding) against int_value
+// on every sweep scale times a set of zero points (integers, fractions,
+// 2^23, infinities, NaN), every code at every position across the scales.
+uint64_t ws_host_int_exhaustive(int bits, int out, uint64_t* compared) {
+    uint64_t bad = 0, n = 0;
+    if (bits == 8) {  // (1) once (it does not depend on the bits)
+        for (uint32_t sign = 0; sign < 2; sign++) {
+            for (uint32_t b = 0x38800000u; b < 0x477FF000u; b++) {
+                float x = ws::bits_float(b | (sign << 31));
+                bad += ws::float_bits(ws::round_f16_normal(x)) != ws::float_bits(ws::round_f16(x)), n++;
+            }
+            float z = ws::bits_float(sign << 31);
+            bad += ws::float_bits(ws::round_f16_normal(z)) != ws::float_bits(ws::round_f16(z)), n++;
+        }
+    }
+    const float zs[] = {0.0f, -0.0f, 1.0f, -3.0f, 7.0f, -8.0f, 127.0f, -128.0f, 0.5f, -1e-3f, 8388608.0f, 8388610.0f,
+                        ws::bits_float(0x7F800000u), ws::bits_float(0x7FC00000u)};
+    each_sweep_scale(out, [&](auto o, uint32_t i, float s) {
+        using Out = decltype(o);
+        uint16_t got[16];
+        uint8_t b[16];
+        for (uint32_t zi = 0; zi < sizeof(zs) / sizeof(zs[0]); zi++) {
+            float z = zs[zi];
+            uint32_t v = i * 7 + zi * 16;  // every code at every position across the sweep
+            uint32_t codes[16];
+            memset(b, 0, 16);
+            for (uint32_t j = 0; j < 16; j++) {
+                codes[j] = (v + 17 * j) & ((1u << bits) - 1);
+                if (bits == 8)
+                    b[j] = (uint8_t)codes[j];
+                else
+                    b[j / 2] |= (uint8_t)(codes[j] << (4 * (j % 2)));
+            }
+            for (int to_f16 = 0; to_f16 < 2; to_f16++) {
+                if (bits == 8 && to_f16)
+                    ws::int_unit<Out, 8, true>(got, words(b), z, s);
+                else if (bits == 8)
+                    ws::int_unit<Out, 8, false>(got, words(b), z, s);
+                else if (to_f16)
+                    ws::int_unit<Out, 4, true>(got, words(b), z, s);
+                else
+                    ws::int_unit<Out, 4, false>(got, words(b), z, s);
+                for (uint32_t j = 0; j < 16; j++) bad += got[j] != ws::int_value<Out>((int)codes[j] - (1 << (bits - 1)), z, s, to_f16), n++;
+            }
+        }
+    });
+    *compared = n;
+    return bad;
+}
+
+}

@@ -494,3 +494,73 @@ pub fn kquant_exhaustive(ggml_id: u32, part: u32) -> Option<(u64, u64)> {
     let bad = unsafe { ws_host_kquant_exhaustive(ggml_id, part, &mut compared) };
     (bad != u64::MAX).then_some((bad, compared))
 }
+
+// ---- Issue 56: the scaled safetensors kernels and F16 (cuda/fp8.cu,
+// cuda/packed.cu, cuda/float.cu; tests/scaled_exhaustive.rs). Each check
+// returns (checks that differ, checks made).
+
+/// Run one of host_grid.cpp's exhaustive checks, which writes its count.
+fn counted(f: impl FnOnce(*mut u64) -> u64) -> (u64, u64) {
+    let mut compared = 0u64;
+    let bad = f(&mut compared);
+    (bad, compared)
+}
+
+extern "C" {
+    fn ws_host_fp8_exhaustive(e4m3: i32, out: i32, compared: *mut u64) -> u64;
+    #[allow(clippy::too_many_arguments)]
+    fn ws_host_walk_mismatches(first: u64, n: u64, cols: u64, br: u64, bc: u64, gc: u64, grid: u32, block: u32, compared: *mut u64) -> u64;
+}
+
+/// FP8 (E4M3 when `e4m3`, else E5M2), cuda/fp8.cu's fast path against the
+/// reference formula: the decode and the NaN gate on every code at every
+/// position, whole units on every BF16 bit pattern of scale times every
+/// code at every position.
+pub fn fp8_exhaustive(e4m3: bool, out: OutDtype) -> (u64, u64) {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    counted(|c| unsafe { ws_host_fp8_exhaustive(e4m3 as i32, out_code(out), c) })
+}
+
+/// The scaled kernels' specialised walk (cuda/scale_grid.cuh `Walk`) over
+/// a `grid` x `block` launch: for the chunk of `n` elements from `first` of
+/// a matrix of `cols` columns in `br` x `bc` blocks (`gc` per block row),
+/// (units whose scale index differs from the 64-bit formula, units
+/// compared), or None when the launch does not take the walk.
+#[allow(clippy::too_many_arguments)]
+pub fn walk_mismatches(first: u64, n: u64, cols: u64, br: u64, bc: u64, gc: u64, grid: u32, block: u32) -> Option<(u64, u64)> {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    let (bad, compared) = counted(|c| unsafe { ws_host_walk_mismatches(first, n, cols, br, bc, gc, grid, block, c) });
+    (bad != u64::MAX).then_some((bad, compared))
+}
+
+extern "C" {
+    fn ws_host_f16_exhaustive(out: i32, compared: *mut u64) -> u64;
+}
+
+/// F16 -> `out`, cuda/float.cu's fast path against `from_f16_bits` on
+/// every f16 at every position of a group.
+pub fn f16_exhaustive(out: OutDtype) -> (u64, u64) {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    counted(|c| unsafe { ws_host_f16_exhaustive(out_code(out), c) })
+}
+
+extern "C" {
+    fn ws_host_e2m1_exhaustive(out: i32, compared: *mut u64) -> u64;
+    fn ws_host_int_exhaustive(bits: i32, out: i32, compared: *mut u64) -> u64;
+}
+
+/// E2M1, cuda/packed.cu's fast path against the reference formula: every
+/// code at every position times every BF16 bit pattern of scale.
+pub fn e2m1_exhaustive(out: OutDtype) -> (u64, u64) {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    counted(|c| unsafe { ws_host_e2m1_exhaustive(out_code(out), c) })
+}
+
+/// INT4 or INT8 (`bits`), cuda/packed.cu's fast path against the reference
+/// formula, with and without F16 rounding: every code at every position
+/// over every BF16 bit pattern of scale times 14 zero points; for INT8 also
+/// the F16 rounding on the bits against `round_f16` on every f32 it takes.
+pub fn int_exhaustive(bits: u32, out: OutDtype) -> (u64, u64) {
+    // SAFETY: the count is a valid u64 to write; the rest is arithmetic.
+    counted(|c| unsafe { ws_host_int_exhaustive(bits as i32, out_code(out), c) })
+}
