@@ -85,5 +85,5 @@ step leaks scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"
 step_join images-base
 step images scripts/test_docker.sh
-echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-45} s per target"
-step fuzz scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-45}"
+echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-40} s per target"
+step fuzz scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-40}"
