@@ -50,6 +50,10 @@ one() { # BINARY: one test binary under valgrind, its result on one line
   fi
 }
 export -f one
+# The fuzz targets' deterministic sweeps (crates/weightstream-fuzz-targets/
+# tests/sweep.rs) run a quarter of their inputs here: 65 s under valgrind
+# whole on 2026-11-29, the longest binary; cargo test runs them all.
+export WEIGHTSTREAM_SWEEP_SHARE=0.25
 export logs VG_OPTS
 # shellcheck disable=SC2016
 echo "$bins" | xargs -r -n1 -P "$(nproc)" bash -c 'one "$1"' _ \

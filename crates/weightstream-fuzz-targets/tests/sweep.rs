@@ -2,8 +2,13 @@
 //! so that CI checks their rules on every run, not only while fuzzing.
 
 /// `n` inputs of `len` bytes: consecutive pieces of one pseudo-random
-/// stream (nearby seeds would start out correlated).
+/// stream (nearby seeds would start out correlated). Under the leak check
+/// (scripts/leak_check.sh: valgrind, about 25 times slower) the first
+/// `WEIGHTSTREAM_SWEEP_SHARE` of them (a fraction): the same code paths,
+/// while cargo test runs them all natively.
 fn inputs(n: usize, len: usize) -> impl Iterator<Item = Vec<u8>> {
+    let share = std::env::var("WEIGHTSTREAM_SWEEP_SHARE").ok().and_then(|v| v.parse::<f64>().ok()).filter(|f| *f > 0.0 && *f <= 1.0);
+    let n = share.map_or(n, |f| ((n as f64 * f).ceil() as usize).max(1));
     let stream = weightstream_io::testing::random_bytes(n * len, 0x2545_f491_4f6c_dd1d);
     (0..n).map(move |i| stream[i * len..(i + 1) * len].to_vec())
 }
