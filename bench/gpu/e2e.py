@@ -9,7 +9,11 @@ against baselines measured in the same run:
   at most --gguf-py-seconds: the rate over the tensors done by then);
 - weightstream load --device cuda for Q4_0, Q4_K_M (Q4_K + Q6_K), IQ4_XS (+ IQ4_NL), MXFP4, Q8_0,
   block-FP8 and BF16, through each of --sources;
-- a sweep of staging slots, slot size and reader threads on Q4_0.
+- a sweep of staging slots, slot size and reader threads on Q4_0;
+- in-process repeated loads of Q4_0 (issue 56 item 4): one Python process
+  opens the checkpoint once and loads every tensor --reps + 1 times, at 4,
+  8 and 12 readers: the first load pays the process's staging ring, the
+  others show what a warm process pays per load.
 
     python3 bench/gpu/e2e.py --ws .gpu-carry/bin/weightstream --dir /tmp/ws-e2e --out e2e.json
     python3 bench/gpu/e2e.py ... --formats q4_0,bf16 --reps 2 --baselines h2d,safetensors --skip-sweep
@@ -217,6 +221,41 @@ def staging_sweep(ws: Path, path: Path, device: str, reps: int, save) -> list[di
     return rows
 
 
+# One process, one open, repeated loads (the in_process phase).
+IN_PROCESS = r"""
+import json, sys, time
+import weightstream
+path, device, reps, readers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ck = weightstream.open(path, device=device, readers=readers)
+sync = (lambda: __import__("torch").cuda.synchronize()) if device.startswith("cuda") else (lambda: None)
+times = []
+for _ in range(reps + 1):
+    t = time.perf_counter()
+    out = ck.load()
+    sync()
+    times.append(time.perf_counter() - t)
+    del out
+print(json.dumps({"first_s": times[0], "warm_s": times[1:], "file_bytes": ck.bytes_read // (reps + 1)}))
+"""
+
+
+def in_process(path: Path, device: str, reps: int, save) -> list[dict]:
+    """Repeated loads in one process (IN_PROCESS), at 4, 8 and 12 readers."""
+    rows = []
+    for readers in (4, 8, 12):
+        check_budget(f"in-process loads of {path.name} with {readers} readers")
+        r = subprocess.run([sys.executable, "-c", IN_PROCESS, str(path), device, str(max(reps, 2)), str(readers)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"in-process loads of {path.name} failed: {r.stderr[-2000:]}")
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        rows.append({"readers": readers, "first_s": got["first_s"], "warm": stats(got["warm_s"]), "file_bytes": got["file_bytes"],
+                     "warm_file_gbps": got["file_bytes"] / statistics.median(got["warm_s"]) / 1e9})
+        log(f"in-process {path.name}, {readers} readers: first {got['first_s']:.3f} s, warm {statistics.median(got['warm_s']):.3f} s")
+        save(rows)
+    return rows
+
+
 def torch_baselines(d: Path, preset: str, reps: int, formats: list[str], baselines: list[str], gguf_py_seconds: float, save) -> dict:
     import torch
 
@@ -369,6 +408,8 @@ def main():
     if not args.dry_run and baselines:
         phase("baselines", lambda save_: save_(torch_baselines(d, preset, args.reps, formats, baselines, args.gguf_py_seconds, save_)))
     phase("weightstream", lambda save_: save_(ours(args.ws, d, preset, device, args.reps, formats, args.sources, save_)))
+    if "q4_0" in formats:
+        phase("in_process", lambda save_: save_(in_process(d / FORMATS["q4_0"].format(p=preset), device, args.reps, save_)))
     if not args.skip_sweep:
         if "q4_0" in formats:
             phase("staging_sweep", lambda save_: save_(staging_sweep(args.ws, d / FORMATS["q4_0"].format(p=preset), device, args.sweep_reps, save_)))

@@ -112,6 +112,13 @@ def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
         lines += ["", "| staging slots | slot MiB | readers | seconds | file GB/s |", "|---|---|---|---|---|"]
         for r in sorted(e["staging_sweep"], key=lambda r: -r["file_gbps"]):
             lines.append(f"| {r['slots']} | {r['slot_mib']} | {r['readers']} | {r['seconds']:.3f} | {r['file_gbps']:.1f} |")
+    if e.get("in_process"):
+        lines += ["", "In-process repeated loads of Q4_0 (one process, one open; the first load pins the staging ring):", "",
+                  "| readers | first load s | warm loads s (median, min..max) | warm file GB/s |", "|---|---|---|---|"]
+        for r in e["in_process"]:
+            w = r["warm"]
+            lines.append(f"| {r['readers']} | {r['first_s']:.3f} | {w['median']:.4f} ({w['min']:.4f}..{w['max']:.4f}) | {r['warm_file_gbps']:.1f} |")
+            short.append(f"in-process q4_0, {r['readers']} readers: first {r['first_s']:.3f} s, warm {w['median']:.4f} s")
     for phase, err in e.get("errors", {}).items():
         lines += ["", f"Phase {phase} incomplete: {err.strip().splitlines()[-1] if err.strip() else err}"]
         short.append(f"e2e {phase}: incomplete")

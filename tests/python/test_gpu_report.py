@@ -98,6 +98,8 @@ def e2e_sample() -> dict:
                        "pinned_h2d": {"q4_0": {"bytes": 40e9, "seconds": s, "gbps": 25.0}},
                        "safetensors_bf16": {"bytes": 13.5e9, "seconds": dict(s, median=6.0), "gbps": 2.25},
                        "gguf_py_q4_0": {"bytes": 1e9, "seconds": s, "gbps": 1.0, "tensors": 10, "of_tensors": 291, "complete": False}},
+         "in_process": [{"readers": 8, "first_s": 0.5, "warm": dict(s, median=0.03, min=0.029, max=0.031), "file_bytes": 3e9,
+                         "warm_file_gbps": 100.0}],
          "errors": {"staging_sweep": "stopped: --budget 300 s spent before loading 7b-llama-q4_0.gguf"}}
     return e
 
@@ -116,6 +118,8 @@ def test_e2e_tables_per_format_and_source(tmp_path):
     assert "3.00x faster" in text
     assert "(10 of 291 tensors)" in text
     assert "Phase staging_sweep incomplete: stopped: --budget 300 s" in text
+    assert "| 8 | 0.500 | 0.0300 (0.0290..0.0310) | 100.0 |" in text
+    assert "in-process q4_0, 8 readers: first 0.500 s, warm 0.0300 s" in short
     assert "e2e staging_sweep: incomplete" in short
 
 
