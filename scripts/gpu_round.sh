@@ -382,6 +382,21 @@ step_devcheck() {
   # The mapped file of the registration check: 1 GiB on disk, warm.
   part devcheck "a 1 GiB file to map" sh -c "[ -s $f ] || head -c 1073741824 /dev/zero > $f"
   part devcheck "bench/gpu/devcheck.cu" sh -c "'$CARRY/bin/devcheck' --file $f > '$out/devcheck.json.tmp' && mv '$out/devcheck.json.tmp' '$out/devcheck.json'"
+  # Nsight Compute on four kernels of different families, where the machine
+  # has it (its tables go to devcheck.log in logs.tar.gz): SM and DRAM
+  # throughput, to check the SASS model's reading of what binds them.
+  local ncu k fn
+  ncu=$(command -v ncu 2>/dev/null || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$ncu" ]; then
+    for k in q4_0:ws_q4_0 q4_k:ws_q4_k iq2_xxs:ws_iq2_xxs fp8_e4m3_block:ws_fp8_e4m3; do
+      fn=${k#*:}
+      part devcheck "ncu: ${k%%:*}" "$ncu" --target-processes all --section SpeedOfLight -k "regex:^${fn}\$" --launch-count 1 \
+        python3 bench/gpu/sweep.py --fatbins "$CARRY/fatbin" --ws "$CARRY/bin/weightstream" --kernels "${k%%:*}" \
+        --sizes 256 --timeout 0.05 --csv /tmp/ws-ncu-sweep.csv
+    done
+  else
+    note "SKIP devcheck: ncu: not on PATH, in /usr/local/cuda*/bin or /opt/nvidia/nsight-compute"
+  fi
 }
 
 device() {
