@@ -164,6 +164,26 @@ WS_HD uint32_t high_halves(uint32_t lo, uint32_t hi) {
 #endif
 }
 
+// PTX prmt.b32 (PRMT), the one byte permute of every kernel: byte k of
+// the result is byte (s >> 4k) & 7 of the pool {b, a} (a: bytes 0..3);
+// with bit 3 of that nibble set, that byte's sign replicated. Written as
+// inline PTX: __byte_perm masks each selector's bit 3 first, an
+// instruction per runtime selector, and no selector here sets it.
+WS_HD uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+    return r;
+#else
+    uint64_t x = a | ((uint64_t)b << 32);
+    auto byte = [&](uint32_t n) {
+        uint32_t v = (uint32_t)(x >> (8 * (n & 7u))) & 0xFFu;
+        return n & 8u ? (uint32_t)(uint8_t)((int8_t)v >> 7) : v;
+    };
+    return byte(s & 0xFu) | byte((s >> 4) & 0xFu) << 8 | byte((s >> 8) & 0xFu) << 16 | byte((s >> 12) & 0xFu) << 24;
+#endif
+}
+
 // IEEE binary16 -> f32, exact, by bit manipulation on both host and device.
 // Branch-free: all three encodings are computed and one is selected, so a
 // kernel's loads that follow the decode of a scale are not held behind a

@@ -29,25 +29,6 @@
 
 namespace ws {
 
-// PTX prmt.b32 (PRMT): byte k of the result is byte (s >> 4k) & 7 of
-// {b, a} (a: bytes 0..3); with bit 3 of the nibble, that byte's sign
-// replicated (no selector here sets it; __byte_perm would clear the bit
-// first, an instruction per selector).
-WS_HD uint32_t perm(uint32_t a, uint32_t b, uint32_t s) {
-#ifdef __CUDA_ARCH__
-    uint32_t r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
-    return r;
-#else
-    uint64_t x = a | ((uint64_t)b << 32);
-    auto byte = [&](uint32_t n) {
-        uint32_t v = (uint32_t)(x >> (8 * (n & 7u))) & 0xFFu;
-        return n & 8u ? (uint32_t)(uint8_t)((int8_t)v >> 7) : v;
-    };
-    return byte(s & 0xFu) | byte((s >> 4) & 0xFu) << 8 | byte((s >> 8) & 0xFu) << 16 | byte((s >> 12) & 0xFu) << 24;
-#endif
-}
-
 // Out's bits of a value that is not a NaN, in bits 16..31 (bits 0..15
 // anything): BF16's rounding leaves it there (common.cuh bf16_round_high).
 template <class Out>
@@ -82,7 +63,7 @@ WS_HD Tab3 tab3(float x0, float x1, float x2) {
 WS_HD void pick3(const Tab3& t, uint32_t sel0, uint32_t sel1, uint32_t s, uint32_t o[4]) {
     uint32_t sel[4] = {sel0, sel0 >> 16, sel1, sel1 >> 16};
     WS_UNROLL
-    for (int i = 0; i < 4; i++) o[i] = perm(t.a, t.b, sel[i]) ^ sign_pair(s, i);
+    for (int i = 0; i < 4; i++) o[i] = byte_perm(t.a, t.b, sel[i]) ^ sign_pair(s, i);
 }
 
 // A table of 8 values as byte planes: low bytes of values 0..3, 4..7 (lo0,
@@ -95,8 +76,8 @@ template <class Out>
 WS_HD Tab8 tab8(const float x[8]) {
     uint32_t t[4];  // [lo 2i, lo 2i + 1, hi 2i, hi 2i + 1]
     WS_UNROLL
-    for (int i = 0; i < 4; i++) t[i] = perm(High<Out>::of(x[2 * i]), High<Out>::of(x[2 * i + 1]), 0x7362);
-    return Tab8{perm(t[0], t[1], 0x5410), perm(t[2], t[3], 0x5410), perm(t[0], t[1], 0x7632), perm(t[2], t[3], 0x7632)};
+    for (int i = 0; i < 4; i++) t[i] = byte_perm(High<Out>::of(x[2 * i]), High<Out>::of(x[2 * i + 1]), 0x7362);
+    return Tab8{byte_perm(t[0], t[1], 0x5410), byte_perm(t[2], t[3], 0x5410), byte_perm(t[0], t[1], 0x7632), byte_perm(t[2], t[3], 0x7632)};
 }
 
 // 8 outputs from an 8-value table: index nibbles sel0 (outputs 0..3),
@@ -105,9 +86,9 @@ WS_HD void pick8(const Tab8& t, uint32_t sel0, uint32_t sel1, uint32_t s, uint32
     uint32_t sel[2] = {sel0, sel1};
     WS_UNROLL
     for (int i = 0; i < 2; i++) {
-        uint32_t lo = perm(t.lo0, t.lo1, sel[i]), hi = perm(t.hi0, t.hi1, sel[i]);
-        o[2 * i] = perm(lo, hi, 0x5140) ^ sign_pair(s, 2 * i);
-        o[2 * i + 1] = perm(lo, hi, 0x7362) ^ sign_pair(s, 2 * i + 1);
+        uint32_t lo = byte_perm(t.lo0, t.lo1, sel[i]), hi = byte_perm(t.hi0, t.hi1, sel[i]);
+        o[2 * i] = byte_perm(lo, hi, 0x5140) ^ sign_pair(s, 2 * i);
+        o[2 * i + 1] = byte_perm(lo, hi, 0x7362) ^ sign_pair(s, 2 * i + 1);
     }
 }
 

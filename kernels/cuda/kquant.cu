@@ -157,7 +157,7 @@ WS_HD K4Scale k4_lane(uint32_t j) {
 // those bytes (i = j - 4) over the nibbles of byte i of s2, low for sc,
 // high for m.
 WS_HD uint32_t k4_scm(uint32_t s0, uint32_t s1, uint32_t s2, const K4Scale& k) {
-    uint32_t x = perm(s0, s1, k.sel), y = perm(s2, s2 >> 4, k.sel);
+    uint32_t x = byte_perm(s0, s1, k.sel), y = byte_perm(s2, s2 >> 4, k.sel);
     return ((x >> k.sh) & k.ma) | (y & k.mb);
 }
 

@@ -68,18 +68,6 @@ namespace kq {
 
 // Bit movement.
 
-// Byte permute: byte i of the result is byte (s >> 4i) & 7 of b:a.
-WS_HD uint32_t perm(uint32_t a, uint32_t b, uint32_t s) {
-#ifdef __CUDA_ARCH__
-    return __byte_perm(a, b, s);
-#else
-    uint64_t v = (uint64_t)b << 32 | a;
-    uint32_t r = 0;
-    for (int i = 0; i < 4; i++) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
-    return r;
-#endif
-}
-
 // x rotated left by n (0..31): every bit moves by n modulo 32, so bit b of
 // byte i lands at 8i + b + n whichever way the lane's n points.
 WS_HD uint32_t rotl(uint32_t x, uint32_t n) {

@@ -21,7 +21,7 @@
 // cursor (scale_grid.cuh), 16-bit stores, out of line.
 #include "common.cuh"
 #include "scale_grid.cuh"
-#include "units.cuh"  // byte_perm
+#include "units.cuh"
 
 namespace ws {
 

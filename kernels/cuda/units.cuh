@@ -69,20 +69,6 @@ WS_HD float table_at(const float* tab, uint32_t offset) { return *reinterpret_ca
 // entries, two to a word) and each output is selected by a byte permute
 // (PRMT) instead of computed.
 
-// Bytes of the 8-byte pool a (bytes 0..3), b (4..7) by the low 3 bits of
-// each of the 4 low nibbles of s (PTX prmt's default mode; every selector
-// here has each nibble's bit 3 clear).
-WS_HD uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
-#ifdef __CUDA_ARCH__
-    return __byte_perm(a, b, s);
-#else
-    uint64_t pool = a | ((uint64_t)b << 32);
-    uint32_t r = 0;
-    for (int i = 0; i < 4; i++) r |= (uint32_t)((pool >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
-    return r;
-#endif
-}
-
 // The outputs d * (q - 1) for q = 0..3 (-d, 0 * d, d, 2d), each the
 // reference's f32 product rounded by Out::from_f32, as 16-bit entries:
 // a = T0 | T1 << 16, b = T2 | T3 << 16. TQ1_0, TQ2_0 and Q2_0 compute
