@@ -37,6 +37,18 @@ WS_HD void legacy_thread(const uint8_t* src, uint16_t* dst, uint64_t n, Coords c
     block_thread<F, 4, Out>(src, dst, n, c);
 }
 
+// What a group of every legacy format carries: its quarter k, where its
+// codes start (qs) and their magic-number constants; then its loaded bits,
+// the block's f16 fields (hm: Q4_1's and Q5_1's m, else 0) and the two
+// words of its 8 codes.
+struct LegacyLane {
+    uint32_t k, qs;
+    Magic m;
+};
+struct LegacyRaw {
+    uint32_t h, hm, w0, w1;
+};
+
 // The 8 outputs of a group whose codes sit in r.w0, r.w1 as L.m says:
 // with the block's f16 fields finite, magic8 and the rounding without the
 // NaN test (HAS_M: plus the reference's rounded add of m); otherwise F's
@@ -56,13 +68,8 @@ WS_HD void magic_put(uint16_t* dst, const typename F::Raw& r, const typename F::
 // nibble of qs[j], element j + 16 the high nibble; x = d * (q - 8).
 struct Q4_0 {
     static constexpr uint32_t BYTES = q4_0::BYTES;
-    struct Lane {
-        uint32_t k, qs;
-        Magic m;
-    };
-    struct Raw {
-        uint32_t h, hm, w0, w1;  // hm: none (0)
-    };
+    using Lane = LegacyLane;
+    using Raw = LegacyRaw;
     static WS_HD Lane lane(uint32_t k) { return Lane{k, q4_0::QS + 8 * (k & 1u), magic_lane(0xFu, 4 * (k >> 1), 8)}; }
     static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
         return Raw{load_u16(blk + q4_0::D), 0u, load_u32_even(blk + L.qs), load_u32_even(blk + L.qs + 4)};
@@ -83,13 +90,8 @@ struct Q4_0 {
 // x = (d * q) + m, each operation rounded (gguf-py's order; no FMA).
 struct Q4_1 {
     static constexpr uint32_t BYTES = q4_1::BYTES;
-    struct Lane {
-        uint32_t k, qs;
-        Magic m;
-    };
-    struct Raw {
-        uint32_t h, hm, w0, w1;
-    };
+    using Lane = LegacyLane;
+    using Raw = LegacyRaw;
     static WS_HD Lane lane(uint32_t k) { return Lane{k, q4_1::QS + 8 * (k & 1u), magic_lane(0xFu, 4 * (k >> 1), 0)}; }
     static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
         return Raw{load_u16(blk + q4_1::D), load_u16(blk + q4_1::M), load_u32_even(blk + L.qs), load_u32_even(blk + L.qs + 4)};
@@ -115,14 +117,9 @@ struct Q5 {
     static constexpr uint32_t BYTES = HAS_M ? q5_1::BYTES : q5_0::BYTES;
     static constexpr uint32_t D = HAS_M ? q5_1::D : q5_0::D, QH = HAS_M ? q5_1::QH : q5_0::QH;
     static constexpr uint32_t QS = HAS_M ? q5_1::QS : q5_0::QS;
-    struct Lane {
-        uint32_t k, qs;
-        Magic m;
-    };
-    // w0, w1: the 5-bit codes, one a byte (legacy.cuh five_bit_bytes).
-    struct Raw {
-        uint32_t h, hm, w0, w1;
-    };
+    using Lane = LegacyLane;
+    // Raw's w0, w1: the 5-bit codes, one a byte (legacy.cuh five_bit_bytes).
+    using Raw = LegacyRaw;
     static WS_HD Lane lane(uint32_t k) { return Lane{k, QS + 8 * (k & 1u), magic_lane(0x1Fu, 0, HAS_M ? 0 : 16)}; }
     static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
         uint32_t qh = qh_word(blk + QH) >> (8 * L.k), s = 4 * (L.k >> 1);
@@ -147,14 +144,9 @@ struct Q5 {
 // Q8_0: a block is f16 d + 32 int8; x = d * q.
 struct Q8_0 {
     static constexpr uint32_t BYTES = q8_0::BYTES;
-    struct Lane {
-        uint32_t k, qs;
-        Magic m;
-    };
-    // w0, w1: the int8 codes with bit 7 flipped, q + 128 (0..255).
-    struct Raw {
-        uint32_t h, hm, w0, w1;  // hm: none (0)
-    };
+    using Lane = LegacyLane;
+    // Raw's w0, w1: the int8 codes with bit 7 flipped, q + 128 (0..255).
+    using Raw = LegacyRaw;
     static WS_HD Lane lane(uint32_t k) { return Lane{k, q8_0::QS + 8 * k, magic_lane(0xFFu, 0, 128)}; }
     static WS_HD Raw load(const uint8_t* blk, const Lane& L) {
         return Raw{load_u16(blk + q8_0::D), 0u, load_u32_even(blk + L.qs) ^ 0x80808080u, load_u32_even(blk + L.qs + 4) ^ 0x80808080u};
