@@ -502,6 +502,10 @@ check() {
   tmp=$(mktemp -d)
   "$WS_VENV/bin/python" -m py_compile bench/gpu/sweep.py bench/gpu/devcheck_build.py bench/gpu/launch_args.py bench/gpu/e2e.py bench/gpu/report.py bench/io/storage.py
   "$WS_VENV/bin/python" bench/gpu/e2e.py --ws "$WEIGHTSTREAM_BIN" --dir "$tmp/models" --out "$tmp/e2e.json" --dry-run --reps 2
+  # e2e.py records a failed phase and goes on (a device round keeps what it
+  # measured); on the tiny model every phase must pass.
+  "$WS_VENV/bin/python" -c 'import json, sys; e = json.load(open(sys.argv[1])).get("errors")
+sys.exit(f"gpu_round: e2e phases failed on the tiny model: {e}" if e else 0)' "$tmp/e2e.json"
   # The quick round's arguments parse and run (on the tiny model: --dry-run).
   local quick_e2e
   read -r -a quick_e2e <<< "$QUICK_E2E_ARGS"

@@ -109,9 +109,12 @@ def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
         lines += ["", f"Q4_0 to BF16 on the GPU vs loading the BF16 checkpoint with safetensors: {speedup:.2f}x faster (target 2.8x)."]
         short.append(f"Q4_0 vs safetensors BF16: {speedup:.2f}x")
     if e.get("staging_sweep"):
-        lines += ["", "| staging slots | slot MiB | readers | seconds | file GB/s |", "|---|---|---|---|---|"]
+        lines += ["", "Each staging row is the fastest of its loads, each in its own process (so each pins its ring); phases in ms:", "",
+                  "| staging slots | slot MiB | readers | write-combined | seconds | file GB/s | ring | first byte | pipeline | drain | readers busy (median) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(e["staging_sweep"], key=lambda r: -r["file_gbps"]):
-            lines.append(f"| {r['slots']} | {r['slot_mib']} | {r['readers']} | {r['seconds']:.3f} | {r['file_gbps']:.1f} |")
+            lines.append(f"| {r['slots']} | {r['slot_mib']} | {r['readers']} | {'yes' if r.get('write_combined') else 'no'} | {r['seconds']:.3f} "
+                         f"| {r['file_gbps']:.1f} | {phase_cells(r.get('phases'))} |")
     if e.get("in_process"):
         lines += ["", "In-process repeated loads of Q4_0 (one process, one open; the first load pins the staging ring):", "",
                   "| readers | first load s | warm loads s (median, min..max) | warm file GB/s |", "|---|---|---|---|"]
@@ -123,6 +126,16 @@ def e2e_tables(path: Path) -> tuple[list[str], list[str]]:
         lines += ["", f"Phase {phase} incomplete: {err.strip().splitlines()[-1] if err.strip() else err}"]
         short.append(f"e2e {phase}: incomplete")
     return lines, short
+
+
+def phase_cells(p: dict | None) -> str:
+    """A load's phases (`weightstream load --json`'s "phases") as table
+    cells in ms: ring, first byte, pipeline, drain, median reader busy."""
+    if not p:
+        return "- | - | - | - | -"
+    busy = sorted(p.get("readers_busy") or [])
+    med = f"{busy[len(busy) // 2] * 1e3:.1f}" if busy else "-"
+    return " | ".join(f"{p.get(k, 0) * 1e3:.1f}" for k in ("ring", "first_byte", "pipeline", "drain")) + f" | {med}"
 
 
 def sweep_device(path: Path) -> str | None:

@@ -180,3 +180,21 @@ def test_devcheck_tables(tmp_path):
     assert "registered mmap H2D 52.0 GB/s" in text and "| 8 | 30.20 |" in text
     # Every class's count adds up to all 2^32 inputs.
     assert sum(c["compared"] for c in DEVCHECK["convert"]["bf16"].values()) == 1 << 32
+
+
+def test_staging_rows_show_write_combined_and_phases(tmp_path):
+    """The staging sweep's rows: the write-combined column and each row's
+    phases in ms (ring, first byte, pipeline, drain, median reader busy),
+    a row from before the phases existed shown with dashes."""
+    e = e2e_sample()
+    del e["errors"]
+    phases = {"alloc": 0.001, "ring": 0.012, "first_byte": 0.0005, "pipeline": 0.03, "drain": 0.002,
+              "readers_busy": [0.02, 0.01, 0.03]}
+    e["staging_sweep"] = [
+        {"slots": 8, "slot_mib": 4, "readers": 8, "write_combined": True, "seconds": 0.05, "file_gbps": 60.0, "phases": phases},
+        {"slots": 4, "slot_mib": 4, "readers": 2, "seconds": 0.1, "file_gbps": 30.0}]
+    p = tmp_path / "e2e.json"
+    p.write_text(json.dumps(e))
+    text = "\n".join(report.e2e_tables(p)[0])
+    assert "| 8 | 4 | 8 | yes | 0.050 | 60.0 | 12.0 | 0.5 | 30.0 | 2.0 | 20.0 |" in text
+    assert "| 4 | 4 | 2 | no | 0.100 | 30.0 | - | - | - | - | - |" in text

@@ -25,6 +25,26 @@ def test_direct_loads_verify_bitwise(fixtures, name):
     assert all(direct_or_refused(s) for s in r["sources"]), r["sources"]
 
 
+def test_phases_say_where_the_time_went(fixtures):
+    out, _ = fixtures
+    path = out / "all_types.gguf"
+    args = ("load", path, "--device", "cpu", "--skip-unsupported")
+    ring = json.loads(run_ws(*args, "--source", "direct", "--readers", "3", "--staging-mib", "1", "--json").stdout)
+    p = ring["phases"]
+    # The read-ahead ring ran: one busy time per reader it started.
+    assert 1 <= len(p["readers_busy"]) <= 3, p
+    assert all(0 <= b <= ring["seconds"] for b in p["readers_busy"]), p
+    assert 0 < p["first_byte"] <= p["pipeline"] <= ring["seconds"], p
+    assert p["alloc"] == 0 and p["drain"] == 0, p
+    text = run_ws(*args, "--source", "direct", "--readers", "3", "--staging-mib", "1").stdout
+    assert "phases (ms): ring " in text and "readers busy " in text, text
+    # A mapped load has no readers: all of it is the pipeline.
+    mapped = json.loads(run_ws(*args, "--source", "mmap", "--json").stdout)
+    assert mapped["phases"]["readers_busy"] == [] and 0 < mapped["phases"]["pipeline"] <= mapped["seconds"], mapped["phases"]
+    refused = run_ws(*args, "--write-combined", "--json", check=False)
+    assert refused.returncode != 0 and "needs --device cuda" in refused.stdout + refused.stderr
+
+
 def test_auto_follows_the_page_cache(fixtures):
     out, _ = fixtures
     path = out / "all_types.gguf"

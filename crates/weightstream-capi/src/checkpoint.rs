@@ -50,7 +50,7 @@ impl Checkpoint {
         let cat = weightstream::open_with_options(path, source, weightstream::format::OpenOptions { ignore_transforms })?;
         // Before llama.cpp (through the adapter) can see a count it aborts on.
         crate::experts::check(&cat)?;
-        let loader = Loader::new(std::sync::Arc::new(cat), Staging { threads, readers, slots, slot_bytes, isa: None });
+        let loader = Loader::new(std::sync::Arc::new(cat), Staging { threads, readers, slots, slot_bytes, ..Default::default() });
         let cat = loader.catalog().clone();
         let plan = loader.plan(&PlanOptions { names: None, skip_unsupported: true, ..Default::default() })?;
         let job_of: HashMap<usize, usize> = plan.jobs.iter().enumerate().map(|(j, job)| (job.tensor, j)).collect();

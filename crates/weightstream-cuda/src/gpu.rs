@@ -92,8 +92,8 @@ impl Gpu {
         DeviceBuffer::alloc(&self.ctx, bytes, what)
     }
 
-    pub fn alloc_pinned(&self, bytes: usize) -> Result<PinnedBuffer> {
-        PinnedBuffer::alloc(&self.ctx, bytes)
+    pub fn alloc_pinned(&self, bytes: usize, write_combined: bool) -> Result<PinnedBuffer> {
+        PinnedBuffer::alloc(&self.ctx, bytes, write_combined)
     }
 
     pub fn new_stream(&self) -> Result<Arc<CudaStream>> {

@@ -46,12 +46,17 @@ impl DeviceBuffer {
 
     /// Copy to the host (synchronous).
     pub fn to_host(&self, out: &mut [u8]) -> Result<()> {
-        if out.len() > self.bytes {
-            return Err(CudaError::Invalid(format!("copy of {} bytes from a {}-byte buffer", out.len(), self.bytes)));
+        self.to_host_at(0, out)
+    }
+
+    /// Copy the bytes from `offset` on to the host (synchronous).
+    pub fn to_host_at(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        if offset.checked_add(out.len() as u64).is_none_or(|end| end > self.bytes as u64) {
+            return Err(CudaError::Invalid(format!("copy of {} bytes at {offset} from a {}-byte buffer", out.len(), self.bytes)));
         }
         self.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
-        // SAFETY: the buffer holds at least out.len() bytes (checked above).
-        unsafe { result::memcpy_dtoh_sync(out, self.ptr) }.map_err(|e| CudaError::driver("cuMemcpyDtoH", e))
+        // SAFETY: the buffer holds offset + out.len() bytes (checked above).
+        unsafe { result::memcpy_dtoh_sync(out, self.ptr + offset) }.map_err(|e| CudaError::driver("cuMemcpyDtoH", e))
     }
 
     /// Copy from the host, landed when this returns. `cuMemcpyHtoD` from
@@ -80,8 +85,10 @@ impl Drop for DeviceBuffer {
     }
 }
 
-/// Page-locked host memory from `cuMemHostAlloc` (portable, not
-/// write-combined), freed on drop. The DMA engine reads it directly.
+/// Page-locked host memory from `cuMemHostAlloc` (portable; write-combined
+/// when asked: then reading it from the host is slow, so only buffers the
+/// host never reads back may be), freed on drop. The DMA engine reads it
+/// directly.
 pub struct PinnedBuffer {
     ctx: Arc<CudaContext>,
     ptr: *mut u8,
@@ -95,10 +102,11 @@ unsafe impl Send for PinnedBuffer {}
 unsafe impl Sync for PinnedBuffer {}
 
 impl PinnedBuffer {
-    pub fn alloc(ctx: &Arc<CudaContext>, bytes: usize) -> Result<PinnedBuffer> {
+    pub fn alloc(ctx: &Arc<CudaContext>, bytes: usize, write_combined: bool) -> Result<PinnedBuffer> {
         ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | if write_combined { sys::CU_MEMHOSTALLOC_WRITECOMBINED } else { 0 };
         // SAFETY: an allocation owned by the returned value, freed once on drop.
-        let ptr = guarded("cuMemHostAlloc", || unsafe { result::malloc_host(bytes.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) })?;
+        let ptr = guarded("cuMemHostAlloc", || unsafe { result::malloc_host(bytes.max(1), flags) })?;
         Ok(PinnedBuffer { ctx: ctx.clone(), ptr: ptr as *mut u8, bytes })
     }
 

@@ -20,10 +20,11 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use cudarc::driver::{result, sys, CudaEvent, CudaStream};
 use weightstream_io::aligned::{align_down, align_up};
-use weightstream_io::ordered::{self, RingShape};
+use weightstream_io::ordered::{self, RingShape, RingTimes};
 use weightstream_io::{SharedSource, DIRECT_ALIGN};
 use weightstream_kernels::Launch;
 
@@ -46,6 +47,11 @@ pub struct StagingConfig {
     pub slot_bytes: usize,
     /// Threads reading from the byte source.
     pub readers: usize,
+    /// Pin the ring write-combined (`CU_MEMHOSTALLOC_WRITECOMBINED`): the
+    /// host only writes it and the DMA engine only reads it, which is the
+    /// use that memory type is for; whether it is faster is measured by the
+    /// GPU round (docs/gpu-round.md), so it is off unless asked for.
+    pub write_combined: bool,
 }
 
 impl Default for StagingConfig {
@@ -56,7 +62,7 @@ impl Default for StagingConfig {
     /// afresh, and pinning costs about 0.5 s per GiB there, more than
     /// larger reads save.
     fn default() -> Self {
-        StagingConfig { slots: 8, slot_bytes: 4 << 20, readers: 4 }
+        StagingConfig { slots: 8, slot_bytes: 4 << 20, readers: 4, write_combined: false }
     }
 }
 
@@ -143,7 +149,7 @@ impl StagingRing {
         for _ in 0..cfg.slots {
             // One block extra so the slot can start on a 4 KiB boundary
             // whatever alignment the allocator gives.
-            r.pinned.push(gpu.alloc_pinned(cfg.slot_bytes + SLOT_PAD + DIRECT_ALIGN)?);
+            r.pinned.push(gpu.alloc_pinned(cfg.slot_bytes + SLOT_PAD + DIRECT_ALIGN, cfg.write_combined)?);
         }
         Ok(r)
     }
@@ -176,6 +182,17 @@ impl StagingRing {
     }
 }
 
+/// Where a run's time went.
+#[derive(Debug, Clone, Default)]
+pub struct RunTimes {
+    /// The readers' side: first chunk in, each reader's busy time.
+    pub ring: RingTimes,
+    /// Until every chunk's copy and kernel was queued.
+    pub pipeline: Duration,
+    /// Then until both streams were done.
+    pub drain: Duration,
+}
+
 /// Where a reader left a chunk's bytes.
 enum Filled {
     /// In the slot's pinned memory, at this range.
@@ -188,7 +205,7 @@ enum Filled {
 /// all of tensor `t`'s chunks have finished on the device. `after` (a
 /// caller's stream) is waited on before the first write, so memory the
 /// caller just allocated on it is safe to fill; everything is complete when
-/// this returns.
+/// this returns, which also says where the time went.
 pub fn run(
     gpu: &Gpu,
     ring: &StagingRing,
@@ -196,14 +213,15 @@ pub fn run(
     after: Option<&CudaStream>,
     cancelled: &(dyn Fn() -> bool + Sync),
     mut on_tensor_done: impl FnMut(usize) -> Result<()>,
-) -> Result<()> {
+) -> Result<RunTimes> {
     let cfg = ring.cfg;
     if let Some(w) = work.iter().find(|w| w.len > cfg.slot_bytes) {
         return Err(CudaError::Invalid(format!("a chunk of {} bytes does not fit {}-byte staging slots", w.len, cfg.slot_bytes)));
     }
     if work.is_empty() {
-        return Ok(());
+        return Ok(RunTimes::default());
     }
+    let t0 = Instant::now();
     gpu.bind()?;
     let (copy, compute) = (&*ring.copy, &*ring.compute);
     if let Some(s) = after {
@@ -272,15 +290,16 @@ pub fn run(
         Ok(())
     };
     let outcome = ordered::run(work.len(), RingShape { slots: cfg.slots, workers: cfg.readers }, &fill, consume);
+    let queued = t0.elapsed();
     // Whatever happened, nothing may be in flight when this returns: the
     // caller may free the destinations, and the next run reuses the slots.
     let drained = copy.synchronize().and(compute.synchronize()).map_err(|e| CudaError::driver("cuStreamSynchronize", e));
-    outcome?;
+    let times = RunTimes { ring: outcome?, pipeline: queued, drain: t0.elapsed() - queued };
     drained?;
     for (t, _) in pending {
         on_tensor_done(t)?;
     }
-    Ok(())
+    Ok(times)
 }
 
 /// A trimmed chunk on `stream`: whole blocks straight to the destination,

@@ -150,7 +150,7 @@ fn pipeline_matches_cpu_and_frees_everything() {
     }
     let want = cpu(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &bytes, blocks * 32);
     let src: SharedSource = Arc::new(MemorySource::new("mem.gguf", bytes));
-    let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2 };
+    let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2, write_combined: false };
     let ring = StagingRing::new(&g, cfg).unwrap();
     // Warm up (module loads, context allocations) before measuring leaks.
     let dst = g.alloc(blocks * 64, "dst").unwrap();
@@ -204,7 +204,7 @@ fn pipeline_matches_cpu_writing_float16() {
     let want = cpu(&Kernel::Block(BlockFormat::Q4_0), OutDtype::F16, 0, &bytes, blocks * 32);
     assert_ne!(want, cpu(&Kernel::Block(BlockFormat::Q4_0), OutDtype::BF16, 0, &bytes, blocks * 32), "the outputs differ");
     let src: SharedSource = Arc::new(MemorySource::new("mem.gguf", bytes));
-    let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2 };
+    let cfg = StagingConfig { slots: 3, slot_bytes: 18 * 1000, readers: 2, write_combined: false };
     let ring = StagingRing::new(&g, cfg).unwrap();
     let dst = g.alloc(blocks * 64, "dst").unwrap();
     run(&g, &ring, &q4_work_as(src, blocks, 1000, dst.ptr(), OutDtype::F16), None, &|| false, |_| Ok(())).unwrap();
@@ -228,7 +228,7 @@ fn out_of_memory_is_an_error() {
     // scratch, which is allocated before any host memory is pinned (else
     // this would pin 2x the GPU's memory of host RAM first).
     let impossible_ring = || {
-        let cfg = StagingConfig { slots: 4, slot_bytes: total / 2, readers: 1 };
+        let cfg = StagingConfig { slots: 4, slot_bytes: total / 2, readers: 1, write_combined: false };
         let e = StagingRing::new(&g, cfg).err().expect("a ring of twice the device memory must fail");
         assert!(e.is_out_of_memory(), "{e}");
     };

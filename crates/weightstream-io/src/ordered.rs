@@ -18,8 +18,22 @@
 //! claiming, waits end, `run` returns that error after every worker has
 //! stopped. A panic anywhere stops the others the same way and then
 //! propagates.
+//!
+//! `run` also says where the time went ([`RingTimes`]): when the consumer
+//! got its first item (the load's first byte) and how long each worker spent
+//! inside `fill` (a reader's busy time), for the loads' per-phase stats.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Where a ring's time went.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RingTimes {
+    /// From `run`'s start until the consumer had item 0 (none with no items).
+    pub first_item: Option<Duration>,
+    /// Per worker thread: the time spent inside `fill`.
+    pub busy: Vec<Duration>,
+}
 
 struct State<T, E> {
     /// The next item to claim.
@@ -79,50 +93,63 @@ pub struct RingShape {
 }
 
 /// Fill and consume items `0..items` (see the module docs). With one item,
-/// or one slot, everything runs on the calling thread.
+/// or one slot, everything runs on the calling thread (one worker's times).
 pub fn run<T: Send, E: Send>(
     items: usize,
     shape: RingShape,
     fill: &(dyn Fn(usize, usize) -> Result<T, E> + Sync),
     mut consume: impl FnMut(usize, usize, T) -> Result<(), E>,
-) -> Result<(), E> {
+) -> Result<RingTimes, E> {
+    let start = Instant::now();
     let slots = shape.slots.max(1);
     if items <= 1 || slots == 1 {
+        let mut times = RingTimes { first_item: None, busy: vec![Duration::ZERO] };
         for i in 0..items {
-            consume(i, 0, fill(i, 0)?)?;
+            let t = Instant::now();
+            let v = fill(i, 0)?;
+            times.busy[0] += t.elapsed();
+            times.first_item.get_or_insert_with(|| start.elapsed());
+            consume(i, 0, v)?;
         }
-        return Ok(());
+        return Ok(times);
     }
     let workers = shape.workers.clamp(1, slots.min(items));
     let shared = Shared {
         state: Mutex::new(State { next: 0, filled: (0..slots).map(|_| None).collect(), consumed: 0, stop: false, error: None }),
         cv: Condvar::new(),
     };
+    let busy = Mutex::new(vec![Duration::ZERO; workers]);
     let consumed = std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| worker(&shared, items, slots, fill));
+        for w in 0..workers {
+            let (shared, busy) = (&shared, &busy);
+            scope.spawn(move || {
+                let spent = worker(shared, items, slots, fill);
+                busy.lock().unwrap_or_else(|p| p.into_inner())[w] = spent;
+            });
         }
         let _guard = StopOnPanic(&shared);
-        let r = consumer(&shared, items, slots, &mut consume);
+        let r = consumer(&shared, items, slots, &mut consume, start);
         if r.is_err() {
             shared.stop(None);
         }
         r
     });
     match consumed {
-        Ok(()) => Ok(()),
+        Ok(first) => Ok(RingTimes { first_item: Some(first), busy: busy.into_inner().unwrap_or_else(|p| p.into_inner()) }),
         Err(Some(own)) => Err(own),
         Err(None) => Err(shared.lock().error.take().expect("a ring stops early only with an error or a panic")),
     }
 }
 
-fn worker<T, E>(shared: &Shared<T, E>, items: usize, slots: usize, fill: &(dyn Fn(usize, usize) -> Result<T, E> + Sync)) {
+/// One worker's loop; returns its time inside `fill`.
+fn worker<T, E>(shared: &Shared<T, E>, items: usize, slots: usize, fill: &(dyn Fn(usize, usize) -> Result<T, E> + Sync)) -> Duration {
     let _guard = StopOnPanic(shared);
+    let mut spent = Duration::ZERO;
     loop {
         let i = {
             let mut st = shared.lock();
             if st.stop || st.next >= items {
-                return;
+                return spent;
             }
             st.next += 1;
             st.next - 1
@@ -134,27 +161,36 @@ fn worker<T, E>(shared: &Shared<T, E>, items: usize, slots: usize, fill: &(dyn F
                 st = shared.wait(st);
             }
             if st.stop {
-                return;
+                return spent;
             }
         }
-        match fill(i, s) {
+        let t = Instant::now();
+        let filled = fill(i, s);
+        spent += t.elapsed();
+        match filled {
             Ok(v) => {
                 let mut st = shared.lock();
                 st.filled[s] = Some((i, v));
                 shared.cv.notify_all();
             }
-            Err(e) => return shared.stop(Some(e)),
+            Err(e) => {
+                shared.stop(Some(e));
+                return spent;
+            }
         }
     }
 }
 
+/// `Ok(first)`: every item consumed, item 0 had at `first` after `start`;
 /// `Err(Some(e))`: the consumer's own error; `Err(None)`: stopped by a worker.
 fn consumer<T, E>(
     shared: &Shared<T, E>,
     items: usize,
     slots: usize,
     consume: &mut impl FnMut(usize, usize, T) -> Result<(), E>,
-) -> Result<(), Option<E>> {
+    start: Instant,
+) -> Result<Duration, Option<E>> {
+    let mut first = Duration::ZERO;
     for i in 0..items {
         let s = i % slots;
         let v = {
@@ -169,12 +205,15 @@ fn consumer<T, E>(
                 st = shared.wait(st);
             }
         };
+        if i == 0 {
+            first = start.elapsed();
+        }
         consume(i, s, v).map_err(Some)?;
         let mut st = shared.lock();
         st.consumed = i + 1;
         shared.cv.notify_all();
     }
-    Ok(())
+    Ok(first)
 }
 
 #[cfg(test)]
@@ -199,6 +238,21 @@ mod tests {
                 .unwrap();
                 assert_eq!(seen, (0..items).collect::<Vec<_>>());
             }
+        }
+    }
+
+    #[test]
+    fn says_when_the_first_item_came_and_each_workers_time() {
+        for (items, shape, workers) in
+            [(0, SHAPE, 1), (1, SHAPE, 1), (50, RingShape { slots: 1, workers: 4 }, 1), (50, SHAPE, 3), (2, SHAPE, 2)]
+        {
+            let outside = Instant::now();
+            let times = run::<usize, ()>(items, shape, &|i, _| Ok(i), |_, _, _| Ok(())).unwrap();
+            let total = outside.elapsed();
+            assert_eq!(times.busy.len(), workers, "{items} items, {shape:?}");
+            assert!(times.busy.iter().all(|b| *b <= total));
+            assert_eq!(times.first_item.is_some(), items > 0);
+            assert!(times.first_item.unwrap_or_default() <= total);
         }
     }
 

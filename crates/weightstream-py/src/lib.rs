@@ -121,7 +121,7 @@ impl Checkpoint {
         cache: Option<PathBuf>,
     ) -> PyResult<Self> {
         let kind = source_kind(source)?;
-        let staging = Staging { threads, readers, slots: staging_slots, slot_bytes: staging_bytes, isa: None };
+        let staging = Staging { threads, readers, slots: staging_slots, slot_bytes: staging_bytes, ..Default::default() };
         let opts = weightstream::format::OpenOptions { ignore_transforms };
         // Off the GIL, and stopped by Ctrl-C: a remote open waits on the
         // store (a listing, HEADs, header reads), which may never answer.
@@ -375,6 +375,13 @@ fn fetched_total() -> (u64, u64) {
     (f.bytes, f.requests)
 }
 
+/// Free the GPU staging rings this process keeps between loads (none on
+/// a machine without a GPU); returns how many were freed.
+#[pyfunction]
+fn release_staging() -> usize {
+    weightstream::release_staging()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Checkpoint>()?;
@@ -382,6 +389,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_in_a_load_thread, m)?)?;
     m.add_function(wrap_pyfunction!(source_name, m)?)?;
     m.add_function(wrap_pyfunction!(fetched_total, m)?)?;
+    m.add_function(wrap_pyfunction!(release_staging, m)?)?;
     m.add_function(wrap_pyfunction!(side_files::read_side_files, m)?)?;
     m.add_function(wrap_pyfunction!(side_files::is_url, m)?)?;
     m.add("WeightstreamError", m.py().get_type::<WeightstreamError>())?;

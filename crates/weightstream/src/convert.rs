@@ -159,6 +159,7 @@ pub fn convert_catalog(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
             src_bytes: plan.read_bytes(),
             out_bytes: plan.out_bytes(),
             seconds: t0.elapsed().as_secs_f64(),
+            ..Default::default()
         },
     })
 }

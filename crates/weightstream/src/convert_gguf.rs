@@ -152,7 +152,13 @@ pub fn convert_to_gguf(cat: &Catalog, output: &Path, opts: &ConvertOptions, cont
         output: output.to_path_buf(),
         files: vec![PathBuf::from(output)],
         skipped: vec![],
-        stats: LoadStats { tensors: meta.tensors.len() as u64, src_bytes, out_bytes, seconds: t0.elapsed().as_secs_f64() },
+        stats: LoadStats {
+            tensors: meta.tensors.len() as u64,
+            src_bytes,
+            out_bytes,
+            seconds: t0.elapsed().as_secs_f64(),
+            ..Default::default()
+        },
     })
 }
 

@@ -45,7 +45,14 @@ pub use gpu::{DeviceTensor, GpuExecutor, StorageNote};
 pub use loader::Loader;
 pub use plan::{Chunk, Job, Plan, PlanOptions};
 pub use staging::Staging;
-pub use tensor::{HostTensor, LoadStats};
+pub use tensor::{HostTensor, LoadStats, Phases};
+
+/// Free the GPU staging rings this process keeps for later loads (a dropped
+/// Loader's ring is kept so the next need not pin again; docs/storage.md);
+/// returns how many were freed.
+pub fn release_staging() -> usize {
+    weightstream_cuda::release_rings()
+}
 pub use weightstream_cuda::CudaError;
 pub use weightstream_dequant as dequant;
 pub use weightstream_format as format;

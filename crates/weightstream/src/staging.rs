@@ -38,6 +38,9 @@ pub struct Staging {
     pub slot_bytes: Option<usize>,
     /// CPU kernel instruction set (default: the best this CPU has).
     pub isa: Option<Isa>,
+    /// GPU: pin the ring write-combined (default: no; the GPU round
+    /// measures both).
+    pub write_combined: Option<bool>,
 }
 
 impl Staging {
@@ -67,6 +70,7 @@ impl Staging {
             slots: self.slots.unwrap_or(d.slots),
             slot_bytes: self.slot_bytes.unwrap_or(d.slot_bytes),
             readers: self.readers.unwrap_or(d.readers),
+            write_combined: self.write_combined.unwrap_or(d.write_combined),
         }
     }
 }
@@ -80,8 +84,15 @@ mod tests {
         let s = Staging::default();
         assert_eq!(s.gpu_ring(), StagingConfig::default());
         assert_eq!(s.cpu_ring(), (CPU_READERS, 2 * CPU_READERS, CPU_SLOT_BYTES));
-        let s = Staging { slots: Some(3), slot_bytes: Some(1 << 20), readers: Some(2), threads: Some(1), isa: None };
-        assert_eq!(s.gpu_ring(), StagingConfig { slots: 3, slot_bytes: 1 << 20, readers: 2 });
+        let s = Staging {
+            slots: Some(3),
+            slot_bytes: Some(1 << 20),
+            readers: Some(2),
+            threads: Some(1),
+            isa: None,
+            write_combined: Some(true),
+        };
+        assert_eq!(s.gpu_ring(), StagingConfig { slots: 3, slot_bytes: 1 << 20, readers: 2, write_combined: true });
         assert_eq!(s.cpu_ring(), (2, 3, 1 << 20));
     }
 

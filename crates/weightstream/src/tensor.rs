@@ -18,7 +18,7 @@ impl HostTensor {
 }
 
 /// What a load did, for reports.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoadStats {
     pub tensors: u64,
     /// Checkpoint bytes read: the tensors' data and their scale and
@@ -27,6 +27,43 @@ pub struct LoadStats {
     /// BF16 bytes produced.
     pub out_bytes: u64,
     pub seconds: f64,
+    /// Where the seconds went.
+    pub phases: Phases,
+}
+
+/// Where a load's time went, in seconds, phase by phase (issue 56: the
+/// fixed cost of a load is what these expose). A phase a load did not have
+/// is 0 (or empty).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Phases {
+    /// Allocating the outputs up front (a GPU load that allocates them) and
+    /// uploading the GPU's scale and zero-point buffers.
+    pub alloc: f64,
+    /// Getting the staging ring: pinning a new one, or 0 when one kept from
+    /// an earlier load in this process was reused.
+    pub ring: f64,
+    /// From the pipeline's start until the first chunk's bytes were in
+    /// staging (read-ahead and GPU loads).
+    pub first_byte: f64,
+    /// The pipeline: every read, copy and kernel queued (the CPU: every
+    /// group dequantized).
+    pub pipeline: f64,
+    /// Waiting for the device to finish after the pipeline (GPU).
+    pub drain: f64,
+    /// Per reader thread, the seconds it spent reading (read-ahead and GPU
+    /// loads); against `pipeline`, how busy storage kept each reader.
+    pub readers_busy: Vec<f64>,
+}
+
+impl Phases {
+    /// The reader side of a ring run.
+    pub(crate) fn from_ring(times: &weightstream_format::io::ordered::RingTimes) -> Phases {
+        Phases {
+            first_byte: times.first_item.map_or(0.0, |d| d.as_secs_f64()),
+            readers_busy: times.busy.iter().map(|d| d.as_secs_f64()).collect(),
+            ..Phases::default()
+        }
+    }
 }
 
 impl LoadStats {

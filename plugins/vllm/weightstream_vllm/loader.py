@@ -157,6 +157,11 @@ class WeightstreamModelLoader(BaseModelLoader):
         if released is not None:
             logger.info("weightstream: returned %.1f MiB of freed heap memory to the system after loading "
                         "(malloc_trim, %.3f s)", released / 2**20, time.perf_counter() - t0)
+        # A worker loads once: the pinned staging ring the process would keep
+        # for a next GPU load is host and device memory vLLM can use instead.
+        rings = weightstream.release_staging()
+        if rings:
+            logger.info("weightstream: freed %d pinned staging ring(s) after loading", rings)
         return model
 
     def _keep_quantized(self, vllm_config: VllmConfig, model_config: ModelConfig) -> None:

@@ -62,6 +62,9 @@ pub struct Args {
     /// MiB per read and per buffer [default: CPU 4 (16 from object storage), GPU 4]
     #[arg(long)]
     pub staging_mib: Option<usize>,
+    /// GPU: pin the staging ring write-combined (host writes, DMA reads; measured by the GPU round)
+    #[arg(long)]
+    pub write_combined: bool,
     #[arg(long, default_value = "bf16", value_parser = crate::dtype_arg::parse, help = crate::dtype_arg::HELP)]
     pub dtype: crate::dtype_arg::OutDtype,
     /// Print a JSON report
@@ -80,6 +83,12 @@ pub fn run(args: &Args) -> CmdResult {
             json: args.json,
         });
     }
+    if args.write_combined && device == Device::Cpu {
+        return Err(Failure {
+            error: weightstream::Error::InvalidArgument("--write-combined pins the GPU's staging ring: it needs --device cuda".into()),
+            json: args.json,
+        });
+    }
     crate::interrupt::install();
     let staging = Staging {
         threads: args.threads,
@@ -87,6 +96,7 @@ pub fn run(args: &Args) -> CmdResult {
         slots: args.staging_slots,
         slot_bytes: args.staging_mib.map(|m| m << 20),
         isa: None,
+        write_combined: args.write_combined.then_some(true),
     };
     let opts = weightstream::format::OpenOptions { ignore_transforms: args.ignore_transform };
     // Ctrl-C/SIGTERM stops the open too (a listing or HEAD that never ends).
@@ -198,7 +208,7 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
             "path": weightstream::source_name(&args.path), "device": device, "source": args.source.name(), "sources": crate::source_arg::json(cat), "detail": detail,
             "read_only": args.read_only, "dtype": args.dtype.name(),
             "tensors": s.tensors, "src_bytes": s.src_bytes, "out_bytes": if args.read_only { 0 } else { s.out_bytes }, "seconds": s.seconds,
-            "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(),
+            "src_gbps": s.src_gbps(), "out_gbps": s.out_gbps(), "phases": phases_json(&s.phases),
             "fetched": cat.fetched().map(|f| json!({"bytes": f.bytes, "requests": f.requests})),
             "skipped": plan.skipped.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
             "verify": v.map(|v| json!({"tensors": v.tensors, "identical": v.mismatches.is_empty(),
@@ -220,6 +230,9 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
         println!("  (read only: nothing dequantized)");
     } else {
         println!("  {:<4} produced    {:>10}  {:>7.2} GB/s", args.dtype.name(), human::bytes(s.out_bytes), s.out_gbps());
+    }
+    if let Some(line) = phases_line(&s.phases) {
+        println!("  {line}");
     }
     if let Some(f) = cat.fetched() {
         println!("  fetched from the store {} in {} ranged GETs (headers included)", human::bytes(f.bytes), f.requests);
@@ -244,4 +257,30 @@ fn report(args: &Args, cat: &weightstream::Catalog, s: &LoadStats, where_: &Wher
             }
         }
     }
+}
+
+/// Where the load's seconds went (`weightstream::Phases`), for `--json`.
+fn phases_json(p: &weightstream::Phases) -> serde_json::Value {
+    json!({"alloc": p.alloc, "ring": p.ring, "first_byte": p.first_byte, "pipeline": p.pipeline, "drain": p.drain,
+        "readers_busy": p.readers_busy})
+}
+
+/// The phases a load had, in milliseconds, on one line; none for a load
+/// without any (a mapped CPU load is all pipeline).
+fn phases_line(p: &weightstream::Phases) -> Option<String> {
+    if p.readers_busy.is_empty() && p.alloc == 0.0 && p.drain == 0.0 {
+        return None;
+    }
+    let ms = |s: f64| format!("{:.1}", s * 1e3);
+    let mut parts = vec![];
+    for (name, v) in [("alloc", p.alloc), ("ring", p.ring), ("first byte", p.first_byte), ("pipeline", p.pipeline), ("drain", p.drain)] {
+        if v > 0.0 {
+            parts.push(format!("{name} {}", ms(v)));
+        }
+    }
+    if !p.readers_busy.is_empty() {
+        let busy: Vec<String> = p.readers_busy.iter().map(|&b| ms(b)).collect();
+        parts.push(format!("readers busy {}", busy.join("/")));
+    }
+    Some(format!("phases (ms): {}", parts.join(", ")))
 }

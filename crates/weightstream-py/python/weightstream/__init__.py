@@ -27,10 +27,11 @@ from typing import Any, Iterator, Optional, Union
 from ._native import Checkpoint as _Native
 from ._native import WeightstreamError, cuda_status
 from ._native import fetched_total as _fetched_total
+from ._native import release_staging as _release_staging
 from ._native import source_name as _source_name
 from ._native import __version__
 
-__all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "fetched_total", "__version__"]
+__all__ = ["open", "load_file", "Checkpoint", "WeightstreamError", "cuda_status", "fetched_total", "release_staging", "__version__"]
 
 from ._buffers import _address, _check_destination, _empty, _error, _out_dtype, _parse_device, _torch  # noqa: F401 (also the submodules' names)
 
@@ -407,3 +408,11 @@ def fetched_total() -> dict[str, int]:
     opened has fetched from its store so far (Checkpoint.fetched, summed)."""
     b, n = _fetched_total()
     return {"bytes": b, "requests": n}
+
+
+def release_staging() -> int:
+    """Free the pinned staging rings this process keeps for later GPU loads
+    (a closed Checkpoint's ring is kept so the next one need not pin again;
+    docs/storage.md); returns how many were freed. For a process that
+    loads no more, e.g. a server after its one load."""
+    return _release_staging()

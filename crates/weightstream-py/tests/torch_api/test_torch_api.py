@@ -88,6 +88,27 @@ def test_concurrent_loads_from_python_threads_equal_serial(samples):
             assert torch.equal(bits(t), bits(serial[kind][name])), (kind, name)
 
 
+def test_release_staging_frees_only_gpu_rings(samples):
+    # CPU loads pin nothing: there is no ring to free.
+    weightstream.load_file(samples["q4_0"])
+    assert weightstream.release_staging() == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: scripts/gpu_round.sh runs it")
+def test_a_dropped_checkpoints_ring_serves_the_next_until_released(samples):
+    import gc
+    weightstream.release_staging()
+    cpu = weightstream.load_file(samples["q4_0"])
+    for _ in range(2):
+        # The second load in the process takes the first one's kept ring.
+        gpu = weightstream.load_file(samples["q4_0"], device="cuda:0")
+        gc.collect()
+        for name, t in cpu.items():
+            assert torch.equal(bits(gpu[name]), bits(t)), name
+    assert weightstream.release_staging() == 1
+    assert weightstream.release_staging() == 0
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: scripts/gpu_round.sh runs it")
 @pytest.mark.parametrize("kind", ["q4_0", "q8_0", "fp8", "bf16"])
 def test_cuda_loads_equal_cpu_loads_bitwise(samples, kind):

@@ -14,7 +14,7 @@ use super::{stats, CpuExecutor};
 use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
 use crate::plan::{file_path, Job, Plan};
-use crate::tensor::LoadStats;
+use crate::tensor::{LoadStats, Phases};
 
 /// Elements `[first, first + n)` of job `job` (an index into the request),
 /// stored in bytes `src` of the job's file: inside one of the job's
@@ -122,7 +122,7 @@ impl CpuExecutor {
         jobs: &[&Job],
         tracker: Option<&Tracker>,
         mut on: impl FnMut(&Group, GroupBytes) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Phases> {
         self.each_batch(cat, jobs, tracker, |gs, bs| gs.iter().zip(bs).try_for_each(|(g, &b)| on(g, b)))
     }
 
@@ -130,14 +130,16 @@ impl CpuExecutor {
     /// [`batches`]; groups of one job only): zero-copy where the source
     /// maps the file, fetched by the dequantizing threads where reading is
     /// cheap (page cache), through the read-ahead ring otherwise (a batch's
-    /// span one read into one slot).
+    /// span one read into one slot). Returns where the time went (the
+    /// ring's and the readers' share where the ring ran).
     pub(super) fn each_batch(
         &self,
         cat: &Catalog,
         jobs: &[&Job],
         tracker: Option<&Tracker>,
         mut on: impl FnMut(&[Group], &[GroupBytes]) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Phases> {
+        let t0 = Instant::now();
         let slot_bytes = self.slot_bytes_for(cat, jobs);
         let groups = groups(jobs, slot_bytes);
         let source = |g: &Group| &cat.files[jobs[g.job].file].source;
@@ -167,7 +169,7 @@ impl CpuExecutor {
                 on(gs, &bytes)?;
                 done(gs);
             }
-            return Ok(());
+            return Ok(Phases { pipeline: t0.elapsed().as_secs_f64(), ..Phases::default() });
         }
 
         // Each batch's span in one read into one slot.
@@ -183,6 +185,7 @@ impl CpuExecutor {
             .max()
             .unwrap_or(0);
         let slots = self.take_ring(shape.slots, slot_len)?;
+        let ring = t0.elapsed();
         let fill = |i: usize, s: usize| -> Result<Filled> {
             let (g, r) = (&groups[batches[i].start], span(&batches[i]));
             let src = source(g);
@@ -213,7 +216,8 @@ impl CpuExecutor {
             Ok(())
         });
         self.give_ring(slots);
-        result
+        let times = result?;
+        Ok(Phases { ring: ring.as_secs_f64(), pipeline: (t0.elapsed() - ring).as_secs_f64(), ..Phases::from_ring(&times) })
     }
 
     /// File bytes per group and per read-ahead read for these jobs: the
@@ -259,7 +263,7 @@ impl CpuExecutor {
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         tracker.check()?;
         let jobs: Vec<&Job> = plan.jobs.iter().collect();
-        self.each_group(cat, &jobs, Some(&tracker), |g, src| {
+        let phases = self.each_group(cat, &jobs, Some(&tracker), |g, src| {
             let job = jobs[g.job];
             match src {
                 GroupBytes::Mem(bytes) => {
@@ -290,6 +294,6 @@ impl CpuExecutor {
             }
             Ok(())
         })?;
-        Ok(stats(plan, t0))
+        Ok(stats(plan, t0, phases))
     }
 }

@@ -28,7 +28,7 @@ use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
 use crate::plan::{Job, Plan};
 use crate::staging::Staging;
-use crate::tensor::{HostTensor, LoadStats};
+use crate::tensor::{HostTensor, LoadStats, Phases};
 use groups::{Group, GroupBytes};
 
 /// A zeroed output buffer, or an error when the host cannot provide it (a
@@ -124,7 +124,7 @@ impl CpuExecutor {
     /// `part` (the job of `jk`, or a contiguous piece of it) into `dst`.
     fn fill_part(&self, cat: &Catalog, jk: &JobKernel, part: &Job, dst: &mut [u16], tracker: Option<&Tracker>) -> Result<()> {
         fits(part, dst.len())?;
-        self.each_batch(cat, &[part], tracker, |gs, bytes| self.dequantize_batch(cat, jk, part, gs, bytes, dst))
+        self.each_batch(cat, &[part], tracker, |gs, bytes| self.dequantize_batch(cat, jk, part, gs, bytes, dst)).map(drop)
     }
 
     /// Produce one job's tensor.
@@ -145,7 +145,7 @@ impl CpuExecutor {
         tracker: &Tracker,
         mut on: impl FnMut(usize, &JobKernel, &[Group], &[GroupBytes]) -> Result<()>,
         mut finished: impl FnMut(usize) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Phases> {
         let jobs: Vec<&Job> = plan.jobs.iter().collect();
         // The current job's kernel (scales decoded once per job).
         let mut current: Option<(usize, JobKernel)> = None;
@@ -183,8 +183,14 @@ impl CpuExecutor {
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
         tracker.check()?;
-        self.run_plan(cat, plan, &tracker, |j, jk, gs, bytes| self.dequantize_batch(cat, jk, &plan.jobs[j], gs, bytes, dsts[j]), on_done)?;
-        Ok(stats(plan, t0))
+        let phases = self.run_plan(
+            cat,
+            plan,
+            &tracker,
+            |j, jk, gs, bytes| self.dequantize_batch(cat, jk, &plan.jobs[j], gs, bytes, dsts[j]),
+            on_done,
+        )?;
+        Ok(stats(plan, t0, phases))
     }
 
     /// Produce every job's tensor in plan order, handing each to `sink` as it
@@ -214,8 +220,8 @@ impl CpuExecutor {
             let job = &plan.jobs[j];
             sink(HostTensor { name: job.name.clone(), shape: job.shape.clone(), data })
         };
-        self.run_plan(cat, plan, &tracker, fill_out, finished)?;
-        Ok(stats(plan, t0))
+        let phases = self.run_plan(cat, plan, &tracker, fill_out, finished)?;
+        Ok(stats(plan, t0, phases))
     }
 }
 
@@ -227,11 +233,12 @@ fn fits(job: &Job, len: usize) -> Result<()> {
     Ok(())
 }
 
-fn stats(plan: &Plan, t0: Instant) -> LoadStats {
+fn stats(plan: &Plan, t0: Instant, phases: Phases) -> LoadStats {
     LoadStats {
         tensors: plan.jobs.len() as u64,
         src_bytes: plan.read_bytes(),
         out_bytes: plan.out_bytes(),
         seconds: t0.elapsed().as_secs_f64(),
+        phases,
     }
 }

@@ -1,42 +1,63 @@
 //! The GPU executor: a plan's jobs through the staging pipeline of
 //! `weightstream-cuda`, into buffers it allocates or into the caller's.
+//! Its pinned ring comes from the process's pool of rings and goes back
+//! there when the executor is dropped, so later Loaders in the process do
+//! not pin again (`weightstream_cuda::ring_pool`).
+
+mod chunks;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use weightstream_cuda::trim::Trim;
-use weightstream_cuda::{ChunkOp, ChunkWork, CudaError, DeviceBuffer, Gds, GdsFile, Gpu, StagingConfig, StagingRing};
+use weightstream_cuda::{CudaError, DeviceBuffer, Gds, GdsFile, Gpu, StagingConfig, StagingRing};
 use weightstream_format::io::GdsUse;
-use weightstream_format::{Catalog, Encoding, ScaleDtype};
-use weightstream_kernels::{Launch, ScaledArgs};
+use weightstream_format::Catalog;
+use weightstream_kernels::Launch;
 
 use crate::access::JobKernel;
 use crate::control::{Control, Tracker};
 use crate::error::{Error, Result};
-use crate::plan::{Job, Plan};
+use crate::plan::Plan;
 use crate::staging::Staging;
-use crate::tensor::LoadStats;
+use crate::tensor::{LoadStats, Phases};
+use chunks::chunks_for;
 
 pub use weightstream_cuda::DeviceInfo;
 
 /// A BF16 or float16 tensor (its job's output) in device memory the
-/// library allocated (freed on drop).
+/// library allocated: a piece of one allocation for the whole plan, freed
+/// when the last of its tensors is dropped.
 pub struct DeviceTensor {
     pub name: String,
     pub shape: Vec<u64>,
-    pub buffer: DeviceBuffer,
+    slab: Arc<DeviceBuffer>,
+    offset: u64,
+    bytes: usize,
 }
+
+/// Where each tensor starts in the plan's allocation: a multiple of this,
+/// so every chunk's output stays 512-byte aligned (chunks::chunk_elems).
+const SLAB_ALIGN: u64 = 512;
 
 impl DeviceTensor {
     /// Device address of the first element.
     pub fn ptr(&self) -> u64 {
-        self.buffer.ptr()
+        self.slab.ptr() + self.offset
+    }
+
+    /// Bytes of output.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
     }
 
     /// Copy the 16-bit values (BF16 or float16 bits) back to the host.
     pub fn to_host(&self) -> Result<Vec<u16>> {
-        let mut bytes = vec![0u8; self.buffer.len()];
-        self.buffer.to_host(&mut bytes).map_err(device_error)?;
+        let mut bytes = vec![0u8; self.bytes];
+        self.slab.to_host_at(self.offset, &mut bytes).map_err(device_error)?;
         Ok(bytes.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect())
     }
 }
@@ -60,8 +81,9 @@ pub struct StorageNote {
 pub struct GpuExecutor {
     gpu: Gpu,
     staging: StagingConfig,
-    /// Made on first use, reused by every load (loads through one executor
-    /// run one at a time).
+    /// Taken from the process's pool (or pinned) on first use, reused by
+    /// every load (loads through one executor run one at a time), given
+    /// back to the pool on drop.
     ring: Mutex<Option<StagingRing>>,
     /// How storage was read (cuFile or not, and why), for reports.
     notes: Mutex<Vec<StorageNote>>,
@@ -156,9 +178,10 @@ impl GpuExecutor {
         out
     }
 
-    /// Allocate every tensor first (so running out of memory stops the load
-    /// before any transfer), then load, handing each tensor to `sink` as it
-    /// completes on the device.
+    /// Allocate every tensor first, in one allocation for the plan (so
+    /// running out of memory stops the load before any transfer, and a
+    /// plan of hundreds of tensors costs one `cuMemAlloc`), then load,
+    /// handing each tensor to `sink` as it completes on the device.
     pub fn stream(
         &self,
         cat: &Catalog,
@@ -168,17 +191,24 @@ impl GpuExecutor {
     ) -> Result<LoadStats> {
         // Allocation is part of loading (baselines like safetensors pay it too).
         let t0 = Instant::now();
-        let mut buffers = Vec::with_capacity(plan.jobs.len());
+        let mut offsets = Vec::with_capacity(plan.jobs.len());
+        let mut total = 0u64;
         for j in &plan.jobs {
-            buffers.push(Some(self.gpu.alloc(j.out_bytes() as usize, &format!("tensor '{}'", j.name)).map_err(device_error)?));
+            offsets.push(total);
+            total += j.out_bytes().div_ceil(SLAB_ALIGN) * SLAB_ALIGN;
         }
-        let dsts: Vec<u64> = buffers.iter().map(|b| b.as_ref().expect("allocated above").ptr()).collect();
+        let what = format!("the outputs of {} tensors", plan.jobs.len());
+        let bytes = usize::try_from(total).map_err(|_| Error::InvalidArgument(format!("{what}: {total} bytes")))?;
+        let slab = Arc::new(self.gpu.alloc(bytes, &what).map_err(device_error)?);
+        let alloc = t0.elapsed().as_secs_f64();
+        let dsts: Vec<u64> = offsets.iter().map(|o| slab.ptr() + o).collect();
         let stats = self.run(cat, plan, &dsts, None, control, |i| {
             let job = &plan.jobs[i];
-            let buffer = buffers[i].take().expect("each tensor completes once");
-            sink(DeviceTensor { name: job.name.clone(), shape: job.shape.clone(), buffer })
+            let bytes = job.out_bytes() as usize;
+            sink(DeviceTensor { name: job.name.clone(), shape: job.shape.clone(), slab: slab.clone(), offset: offsets[i], bytes })
         })?;
-        Ok(LoadStats { seconds: t0.elapsed().as_secs_f64(), ..stats })
+        let phases = Phases { alloc: alloc + stats.phases.alloc, ..stats.phases };
+        Ok(LoadStats { seconds: t0.elapsed().as_secs_f64(), phases, ..stats })
     }
 
     /// Load into caller-owned device memory: `dsts[i]` receives job `i`
@@ -274,11 +304,13 @@ impl GpuExecutor {
             let z = upload(jk.zeros(), &format!("zero points of '{}'", job.name))?;
             scales.push((s, z));
         }
+        let alloc = t0.elapsed().as_secs_f64();
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         if ring.is_none() {
-            *ring = Some(StagingRing::new(&self.gpu, self.staging).map_err(device_error)?);
+            *ring = Some(weightstream_cuda::take_ring(&self.gpu, self.staging).map_err(device_error)?.0);
         }
         let ring = ring.as_ref().expect("made above");
+        let ring_seconds = t0.elapsed().as_secs_f64() - alloc;
         let gds = self.gds_files(cat, plan, ring);
         let mut work = Vec::new();
         for (i, job) in plan.jobs.iter().enumerate() {
@@ -293,7 +325,7 @@ impl GpuExecutor {
         let cancelled = || control.check().is_err();
         // The sink's own error, kept whole (the pipeline only carries CudaError).
         let mut sink_error = None;
-        let result = weightstream_cuda::run(&self.gpu, ring, &work, after, &cancelled, |i| {
+        let times = weightstream_cuda::run(&self.gpu, ring, &work, after, &cancelled, |i| {
             tracker.add_bytes(plan.jobs[i].src_bytes());
             tracker.tensor_done();
             on_done(i).map_err(|e| {
@@ -304,7 +336,7 @@ impl GpuExecutor {
         if let Some(e) = sink_error {
             return Err(e);
         }
-        result.map_err(|e| match e {
+        let times = times.map_err(|e| match e {
             CudaError::Read { file, offset, tensor, source } => {
                 Error::Read { file, tensor: plan.jobs[tensor].name.clone(), offset, source }
             }
@@ -315,70 +347,24 @@ impl GpuExecutor {
             src_bytes: plan.read_bytes(),
             out_bytes: plan.out_bytes(),
             seconds: t0.elapsed().as_secs_f64(),
+            phases: Phases {
+                alloc,
+                ring: ring_seconds,
+                pipeline: times.pipeline.as_secs_f64(),
+                drain: times.drain.as_secs_f64(),
+                ..Phases::from_ring(&times.ring)
+            },
         })
     }
 }
 
-/// Elements per chunk: as many as fit a slot, a multiple of 256 so every
-/// chunk's output starts 512-byte aligned (whole 16-byte stores).
-fn chunk_elems(encoding: Encoding, slot_bytes: usize) -> u64 {
-    let (block, size) = encoding.block();
-    let fit = slot_bytes as u64 / size * block;
-    (fit / 256 * 256).max(block.max(256))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn chunks_for(
-    cat: &Catalog,
-    job: &Job,
-    index: usize,
-    dst: u64,
-    (scales, zeros): (Option<u64>, Option<u64>),
-    gds: Option<Arc<GdsFile>>,
-    slot_bytes: usize,
-    out: &mut Vec<ChunkWork>,
-) -> Result<()> {
-    let elems = chunk_elems(job.encoding, slot_bytes);
-    if job.encoding.block().1 * elems / job.encoding.block().0 > slot_bytes as u64 {
-        return Err(Error::InvalidArgument(format!(
-            "staging slots of {slot_bytes} bytes are too small for tensor '{}' ({}): use at least {} bytes",
-            job.name,
-            job.encoding.name(),
-            job.encoding.block().1 * elems / job.encoding.block().0
-        )));
+impl Drop for GpuExecutor {
+    /// The ring goes back to the process's pool for the next executor of
+    /// this device (every run leaves it drained).
+    fn drop(&mut self) {
+        let ring = self.ring.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(r) = ring {
+            weightstream_cuda::keep_ring(self.gpu.info().ordinal, r);
+        }
     }
-    let source = cat.files[job.file].source.clone();
-    let start = out.len();
-    for c in job.chunks(elems) {
-        let layout = job.scale.as_ref().map(|s| s.scale.layout);
-        let round_f16 = job.scale.as_ref().is_some_and(|s| s.scale.dtype == ScaleDtype::F16);
-        // The kernel writes the job's output (BF16 or float16); a source
-        // already of that type is copied.
-        let op = match Launch::for_encoding(job.encoding, job.matrix, c.first, layout.as_ref(), round_f16, job.out) {
-            None => ChunkOp::Copy,
-            Some(Launch::Scaled(a)) => {
-                ChunkOp::Kernel(Launch::Scaled(ScaledArgs { scales: scales.unwrap_or(0), zeros: zeros.unwrap_or(0), ..a }))
-            }
-            Some(l) => ChunkOp::Kernel(l),
-        };
-        out.push(ChunkWork {
-            tensor: index,
-            source: source.clone(),
-            gds: gds.clone(),
-            offset: c.src.start,
-            len: (c.src.end - c.src.start) as usize,
-            op,
-            n: c.n,
-            dst: dst + job.out_index(c.keep.start) * 2,
-            trim: c.trimmed().then(|| {
-                let (block, block_bytes) = job.encoding.block();
-                Trim { keep: c.keep.start - c.first..c.keep.end - c.first, block, block_bytes }
-            }),
-            last_of_tensor: false,
-        });
-    }
-    if let Some(last) = out[start..].last_mut() {
-        last.last_of_tensor = true;
-    }
-    Ok(())
 }
