@@ -5,6 +5,7 @@
 //! not pin again (`weightstream_cuda::ring_pool`).
 
 mod chunks;
+mod grids;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -284,26 +285,20 @@ impl GpuExecutor {
     ) -> Result<LoadStats> {
         let t0 = Instant::now();
         let tracker = Tracker::new(control, plan.jobs.len() as u64, plan.src_bytes());
-        // Scales as f32 on the device (FP8, packed 4-bit with the global
-        // scale folded in), one small buffer per scaled tensor.
-        // Zero points of integer packs likewise.
-        let mut scales: Vec<(Option<DeviceBuffer>, Option<DeviceBuffer>)> = Vec::with_capacity(plan.jobs.len());
-        let upload = |v: Option<&[f32]>, what: &str| -> Result<Option<DeviceBuffer>> {
-            let Some(v) = v else { return Ok(None) };
-            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-            let b = self.gpu.alloc(bytes.len(), what).map_err(device_error)?;
-            b.from_host(&bytes).map_err(device_error)?;
-            Ok(Some(b))
-        };
+        // Scales and zero points as f32 on the device, gathered into a few
+        // buffers (grids.rs).
+        let mut grids = grids::Grids::new(&self.gpu);
+        let mut handles: Vec<(Option<usize>, Option<usize>)> = Vec::with_capacity(plan.jobs.len());
         for job in &plan.jobs {
             let jk = JobKernel::new(cat, job)?;
             // The CPU kernel's checks (scale count and cover, packing)
             // before any launch reads the scales.
             jk.kernel()?;
-            let s = upload(jk.scales(), &format!("scales of '{}'", job.name))?;
-            let z = upload(jk.zeros(), &format!("zero points of '{}'", job.name))?;
-            scales.push((s, z));
+            let s = jk.scales().map(|v| grids.add(v)).transpose()?;
+            let z = jk.zeros().map(|v| grids.add(v)).transpose()?;
+            handles.push((s, z));
         }
+        let grids = grids.finish()?;
         let alloc = t0.elapsed().as_secs_f64();
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         if ring.is_none() {
@@ -319,8 +314,8 @@ impl GpuExecutor {
                 tracker.tensor_done();
                 continue;
             }
-            let grids = (scales[i].0.as_ref().map(|b| b.ptr()), scales[i].1.as_ref().map(|b| b.ptr()));
-            chunks_for(cat, job, i, dsts[i], grids, gds[job.file].clone(), self.staging.slot_bytes, &mut work)?;
+            let ptrs = (handles[i].0.map(|h| grids.ptr(h)), handles[i].1.map(|h| grids.ptr(h)));
+            chunks_for(cat, job, i, dsts[i], ptrs, gds[job.file].clone(), self.staging.slot_bytes, &mut work)?;
         }
         let cancelled = || control.check().is_err();
         // The sink's own error, kept whole (the pipeline only carries CudaError).
