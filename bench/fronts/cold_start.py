@@ -36,10 +36,10 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -105,6 +105,8 @@ def main() -> None:
         ap.error("the model directory (bench/fronts/models.py's MODELS/PRESET) is required")
     if os.geteuid() != 0:
         raise SystemExit("cold_start.py makes a network namespace and a tc qdisc: run it as root")
+    # A kill (not only Ctrl-C) still stops the server and removes the link.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("cold_start: terminated"))
     loaders = [x for x in a.loaders.split(",") if x]
     if unknown := set(loaders) - set(LOADERS):
         ap.error(f"--loaders: unknown {sorted(unknown)}")
