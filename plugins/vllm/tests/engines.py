@@ -200,6 +200,12 @@ class Engines:
                 self._queue.insert(0, p)
             return p
 
+    def warm(self) -> None:
+        """Start every lane's runner now, before any run is submitted: its
+        vLLM import (about 15 s) then overlaps what the caller sets up."""
+        for lane in self._lanes:
+            lane._start()
+
     def prefetch(self, runs) -> None:
         for run in runs:
             self._submit(run)

@@ -41,10 +41,24 @@ FETCHED = re.compile(r"weightstream: loaded .* file bytes read; fetched (\d+) by
 
 
 @pytest.fixture(scope="module")
-def cluster(variants, tmp_path_factory):
-    """SeaweedFS holding the FP8 checkpoint, a proxy per node, the two Ray
-    nodes (each its proxy as endpoint) and the engine lane that drives
-    them. Yields (proxies by node, cluster, lane)."""
+def lane():
+    """The engine lane of the Ray runs, its runner started (importing
+    vLLM) while the store and the cluster come up. The Ray address comes
+    with each run (RAY_ADDRESS, read when the engine joins the cluster)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(RAY_DEDUP_LOGS="0", VLLM_CPU_OMP_THREADS_BIND="nobind",
+               PYTHONPATH=os.pathsep.join([str(PLATFORM), env.get("PYTHONPATH", "")]))
+    lane = Engines(lanes=1, env=env)
+    lane.warm()
+    yield lane
+    lane.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(variants, lane, tmp_path_factory):
+    """SeaweedFS holding the FP8 checkpoint, a proxy per node and the two
+    Ray nodes, each with its proxy as endpoint. Yields (proxies by node,
+    cluster)."""
     with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as s3, \
             FaultProxy(s3.port) as p0, FaultProxy(s3.port) as p1:
         s3.make_bucket("models")
@@ -53,20 +67,15 @@ def cluster(variants, tmp_path_factory):
         # Short: Ray's socket paths under it must fit in 107 bytes.
         work = tempfile.mkdtemp(prefix="wsray-")
         with RayCluster(work, {n: s3.env(endpoint=proxies[n].endpoint) for n in NODES}) as ray:
-            env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-            env.update(RAY_ADDRESS=ray.address, RAY_DEDUP_LOGS="0", VLLM_CPU_OMP_THREADS_BIND="nobind",
-                       PYTHONPATH=os.pathsep.join([str(PLATFORM), env.get("PYTHONPATH", "")]))
-            lane = Engines(lanes=1, env=env)
-            try:
-                yield proxies, ray, lane
-            finally:
-                lane.close()
+            yield proxies, ray
 
 
-def _from_s3(variants, tmp_path_factory, **layout) -> Run:
+def _from_s3(ray: RayCluster, variants, tmp_path_factory, **layout) -> Run:
+    """The Ray run: --model a directory of config.json alone, the weights
+    from S3."""
     d = tmp_path_factory.mktemp("ray-config")
     (d / "config.json").write_bytes((variants["fp8"][0] / "config.json").read_bytes())
-    return Run.of(d, "weightstream", model_loader_extra_config={"file": S3_MODEL},
+    return Run.of(d, "weightstream", env={"RAY_ADDRESS": ray.address}, model_loader_extra_config={"file": S3_MODEL},
                   distributed_executor_backend="ray", **layout)
 
 
@@ -119,18 +128,18 @@ def references(engines, variants) -> dict:
     return refs
 
 
-def test_ray_tp2_across_nodes_from_s3(cluster, references, engines, variants, tmp_path_factory):
-    proxies, ray, lane = cluster
+def test_ray_tp2_across_nodes_from_s3(references, cluster, lane, engines, variants, tmp_path_factory):
+    proxies, ray = cluster
     _reset(proxies)
-    run = _from_s3(variants, tmp_path_factory, tensor_parallel_size=2)
+    run = _from_s3(ray, variants, tmp_path_factory, tensor_parallel_size=2)
     assert lane.tokens(run) == engines.tokens(references["tp"])
     assert "row-parallel weights fetched as row blocks" in "".join(ray.worker_logs())
     _check_nodes(proxies, ray, "tensor-parallel")
 
 
-def test_ray_pp2_across_nodes_from_s3(cluster, references, engines, variants, tmp_path_factory):
-    proxies, ray, lane = cluster
+def test_ray_pp2_across_nodes_from_s3(references, cluster, lane, engines, variants, tmp_path_factory):
+    proxies, ray = cluster
     _reset(proxies)
-    run = _from_s3(variants, tmp_path_factory, pipeline_parallel_size=2, **COMPILED)
+    run = _from_s3(ray, variants, tmp_path_factory, pipeline_parallel_size=2, **COMPILED)
     assert lane.tokens(run) == engines.tokens(references["pp"])
     _check_nodes(proxies, ray, "pipeline stage")
