@@ -40,9 +40,10 @@ def _free_ports(n: int) -> list[int]:
 
 class RayCluster:
     def __init__(self, work: Path, envs: dict[str, dict]):
-        """`work`: Ray's temp dir (short: its socket paths must fit 107
-        bytes). `envs`: {"head": env, "second": env}, each node's
-        environment (its workers inherit it)."""
+        """`work`: the nodes' Ray temp dirs go under it, one each, as on two
+        machines (short: Ray's socket paths must fit 107 bytes). `envs`:
+        {"head": env, "second": env}, each node's environment (its workers
+        inherit it)."""
         self.work, self.envs = Path(work), envs
         self.procs: list[subprocess.Popen] = []
         self.address: str | None = None
@@ -55,7 +56,7 @@ class RayCluster:
         # fixed: two nodes on one machine, or two test runs, would clash).
         ports = _free_ports(4)
         cmd = _RAY + ["start", "--block", "--num-cpus=2", "--num-gpus=1", "--object-store-memory=100000000",
-                      f"--temp-dir={self.work}", "--disable-usage-stats",
+                      f"--temp-dir={self.work / node}", "--disable-usage-stats",
                       f"--dashboard-agent-listen-port={ports[0]}", f"--dashboard-agent-grpc-port={ports[1]}",
                       f"--metrics-export-port={ports[2]}", f"--runtime-env-agent-port={ports[3]}"] + args
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -90,7 +91,7 @@ class RayCluster:
         """Each Ray worker's stdout (vLLM's log), both nodes: the files the
         workers write themselves, complete once a load returned (the
         driver's forwarded copy comes later, and deduplicated)."""
-        logs = sorted((self.work / "session_latest" / "logs").glob("worker-*.out"))
+        logs = sorted(self.work.glob("*/session_latest/logs/worker-*.out"))
         return [p.read_text(errors="replace") for p in logs]
 
     def close(self) -> None:

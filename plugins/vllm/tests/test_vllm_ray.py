@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -66,17 +67,11 @@ def cluster(variants, lane, tmp_path_factory):
         proxies = dict(zip(NODES, (p0, p1)))
         # Short: Ray's socket paths under it must fit in 107 bytes.
         work = tempfile.mkdtemp(prefix="wsray-")
-        with RayCluster(work, {n: s3.env(endpoint=proxies[n].endpoint) for n in NODES}) as ray:
-            yield proxies, ray
-
-
-def _from_s3(ray: RayCluster, variants, tmp_path_factory, **layout) -> Run:
-    """The Ray run: --model a directory of config.json alone, the weights
-    from S3."""
-    d = tmp_path_factory.mktemp("ray-config")
-    (d / "config.json").write_bytes((variants["fp8"][0] / "config.json").read_bytes())
-    return Run.of(d, "weightstream", env={"RAY_ADDRESS": ray.address}, model_loader_extra_config={"file": S3_MODEL},
-                  distributed_executor_backend="ray", **layout)
+        try:
+            with RayCluster(work, {n: s3.env(endpoint=proxies[n].endpoint) for n in NODES}) as ray:
+                yield proxies, ray
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _per_worker(ray: RayCluster, layout: str) -> list[tuple[int, int]]:
@@ -92,16 +87,15 @@ def _per_worker(ray: RayCluster, layout: str) -> list[tuple[int, int]]:
     return out
 
 
-def _check_nodes(proxies: dict, ray: RayCluster, layout: str) -> None:
+def _check_nodes(counts: dict, ray: RayCluster, layout: str) -> None:
     """Each node's proxy counted exactly what one rank logs it fetched (so
     each node held one rank), and that is at most 1.05x the rank's share
     plus the headers that node fetched (the reads from byte 0)."""
     workers = _per_worker(ray, layout)
     assert len(workers) == 2, workers
-    for node, proxy in proxies.items():
+    for node, (sent, log) in counts.items():
         gets = [tuple(int(x) for x in rng[len("bytes="):].split("-"))
-                for method, _, rng in proxy.take_log() if method == "GET" and rng and rng.startswith("bytes=")]
-        sent = proxy.take_sent()
+                for method, _, rng in log if method == "GET" and rng and rng.startswith("bytes=")]
         heads = sum(b + 1 - a for a, b in gets if a == 0)
         mine = [w for w in workers if w[1] == sent]
         assert mine, (node, sent, workers)
@@ -110,17 +104,11 @@ def _check_nodes(proxies: dict, ray: RayCluster, layout: str) -> None:
         assert fetched <= 1.05 * planned + heads, (node, fetched, planned, heads)
 
 
-def _reset(proxies: dict) -> None:
-    for p in proxies.values():
-        p.take_log()
-        p.take_sent()
-
-
 @pytest.fixture(scope="module")
 def references(engines, variants) -> dict:
     """The multiprocessing executor on the local file (TP=2: the start
-    test_vllm_s3.py makes too), queued on the session's lanes while the
-    Ray runs go."""
+    test_vllm_s3.py makes too), queued on the session's lanes before the
+    cluster starts."""
     fp8 = variants["fp8"][0]
     refs = {"tp": Run.of(fp8, "weightstream", tensor_parallel_size=2),
             "pp": Run.of(fp8, "weightstream", pipeline_parallel_size=2, **COMPILED)}
@@ -128,18 +116,34 @@ def references(engines, variants) -> dict:
     return refs
 
 
-def test_ray_tp2_across_nodes_from_s3(references, cluster, lane, engines, variants, tmp_path_factory):
+@pytest.fixture(scope="module")
+def ray_runs(references, cluster, lane, variants, tmp_path_factory) -> dict:
+    """{"tp"|"pp": (Result, {node: (bytes its proxy sent, its requests)})}:
+    the two Ray runs back to back (the cluster has two worker slots), each
+    node's proxy read after each, while the references run beside them."""
     proxies, ray = cluster
-    _reset(proxies)
-    run = _from_s3(ray, variants, tmp_path_factory, tensor_parallel_size=2)
-    assert lane.tokens(run) == engines.tokens(references["tp"])
-    assert "row-parallel weights fetched as row blocks" in "".join(ray.worker_logs())
-    _check_nodes(proxies, ray, "tensor-parallel")
+    out = {}
+    for name, layout in (("tp", {"tensor_parallel_size": 2}), ("pp", {"pipeline_parallel_size": 2, **COMPILED})):
+        for p in proxies.values():
+            p.take_log()
+            p.take_sent()
+        d = tmp_path_factory.mktemp("ray-config")
+        (d / "config.json").write_bytes((variants["fp8"][0] / "config.json").read_bytes())
+        run = Run.of(d, "weightstream", env={"RAY_ADDRESS": ray.address}, distributed_executor_backend="ray",
+                     model_loader_extra_config={"file": S3_MODEL}, **layout)
+        result = lane.result(run)
+        out[name] = result, {node: (p.take_sent(), p.take_log()) for node, p in proxies.items()}
+    return out
 
 
-def test_ray_pp2_across_nodes_from_s3(references, cluster, lane, engines, variants, tmp_path_factory):
-    proxies, ray = cluster
-    _reset(proxies)
-    run = _from_s3(ray, variants, tmp_path_factory, pipeline_parallel_size=2, **COMPILED)
-    assert lane.tokens(run) == engines.tokens(references["pp"])
-    _check_nodes(proxies, ray, "pipeline stage")
+def test_ray_tp2_across_nodes_from_s3(ray_runs, cluster, references, engines):
+    result, counts = ray_runs["tp"]
+    assert result.ok("Ray TP=2").tokens == engines.tokens(references["tp"])
+    assert "row-parallel weights fetched as row blocks" in "".join(cluster[1].worker_logs())
+    _check_nodes(counts, cluster[1], "tensor-parallel")
+
+
+def test_ray_pp2_across_nodes_from_s3(ray_runs, cluster, references, engines):
+    result, counts = ray_runs["pp"]
+    assert result.ok("Ray PP=2").tokens == engines.tokens(references["pp"])
+    _check_nodes(counts, cluster[1], "pipeline stage")
