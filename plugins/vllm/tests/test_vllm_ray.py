@@ -25,7 +25,7 @@ import tempfile
 
 import pytest
 
-from conftest import ROOT
+from conftest import _SHM as SHM, ROOT, remove_leaked_shm
 from engines import Engines, Run
 from ray_cluster import PLATFORM, RayCluster
 
@@ -67,11 +67,15 @@ def cluster(variants, lane, tmp_path_factory):
         proxies = dict(zip(NODES, (p0, p1)))
         # Short: Ray's socket paths under it must fit in 107 bytes.
         work = tempfile.mkdtemp(prefix="wsray-")
+        shm = set(SHM.glob("psm_*"))
         try:
             with RayCluster(work, {n: s3.env(endpoint=proxies[n].endpoint) for n in NODES}) as ray:
                 yield proxies, ray
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            # The executor's message queues (Python shared memory, 25 and
+            # 251 MB each, sparse) that the killed Ray workers leave.
+            remove_leaked_shm("psm_*", shm)
 
 
 def _per_worker(ray: RayCluster, layout: str) -> list[tuple[int, int]]:
