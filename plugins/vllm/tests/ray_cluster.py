@@ -30,12 +30,10 @@ PLATFORM = HERE / "ray_platform"
 _RAY = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
 SECOND_IP = "127.0.0.2"
 
+sys.path.insert(0, str(HERE.parents[2] / "tests" / "s3"))
+from localserver import free_ports  # noqa: E402
 
-def _free_ports(n: int) -> list[int]:
-    sys.path.insert(0, str(HERE.parents[2] / "tests" / "s3"))
-    from localserver import free_ports
 
-    return free_ports(n)
 
 
 class RayCluster:
@@ -51,10 +49,9 @@ class RayCluster:
     def _start(self, node: str, args: list[str]) -> str:
         env = dict(self.envs[node])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLATFORM), env.get("PYTHONPATH", "")) if p)
-        env["RAY_USAGE_STATS_ENABLED"] = "0"
         # Every port this node listens on chosen free (the defaults are
         # fixed: two nodes on one machine, or two test runs, would clash).
-        ports = _free_ports(4)
+        ports = free_ports(4)
         cmd = _RAY + ["start", "--block", "--num-cpus=2", "--num-gpus=1", "--object-store-memory=100000000",
                       f"--temp-dir={self.work / node}", "--disable-usage-stats",
                       f"--dashboard-agent-listen-port={ports[0]}", f"--dashboard-agent-grpc-port={ports[1]}",
@@ -75,7 +72,7 @@ class RayCluster:
 
     def __enter__(self) -> "RayCluster":
         try:
-            port, client, dashboard = _free_ports(3)
+            port, client, dashboard = free_ports(3)
             out = self._start("head", ["--head", f"--port={port}", "--include-dashboard=false",
                                        f"--ray-client-server-port={client}", f"--dashboard-port={dashboard}"])
             m = re.search(r"Local node IP: (\S+)", out)
