@@ -25,7 +25,7 @@ def regions(model, ck, kept: dict[str, Kept], ct: bool) -> dict:
     each packed tensor (sharding.py's probe): a column-parallel rank keeps
     a range of the output features, a row-parallel one a range of the
     packed input features (whole groups)."""
-    from .probe import probe_all
+    from weightstream.serving.probe import probe_all
 
     items, shapes = [], []
     for k in kept.values():
