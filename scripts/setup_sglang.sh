@@ -30,4 +30,5 @@ cached_venv sglang "$VENV" "pip -r sglang.txt; pip --no-deps sglang==0.5.23" req
 ls target/python-wheel/weightstream-*.whl >/dev/null 2>&1 || { echo "setup_sglang: no weightstream wheel: run scripts/setup.sh first" >&2; exit 1; }
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
   target/python-wheel/weightstream-*.whl ./plugins/sglang ./plugins/sglang/tests/sgl_kernel_stub
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r requirements/sglang-test.txt
 echo "setup_sglang: ready ($VENV)"

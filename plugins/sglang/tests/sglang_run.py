@@ -22,11 +22,12 @@ PROMPTS = [[1, 17, 42, 99, 7], [3, 200, 5], [11, 12, 13, 14, 15, 16]]
 MAX_TOKENS = 16
 # The smallest settings a CPU engine takes: SGLang's CPU engine
 # (SGLANG_USE_CPU_ENGINE=1), torch_native attention (this CPU has no AMX
-# for SGLang's CPU kernels), no CUDA graphs, no radix cache, a small KV pool.
+# for SGLang's CPU kernels), no CUDA graphs, no radix cache, a small KV pool;
+# INFO logs: the loader's lines are what the tests read.
 ENGINE = dict(device="cpu", attention_backend="torch_native", sampling_backend="pytorch", skip_tokenizer_init=True,
               disable_cuda_graph=True, disable_radix_cache=True, dtype="bfloat16", context_length=128,
               max_total_tokens=1024, max_running_requests=4, chunked_prefill_size=-1, mem_fraction_static=0.3,
-              random_seed=0, log_level="warning")
+              random_seed=0, log_level="info")
 
 
 def tokens(engine) -> list:

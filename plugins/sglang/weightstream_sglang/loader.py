@@ -27,7 +27,7 @@ from torch import nn
 import weightstream
 from weightstream.serving import sharding
 from weightstream.serving.checkpoints import Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note, open_checkpoint
-from weightstream.serving.options import Options, find_checkpoint
+from weightstream.serving.options import Options, find_checkpoint, is_url
 
 from sglang.srt.configs.device_config import DeviceConfig
 from sglang.srt.configs.load_config import LoadConfig
@@ -42,23 +42,50 @@ NOT_IN_SGLANG = {"keep": "keep=quantized hands GGUF blocks to vLLM's GPTQ kernel
                          "linear methods for those layouts are not wired to this loader: serve BF16 (drop \"keep\")"}
 
 
-class WeightstreamModelLoader(BaseModelLoader):
+class WeightstreamModelLoader(DefaultModelLoader):
+    """A DefaultModelLoader only so that SGLang's `update_weights_from_disk`
+    (which takes no other loader) reloads through it: `Engine.
+    update_weights_from_disk(path_or_url, load_format="weightstream")` puts
+    another checkpoint of the same model into a running engine
+    (`_get_weights_iterator` and `load_weights_and_postprocess` below). Its
+    extra config is weightstream's, not DefaultModelLoader's."""
+
     def __init__(self, load_config: LoadConfig):
-        super().__init__(load_config)
+        BaseModelLoader.__init__(self, load_config)
         extra = dict(load_config.model_loader_extra_config or {})
         for key, why in NOT_IN_SGLANG.items():
             if extra.get(key, "bf16") != "bf16":
                 raise ValueError(f"weightstream (SGLang): model_loader_extra_config {key}={extra[key]!r} is not supported: {why}")
         self.options = Options.parse(extra)
 
+    def _get_weights_iterator(self, source):
+        # update_weights_from_disk: what to load is the source's model path;
+        # load_weights_and_postprocess reads it (its own plan, not an
+        # iterator of whole tensors).
+        return source
+
+    def load_weights_and_postprocess(self, model, weights, target_device):
+        if not isinstance(weights, DefaultModelLoader.Source):
+            raise TypeError("weightstream (SGLang): update_weights_from_disk with a weight name filter is not supported")
+        self.load_weights(model, weights.model_config, target_device, weightstream.fetched_total())
+        DefaultModelLoader.postprocess_weights(model, target_device)
+
+    def _checkpoint(self, model_config: ModelConfig):
+        # A URL as the model path: what update_weights_from_disk("s3://...")
+        # gives (an engine cannot start from one: SGLang reads the config
+        # from the model path first).
+        if is_url(model_config.model_path) and not self.options.file:
+            return model_config.model_path
+        return find_checkpoint(model_config.model_path, self.options)
+
     def download_model(self, model_config: ModelConfig) -> None:
-        find_checkpoint(model_config.model_path, self.options)
+        self._checkpoint(model_config)
 
     def _open(self, model_config: ModelConfig, device: str):
         # A float16 model gets float16 weights, each rounded once from the
         # exact value; any other dtype gets BF16 (docs/numerics.md).
         dtype = torch.float16 if model_config.dtype == torch.float16 else None
-        return open_checkpoint(find_checkpoint(model_config.model_path, self.options), self.options, device, dtype)
+        return open_checkpoint(self._checkpoint(model_config), self.options, device, dtype)
 
     def load_model(self, *, model_config: ModelConfig, device_config: DeviceConfig) -> nn.Module:
         fetched0 = weightstream.fetched_total()
