@@ -127,6 +127,7 @@ class WeightstreamModelLoader(DefaultModelLoader):
                 logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
             m = Mapping(ck, model_config.hf_config, model)
             planned = sharding.plan(ck, model, m.names, m.rows_per_head, transposed=m.transposed)
+            _check_every_parameter_is_written(model, planned, ck.path)
             if size > 1:
                 share = sum(p.region.bytes(ck, p.ck_name) if p.region is not None else ck.slice_bytes(p.ck_name)
                             for p in planned if p.note != "skipped")
@@ -142,3 +143,18 @@ class WeightstreamModelLoader(DefaultModelLoader):
                     "through the model's loaders), %d file bytes read%s", ck.path, target, time.perf_counter() - t0,
                     len(planned), len(direct), sum(p.note != "skipped" for p in rest), ck.bytes_read,
                     fetched_note(ck, fetched0))
+
+
+def _check_every_parameter_is_written(model: nn.Module, planned: list, path) -> None:
+    """SGLang's models do not report what their load_weights loaded (vLLM's
+    do), so a parameter no checkpoint tensor reaches would keep its
+    uninitialised memory: refuse that. The probe saw where each weight is
+    copied; where a copy went through a parameter subclass's own copy_ its
+    destination is unknown, and nothing can be concluded."""
+    if any(p.dest is None and p.note != "skipped" for p in planned):
+        return
+    written = {p.dest.untyped_storage().data_ptr() for p in planned if p.dest is not None}
+    missing = [n for n, t in model.named_parameters() if t.untyped_storage().data_ptr() not in written]
+    if missing:
+        raise RuntimeError(f"weightstream: {len(missing)} model weight(s) are in no tensor of {path} (first: {missing[:5]}); "
+                           "does the checkpoint match the model config?")
