@@ -7,9 +7,10 @@ process (SGLang imported once), as JSON lines:
 Each run starts `sglang.Engine` on its model and load format and prints
 "RESULT i {...}": the tokens for PROMPTS, the engine start's seconds, and
 for every `reload` entry ({"model": DIR, "load_format": "auto"}) the tokens
-after `update_weights_from_disk` put that checkpoint into the same engine
-through SGLang's default loader (the BF16 reference of the exact
-dequantization: same config, one engine start fewer). A failed run prints
+and the seconds of `update_weights_from_disk` putting that checkpoint into
+the same engine, through weightstream or SGLang's default loader ("auto":
+the BF16 reference of the exact dequantization; same config, one engine
+start fewer). A failed run prints
 "RESULT i {"error": ...}" and the next still runs.
 """
 import json
@@ -44,9 +45,11 @@ def run(spec: dict) -> dict:
     out = {"start_s": round(time.perf_counter() - t0, 1)}
     try:
         out["tokens"] = tokens(engine)
-        out["reloads"] = []
+        out["reloads"], out["reload_s"] = [], []
         for r in spec.get("reload", []):
+            t0 = time.perf_counter()
             ok, message = engine.update_weights_from_disk(r["model"], r.get("load_format", "auto"))[:2]
+            out["reload_s"].append(round(time.perf_counter() - t0, 3))
             if not ok:
                 raise RuntimeError(f"update_weights_from_disk({r['model']}): {message}")
             out["reloads"].append(tokens(engine))
