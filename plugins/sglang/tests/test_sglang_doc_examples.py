@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import doc_examples
-from doc_servers import free_port, http_json, run_python, stop, write_tokenizer
+from doc_servers import run_python, serve_and_complete, write_tokenizer
 
 SERVER = ["python", "-m", "sglang.launch_server"]
 SERVER_START_S = 600  # generous: SGLang imports in two processes on 2 busy cores
@@ -62,35 +62,6 @@ def cwd_template(variants, tmp_path_factory) -> Path:
     return root
 
 
-def serve_and_complete(argv: list[str], cwd: Path, env: dict, log: Path) -> dict:
-    import subprocess
-    import time
-
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv + ["--host", "127.0.0.1", "--port", str(port)] + CPU_ARGS, cwd=cwd, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        base = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + SERVER_START_S
-        models = None
-        while models is None:
-            if proc.poll() is not None:
-                raise AssertionError(f"the server exited ({proc.returncode}):\n{log.read_text()[-6000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no answer from /v1/models after {SERVER_START_S} s:\n{log.read_text()[-6000:]}")
-            try:
-                models = http_json(base + "/models", timeout=10)
-            except OSError:
-                time.sleep(1)
-        done = http_json(base + "/completions", {"model": models["data"][0]["id"], "prompt": "w5 w6 w7",
-                                                 "max_tokens": 4, "temperature": 0})
-        assert done["choices"] and done["usage"]["completion_tokens"] >= 1, done
-        return done
-    finally:
-        stop(proc)
-
-
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
 def test_doc_example(block, cwd_template, tmp_path):
     env = {**os.environ, **ENV}
@@ -101,4 +72,4 @@ def test_doc_example(block, cwd_template, tmp_path):
     for i, cmd in enumerate(c for c in block.body.splitlines() if c.strip() and not c.startswith("#")):
         argv = shlex.split(cmd, comments=True)
         assert argv[:3] == SERVER, f"{block.where}: only server lines are run here: {cmd}"
-        serve_and_complete(argv, cwd_template, env, tmp_path / f"server-{i}.log")
+        serve_and_complete(argv + CPU_ARGS, cwd_template, env, tmp_path / f"server-{i}.log", SERVER_START_S)

@@ -26,7 +26,8 @@ from torch import nn
 
 import weightstream
 from weightstream.serving import sharding
-from weightstream.serving.checkpoints import Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note, open_checkpoint
+from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
+                                              log_opened, open_checkpoint)
 from weightstream.serving.options import Options, find_checkpoint, is_url
 
 from sglang.srt.configs.device_config import DeviceConfig
@@ -121,10 +122,7 @@ class WeightstreamModelLoader(DefaultModelLoader):
         rank, size = parallel_state.get_tensor_model_parallel_rank(), parallel_state.get_tensor_model_parallel_world_size()
         t0 = time.perf_counter()
         with self._open(model_config, target) as ck:
-            if ck.skipped():
-                logger.warning("weightstream: skipped %s", ck.skipped())
-            for s in ck.sources():
-                logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
+            log_opened(ck, logger)
             m = Mapping(ck, model_config.hf_config, model)
             planned = sharding.plan(ck, model, m.names, m.rows_per_head, transposed=m.transposed)
             _check_every_parameter_is_written(model, planned, ck.path)

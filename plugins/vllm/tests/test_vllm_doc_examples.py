@@ -43,14 +43,12 @@ import os
 import shlex
 import subprocess
 import sys
-import time
-import urllib.error
 from pathlib import Path
 
 import pytest
 
 import doc_examples  # tests/fixtures, on sys.path through conftest.py
-from doc_servers import free_port, http_json, run_python, stop, write_tokenizer
+from doc_servers import run_python, serve_and_complete, write_tokenizer
 
 SERVER = ["python", "-m", "vllm.entrypoints.openai.api_server"]
 SERVER_START_S = 900  # generous: vLLM imports in two processes on 2 busy cores
@@ -169,37 +167,6 @@ def stand_ins(variants, packed_variants, tmp_path_factory) -> dict[str, Path]:
 # -- the server ---------------------------------------------------------------
 
 
-def serve_and_complete(argv: list[str], cwd: Path, env: dict, log: Path) -> dict:
-    """Start the server, wait for its model list, complete one prompt, stop it."""
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv + ["--host", "127.0.0.1", "--port", str(port)], cwd=cwd, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        base = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + SERVER_START_S
-        models = None
-        while models is None:
-            if proc.poll() is not None:
-                raise AssertionError(f"the server exited ({proc.returncode}):\n{log.read_text()[-6000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no answer from /v1/models after {SERVER_START_S} s:\n{log.read_text()[-6000:]}")
-            try:
-                models = http_json(base + "/models", timeout=10)
-            except OSError:
-                time.sleep(1)
-        model = models["data"][0]["id"]
-        try:
-            done = http_json(base + "/completions", {"model": model, "prompt": "w5 w6 w7", "max_tokens": 4,
-                                                     "temperature": 0})
-        except urllib.error.HTTPError as e:
-            raise AssertionError(f"completion refused ({e.code}): {e.read()[:2000]!r}\n{log.read_text()[-6000:]}")
-        assert done["choices"] and done["usage"]["completion_tokens"] >= 1, done
-        return done
-    finally:
-        stop(proc)
-
-
 def engine_of(argv: list[str], cwd: Path):
     """The engine a server command line makes, as a session run: parsed by
     the server's own parser, then the arguments that choose what is loaded
@@ -240,7 +207,7 @@ def test_doc_example(case, stand_ins, engines, tmp_path):
     for i, cmd in enumerate(steps):
         argv = shlex.split(cmd, comments=True)
         if argv[:3] == SERVER and where in FULL_SERVERS:
-            serve_and_complete(argv, cwd, env, tmp_path / f"server-{i}.log")
+            serve_and_complete(argv, cwd, env, tmp_path / f"server-{i}.log", SERVER_START_S)
         elif argv[:3] == SERVER:
             run = engine_of(argv, cwd)
             assert engines.tokens(run), f"{where}: no tokens from {run.describe()}"

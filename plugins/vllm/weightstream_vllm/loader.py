@@ -35,7 +35,8 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
 from weightstream.serving import gguf_names, sharding
-from weightstream.serving.checkpoints import Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note, open_checkpoint
+from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
+                                              log_opened, open_checkpoint)
 from weightstream.serving.options import Options, find_checkpoint
 
 from . import LOAD_FORMAT, exchange, heap, keep_quantized, kept_tensors, parallel
@@ -145,10 +146,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         target = f"cuda:{device.index or 0}" if device.type == "cuda" else "cpu"
         t0 = time.perf_counter()
         with self._open(model_config, target) as ck:
-            if ck.skipped():
-                logger.warning("weightstream: skipped %s", ck.skipped())
-            for s in ck.sources():
-                logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
+            log_opened(ck, logger)
             where = parallel.layout(model)
             loaded = self._load(ck, model, model_config, target, where)
         # compressed-tensors' config (keep=quantized with FP4) gives attention

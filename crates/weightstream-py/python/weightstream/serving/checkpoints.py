@@ -119,3 +119,11 @@ def fetched_note(ck, before: Optional[dict]) -> str:
     total = sum(ck.slice_bytes(n) for n in ck.keys())
     return (f"; fetched {f['bytes']} bytes in {f['requests']} ranged GETs from the store "
             f"({f['bytes'] / max(total, 1):.3f} of the checkpoint's {total} tensor bytes)")
+
+
+def log_opened(ck, logger) -> None:
+    """What an open skipped (a warning) and how each file is read."""
+    if ck.skipped():
+        logger.warning("weightstream: skipped %s", ck.skipped())
+    for s in ck.sources():
+        logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
