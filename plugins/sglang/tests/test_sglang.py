@@ -43,9 +43,11 @@ def results(variants, q4_k_m, tmp_path_factory):
         # Each load's neighbours are other checkpoints (other tokens), so a
         # reload that changed nothing could not pass (test_each_load_changed_the_weights).
         q8_0, q4_0, fp8 = (variants[k] for k in KINDS)
-        loads = [("q8_0", q8_0[0], "weightstream"), ("q4_0-ref", q4_0[1], "auto"), ("q8_0-ref", q8_0[1], "auto"),
+        # The start is the FP8 checkpoint: its quantization_config is dropped
+        # before SGLang builds the model (a GGUF start: the Q4_K_M engine's).
+        loads = [("fp8", fp8[0], "weightstream"), ("q4_0-ref", q4_0[1], "auto"), ("q8_0-ref", q8_0[1], "auto"),
                  ("q4_0", q4_0[0], "weightstream"), ("fp8-ref", fp8[1], "auto"), ("q4_0-split", split, "weightstream"),
-                 ("fp8", fp8[0], "weightstream"), ("q4_0-s3", "s3://models/q4_0/model.gguf", "weightstream"),
+                 ("q8_0", q8_0[0], "weightstream"), ("q4_0-s3", "s3://models/q4_0/model.gguf", "weightstream"),
                  ("fp8-s3", "s3://models/fp8/", "weightstream")]
         specs = [
             {"model": str(loads[0][1]), "load_format": "weightstream",

@@ -116,10 +116,12 @@ class WeightstreamModelLoader(DefaultModelLoader):
         return model.eval()
 
     def load_weights(self, model: nn.Module, model_config: ModelConfig, device: torch.device, fetched0=None) -> None:
-        from sglang.srt.distributed import parallel_state
+        # (Not from sglang.srt.distributed: that import fails in 0.5.23.)
+        from sglang.srt.distributed.parallel_state import (get_tensor_model_parallel_rank,
+                                                           get_tensor_model_parallel_world_size)
 
         target = f"cuda:{torch.cuda.current_device()}" if device.type == "cuda" else "cpu"
-        rank, size = parallel_state.get_tensor_model_parallel_rank(), parallel_state.get_tensor_model_parallel_world_size()
+        rank, size = get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
         t0 = time.perf_counter()
         with self._open(model_config, target) as ck:
             log_opened(ck, logger)
