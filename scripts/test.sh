@@ -69,7 +69,7 @@ step pytest "$WS_VENV/bin/python" -m pytest tests/python crates/weightstream-py/
 echo "== the GPU round's CPU self-check (its scripts and arguments on a tiny model: docs/gpu-round.md)"
 step gpu-round-check scripts/gpu_round.sh check
 if [ "$quick" = 1 ]; then
-  echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, transformers, leaks, images, fuzzing)"
+  echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, transformers, SGLang, leaks, images, fuzzing)"
   exit 0
 fi
 # The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).

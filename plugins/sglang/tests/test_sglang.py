@@ -5,7 +5,7 @@ for GGUF Q8_0 and Q4_0 (llama.cpp's q/k permutation), the real
 llama-quantize's Q4_K_M, a llama-gguf-split set, block FP8, from local
 files and from a real SeaweedFS (tests/s3/seaweed.py).
 
-Engine starts are what costs (about 25-36 s each on 2 cores), so one engine
+Engine starts are what costs (about 25-40 s each on 2 cores), so one engine
 serves every checkpoint of one model shape: it starts with weightstream on
 one checkpoint, then `update_weights_from_disk` puts each other checkpoint
 into it, through weightstream or, for the references, through SGLang's
