@@ -764,7 +764,7 @@ def test_gcs_and_azure_urls_no_request_can_name_are_refused(u, why):
 
 
 def test_the_vllm_plugin_passes_every_store_url_through():
-    """The vLLM plugin's `file` option (plugins/vllm/weightstream_vllm/options.py)
+    """The vLLM plugin's `file` option (weightstream/serving/options.py, shared with the SGLang plugin)
     hands URLs to weightstream untouched; its scheme list is the loader's
     (plugins/vllm/tests/test_vllm_s3.py runs vLLM itself on s3:// URLs)."""
     sys.path.insert(0, str(ROOT / "plugins" / "vllm"))

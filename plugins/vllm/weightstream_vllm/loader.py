@@ -165,7 +165,7 @@ class WeightstreamModelLoader(BaseModelLoader):
 
     def _load(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout) -> Optional[set]:
         """Every layout, one rank or many: each weight is first passed through
-        the model's own loaders as a probe (sharding.py), which says what this
+        the model's own loaders as a probe (weightstream.serving.sharding), which says what this
         rank keeps of it and where it goes. Weights that go unchanged into a
         parameter are dequantized straight into it, all in one call of the
         library; the others (GGUF q/k rows un-permuted, fused or transposed
