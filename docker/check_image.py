@@ -72,7 +72,7 @@ def check_plugin() -> None:
     if [ep.value for ep in eps] != ["weightstream_vllm:register"]:
         sys.exit(f"FAIL: vllm.general_plugins entry point: {eps}")
     dist = md.distribution("weightstream-vllm")
-    for mod in ("weightstream_vllm", "weightstream_vllm.options", "weightstream_vllm.gguf_names"):
+    for mod in ("weightstream_vllm", "weightstream.serving.options", "weightstream.serving.gguf_names"):
         importlib.import_module(mod)
     import weightstream_vllm
 

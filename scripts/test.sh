@@ -4,7 +4,7 @@
 # host-grid parity included), the CPU kernels' parity suite built for
 # aarch64 and run under qemu (scripts/test_arm.sh), the Python suite against the real gguf-py
 # and safetensors packages and the Python package's own tests, the C API and
-# the llama.cpp adapter, vLLM, transformers, a leak check, both container
+# the llama.cpp adapter, vLLM, transformers, SGLang, a leak check, both container
 # images (scripts/test_docker.sh, podman) and fuzzing. Extra arguments go to
 # pytest.
 #
@@ -28,11 +28,12 @@ if [ "${1:-}" = quick ]; then
   quick=1
   shift
 fi
-# Downloads and unpacking beside the build: vLLM's pinned packages (about
-# 6 GB) and the container images' Debian base (debootstrap); a second run
-# on this machine finds both cached.
+# Downloads and unpacking beside the build: vLLM's and SGLang's pinned
+# packages (about 6 and 11 GB) and the container images' Debian base
+# (debootstrap); a second run on this machine finds them cached.
 if [ "$quick" = 0 ]; then
   step_bg vllm-packages scripts/setup_vllm.sh packages
+  step_bg sglang-packages scripts/setup_sglang.sh packages
   step_bg images-base scripts/test_docker.sh base
 fi
 step setup scripts/setup.sh
@@ -68,7 +69,7 @@ step pytest "$WS_VENV/bin/python" -m pytest tests/python crates/weightstream-py/
 echo "== the GPU round's CPU self-check (its scripts and arguments on a tiny model: docs/gpu-round.md)"
 step gpu-round-check scripts/gpu_round.sh check
 if [ "$quick" = 1 ]; then
-  echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, transformers, leaks, images, fuzzing)"
+  echo "== quick tier passed (scripts/test.sh runs the rest: arm, C API, vLLM, transformers, SGLang, leaks, images, fuzzing)"
   exit 0
 fi
 # The vLLM venv first: the adapter test converts with convert_hf_to_gguf.py (torch).
@@ -80,6 +81,10 @@ VLLM_PY=${WEIGHTSTREAM_VLLM_VENV:-$ROOT/.venv-vllm}/bin/python
 step vllm "$VLLM_PY" -m pytest plugins/vllm/tests -q -rs "${DURATIONS[@]}"
 step torch-api "$VLLM_PY" -m pytest crates/weightstream-py/tests/torch_api \
   crates/weightstream-py/tests/transformers -q -rs "${DURATIONS[@]}"
+echo "== the SGLang plugin against SGLang 0.5.23 on the CPU (docs/sglang.md)"
+step_join sglang-packages
+step setup-sglang scripts/setup_sglang.sh
+step sglang "${WEIGHTSTREAM_SGLANG_VENV:-$ROOT/.venv-sglang}/bin/python" -m pytest plugins/sglang/tests -q -rs "${DURATIONS[@]}"
 echo "== leak check (valgrind)"
 step leaks scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"

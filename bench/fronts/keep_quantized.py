@@ -106,7 +106,7 @@ def make_q4_0(models: Path) -> Path:
         tmp.rename(f)
     if not (d / "config.json").exists():
         sys.path.insert(0, str(ROOT / "plugins/vllm"))
-        from weightstream_vllm import hf_config
+        from weightstream.serving import hf_config
 
         hf_config.write(f, d)
     return d
@@ -152,7 +152,7 @@ def make_small(models: Path) -> Path:
         tmp.rename(f)
     if not (d / "config.json").exists():
         sys.path.insert(0, str(ROOT / "plugins/vllm"))
-        from weightstream_vllm import hf_config
+        from weightstream.serving import hf_config
 
         hf_config.write(f, d)
     return d

@@ -12,7 +12,7 @@ Each preset is one model in three checkpoints, under OUT/PRESET/:
   (models/ggml-vocab-llama-spm.gguf: Llama 2's 32000 SentencePiece tokens,
   scores and types; ggml-vocab-llama-bpe.gguf: Llama 3's 128256 BPE tokens
   and 280147 merges), copied key by key. Each directory also holds the
-  config.json vLLM needs (weightstream_vllm.hf_config's, from the file).
+  config.json vLLM needs (weightstream.serving.hf_config's, from the file).
 - bf16/model.safetensors + config.json: the same shapes in BF16 with Hugging
   Face names (random finite values), what vLLM's and transformers' default
   loaders read; bf16-gguf/model.gguf: the same as a BF16 GGUF with the
@@ -124,7 +124,7 @@ def write_bf16_gguf(path: Path, s: Shape, vocab: Path, rope_theta: float) -> Non
 
 def write_config(model_dir: Path, gguf_file: Path) -> None:
     sys.path.insert(0, str(ROOT / "plugins/vllm"))
-    from weightstream_vllm import hf_config
+    from weightstream.serving import hf_config
 
     hf_config.write(gguf_file, model_dir)
 

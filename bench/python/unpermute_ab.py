@@ -24,7 +24,7 @@ import torch
 import weightstream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins/vllm"))
-from weightstream_vllm.gguf_names import Unpermuter  # noqa: E402
+from weightstream.serving.gguf_names import Unpermuter  # noqa: E402
 
 
 def main() -> None:

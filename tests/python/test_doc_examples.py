@@ -124,7 +124,7 @@ def test_every_block_carries_a_valid_marker():
 
 def test_vllm_venv_blocks_name_the_test_that_runs_them():
     for b in BLOCKS:
-        if b.kind != "vllm-venv":
+        if b.kind not in docs.VENV_KINDS:
             continue
         test = ROOT / (b.note or "")
         assert b.note and test.is_file(), f"{b.where}: the note must name the test file that runs it, not {b.note!r}"

@@ -764,11 +764,11 @@ def test_gcs_and_azure_urls_no_request_can_name_are_refused(u, why):
 
 
 def test_the_vllm_plugin_passes_every_store_url_through():
-    """The vLLM plugin's `file` option (plugins/vllm/weightstream_vllm/options.py)
+    """The vLLM plugin's `file` option (weightstream/serving/options.py, shared with the SGLang plugin)
     hands URLs to weightstream untouched; its scheme list is the loader's
     (plugins/vllm/tests/test_vllm_s3.py runs vLLM itself on s3:// URLs)."""
     sys.path.insert(0, str(ROOT / "plugins" / "vllm"))
-    from weightstream_vllm.options import Options, find_checkpoint
+    from weightstream.serving.options import Options, find_checkpoint
     for u in ["s3://m/k.gguf", "gs://m/k.gguf", "az://m/p/", "abfs://m/k.gguf", "abfss://m@a1.dfs.core.windows.net/k.gguf",
               "https://a1.blob.core.windows.net/m/k.gguf?sv=1&sig=x"]:
         assert find_checkpoint("/nonexistent-config-dir", Options(file=u)) == u

@@ -20,7 +20,7 @@ def test_pip_install_from_the_repo_in_a_fresh_venv(tmp_path, fixtures):
                        capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-4000:]
     check = (
-        "import weightstream, weightstream_vllm\n"
+        "import weightstream, weightstream_vllm, weightstream.serving.options, weightstream.serving.gguf_names\n"
         "from importlib.metadata import entry_points\n"
         "eps = [e.value for e in entry_points(group='vllm.general_plugins')]\n"
         "assert 'weightstream_vllm:register' in eps, eps\n"

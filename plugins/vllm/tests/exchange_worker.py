@@ -17,8 +17,8 @@ def run(rank: int, size: int, port: int, url: str, env: dict, names: list, queue
 
         import weightstream
         from weightstream_vllm import exchange
-        from weightstream_vllm.probe import Region
-        from weightstream_vllm.sharding import Planned
+        from weightstream.serving.probe import Region
+        from weightstream.serving.sharding import Planned
 
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
         ck = weightstream.open(url)

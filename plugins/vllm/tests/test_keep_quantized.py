@@ -127,7 +127,7 @@ def test_keep_quantized_refuses_a_safetensors_checkpoint_with_what_to_do(engines
 
 
 def test_keep_takes_only_known_values():
-    from weightstream_vllm.options import Options
+    from weightstream.serving.options import Options
 
     with pytest.raises(ValueError, match="keep is one of"):
         Options.parse({"keep": "int4"})

@@ -19,6 +19,7 @@ import pytest
 from conftest import ROOT
 
 import hf_models as models
+import real_quants
 from engines import Run
 
 
@@ -247,27 +248,13 @@ def test_tensor_parallel_ranks_read_their_share_and_give_the_default_loaders_tok
     assert "read whole on every rank" not in log[0], "every weight of these models can be sliced"
 
 
-def llama_split(gguf: Path, out: Path, max_tensors: int = 8) -> list[Path]:
-    """`gguf` cut into a set by the real llama-gguf-split (3 or more files)."""
-    sys.path.insert(0, str(ROOT / "tests/fixtures"))
-    import real_quants
-
-    out.mkdir(parents=True)
-    r = subprocess.run([str(real_quants.llama_tool("llama-gguf-split")), "--split", "--split-max-tensors", str(max_tensors),
-                        str(gguf), str(out / "model")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    files = sorted(out.glob("model-*-of-*.gguf"))
-    assert len(files) >= 3, files
-    return files
-
-
 def test_a_split_gguf_set_serves_the_unsplit_files_tokens(engines, variants, tmp_path):
     """A directory holding a llama-gguf-split set (and config.json)."""
     import shutil
 
     checkpoint, reference = variants["q4_0"]
     d = tmp_path / "split"
-    llama_split(checkpoint / "model.gguf", d)
+    real_quants.split(checkpoint / "model.gguf", d)
     shutil.copy(checkpoint / "config.json", d / "config.json")
     assert tokens(engines, d, "weightstream") == tokens(engines, reference, "auto")
 
@@ -285,7 +272,7 @@ def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(engines, 
     vocabulary from token_embd.weight wherever it lies; the set then serves
     with that config alone. A missing shard is refused, naming it."""
     checkpoint, reference = variants["tied-q8_0"]
-    files = llama_split(checkpoint / "model.gguf", tmp_path / "split", max_tensors=6)
+    files = real_quants.split(checkpoint / "model.gguf", tmp_path / "split", max_tensors=6)
     want = hf_config(checkpoint / "model.gguf", tmp_path / "whole")
     for i, start in enumerate([files[0], files[-1], files[0].parent]):
         assert hf_config(start, tmp_path / f"cfg{i}") == want, start

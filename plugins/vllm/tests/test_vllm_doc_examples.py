@@ -39,22 +39,16 @@ Run by the test command's vLLM step (scripts/test.sh), or alone:
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 import shlex
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 import doc_examples  # tests/fixtures, on sys.path through conftest.py
+from doc_servers import run_python, serve_and_complete, write_tokenizer
 
 SERVER = ["python", "-m", "vllm.entrypoints.openai.api_server"]
 SERVER_START_S = 900  # generous: vLLM imports in two processes on 2 busy cores
@@ -142,20 +136,6 @@ def test_every_stand_in_is_used():
 # -- stand-ins ----------------------------------------------------------------
 
 
-def write_tokenizer(d: Path, vocab_size: int) -> None:
-    """A word-level tokenizer with one token per id of the model's
-    vocabulary ("<s>", "</s>", "<unk>", then w3 ... wN), so every id the
-    model generates decodes."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {"<s>": 0, "</s>": 1, "<unk>": 2, **{f"w{i}": i for i in range(3, vocab_size)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    fast.save_pretrained(d)
-
-
 @pytest.fixture(scope="module")
 def stand_ins(variants, packed_variants, tmp_path_factory) -> dict[str, Path]:
     """The docs' checkpoint directories (STAND_INS) made of generated files
@@ -187,81 +167,6 @@ def stand_ins(variants, packed_variants, tmp_path_factory) -> dict[str, Path]:
 # -- the server ---------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# Loopback only: no proxy from the environment may see these requests.
-HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def http_json(url: str, body: dict | None = None, timeout: float = 300) -> dict:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with HTTP.open(req, timeout=timeout) as r:
-        return json.loads(r.read())
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a live (not zombie) process is in the group: from /proc, since
-    a zombie nobody reaps (a container's init may not) still takes signals."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """The server and every process it started (its own process group)."""
-    for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, 30)):
-        if not group_alive(proc.pid):
-            break
-        os.killpg(proc.pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and group_alive(proc.pid):
-            proc.poll()  # reaps the leader once it exits
-            time.sleep(0.5)
-    proc.wait(timeout=30)
-    assert not group_alive(proc.pid), "processes of the vLLM server are left running"
-
-
-def serve_and_complete(argv: list[str], cwd: Path, env: dict, log: Path) -> dict:
-    """Start the server, wait for its model list, complete one prompt, stop it."""
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv + ["--host", "127.0.0.1", "--port", str(port)], cwd=cwd, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        base = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + SERVER_START_S
-        models = None
-        while models is None:
-            if proc.poll() is not None:
-                raise AssertionError(f"the server exited ({proc.returncode}):\n{log.read_text()[-6000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no answer from /v1/models after {SERVER_START_S} s:\n{log.read_text()[-6000:]}")
-            try:
-                models = http_json(base + "/models", timeout=10)
-            except OSError:
-                time.sleep(1)
-        model = models["data"][0]["id"]
-        try:
-            done = http_json(base + "/completions", {"model": model, "prompt": "w5 w6 w7", "max_tokens": 4,
-                                                     "temperature": 0})
-        except urllib.error.HTTPError as e:
-            raise AssertionError(f"completion refused ({e.code}): {e.read()[:2000]!r}\n{log.read_text()[-6000:]}")
-        assert done["choices"] and done["usage"]["completion_tokens"] >= 1, done
-        return done
-    finally:
-        stop(proc)
-
-
 def engine_of(argv: list[str], cwd: Path):
     """The engine a server command line makes, as a session run: parsed by
     the server's own parser, then the arguments that choose what is loaded
@@ -281,24 +186,6 @@ def engine_of(argv: list[str], cwd: Path):
                   dtype=e.dtype if e.dtype != "auto" else None)
 
 
-def run_python(where: str, source: str, cwd: Path, env: dict, tmp_path: Path) -> None:
-    """A block as a script in its own process group (vLLM's engine process
-    included, stopped with it); a "# logs: TEXT" comment in it must be logged."""
-    script, log = tmp_path / "example.py", tmp_path / "example.log"
-    script.write_text(source)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, str(script)], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        rc = proc.wait(timeout=SERVER_START_S)
-    finally:
-        stop(proc)
-    text = log.read_text()
-    assert rc == 0, f"{where} failed ({rc}):\n{source}\n{text[-6000:]}"
-    for expected in re.findall(r"# logs: (.+)", source):
-        assert expected.strip() in text, f"{where}: no {expected.strip()!r} in its log:\n{text[-6000:]}"
-
-
 # -- the cases ----------------------------------------------------------------
 
 
@@ -315,12 +202,12 @@ def test_doc_example(case, stand_ins, engines, tmp_path):
     env = {**os.environ, **ENV}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # "python": this venv's
     if lang in doc_examples.PYTHON:
-        run_python(where, steps[0], cwd, env, tmp_path)
+        run_python(where, steps[0], cwd, env, tmp_path, SERVER_START_S)
         return
     for i, cmd in enumerate(steps):
         argv = shlex.split(cmd, comments=True)
         if argv[:3] == SERVER and where in FULL_SERVERS:
-            serve_and_complete(argv, cwd, env, tmp_path / f"server-{i}.log")
+            serve_and_complete(argv, cwd, env, tmp_path / f"server-{i}.log", SERVER_START_S)
         elif argv[:3] == SERVER:
             run = engine_of(argv, cwd)
             assert engines.tokens(run), f"{where}: no tokens from {run.describe()}"

@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 import torch
 
-from .sharding import Planned, _in_place
+from weightstream.serving.sharding import Planned, _in_place
 
 GAP = 16 << 10
 

@@ -22,10 +22,10 @@ def _probed_tensor(k: Kept, rows: int, cols: int, ct: bool) -> tuple[str, tuple[
 def regions(model, ck, kept: dict[str, Kept], ct: bool) -> dict:
     """{checkpoint name: (output rows, input columns) this rank keeps, or
     None: read whole}, asked of the model's own loaders with a probe of
-    each packed tensor (sharding.py's probe): a column-parallel rank keeps
+    each packed tensor (weightstream.serving.sharding's probe): a column-parallel rank keeps
     a range of the output features, a row-parallel one a range of the
     packed input features (whole groups)."""
-    from .probe import probe_all
+    from weightstream.serving.probe import probe_all
 
     items, shapes = [], []
     for k in kept.values():

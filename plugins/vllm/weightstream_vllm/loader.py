@@ -34,65 +34,17 @@ from vllm.model_executor.model_loader import register_model_loader
 from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
+from weightstream.serving import gguf_names, sharding
+from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
+                                              log_opened, open_checkpoint)
+from weightstream.serving.options import Options, find_checkpoint
 
-from . import LOAD_FORMAT, exchange, gguf_names, heap, keep_quantized, kept_tensors, parallel, sharding
-from .options import Options, find_checkpoint
+from . import LOAD_FORMAT, exchange, heap, keep_quantized, kept_tensors, parallel
 
 # Under "vllm." so that messages go through vLLM's own handler and level
 # (VLLM_LOGGING_LEVEL); a logger outside that tree has no handler and its
 # INFO lines would be lost.
 logger = init_logger("vllm.plugins.weightstream")
-
-WHAT_TO_DO_UNSUPPORTED = (
-    "the message above lists the types weightstream dequantizes; a GGUF with other types can be served "
-    "by the vllm-gguf-plugin, which keeps weights quantized"
-)
-
-
-def dequantized_kinds(dtypes) -> list[str]:
-    """What weightstream dequantizes among a checkpoint's tensors (dtypes as
-    `Checkpoint.dtype` gives them): "FP8" (F8_*), "packed 4-bit" (U8: the
-    packed NVFP4 and MXFP4 weights), "packed integer" (I32: compressed-
-    tensors pack-quantized INT4/INT8). A load lists no other U8 or I32
-    tensor: weightstream refuses them."""
-    kinds = set()
-    for d in dtypes:
-        if d.startswith("F8_"):
-            kinds.add("FP8")
-        elif d == "U8":
-            kinds.add("packed 4-bit")
-        elif d == "I32":
-            kinds.add("packed integer")
-    return sorted(kinds)
-
-
-def drop_hf_quantization_config(model_config: ModelConfig, only_none: bool = False) -> None:
-    """Remove `quantization_config` from the model's Hugging Face config(s):
-    some models read it while loading (vLLM's gpt-oss picks its MXFP4 weight
-    loading from it, and fails on a None one: what `--hf-overrides
-    '{"quantization_config": null}'` leaves; `only_none` removes only that)."""
-    for cfg in {id(c): c for c in (model_config.hf_config, model_config.hf_text_config)}.values():
-        if not hasattr(cfg, "quantization_config") or (only_none and cfg.quantization_config is not None):
-            continue
-        try:
-            delattr(cfg, "quantization_config")
-        except AttributeError:  # a class attribute: shadow it
-            cfg.quantization_config = None
-
-
-def is_packed_expert_stack(ck, name: str) -> bool:
-    """A packed 3-D tensor: a gpt-oss expert stack (`X_blocks`, served as
-    `X`), stored [experts, out, in]."""
-    return ck.dtype(name) == "U8" and len(ck.shape(name)) == 3
-
-
-def expert_layout(ck, name: str, t):
-    """gpt-oss MXFP4 expert stacks are stored [E, out, in] (`gate_up_proj`
-    [E, 2I, H], `down_proj` [E, H, I]); the BF16 gpt-oss checkpoints, and
-    so vLLM's BF16 weight loading, hold [E, in, out] (transformers'
-    convert_moe_packed_tensors transposes them the same way). A view: the
-    model's loader copies it into its own layout."""
-    return t.transpose(1, 2) if is_packed_expert_stack(ck, name) else t
 
 
 KV_CACHE_SCALE = re.compile(r"\.attn\.(q|k|v|prob)_(scale|zero_point)$")
@@ -112,19 +64,11 @@ class WeightstreamModelLoader(BaseModelLoader):
         find_checkpoint(model_config.model, self.options)
 
     def _open(self, model_config: ModelConfig, device: str):
-        path = find_checkpoint(model_config.model, self.options)
-        o = self.options
-        try:
-            # A float16 model gets float16 weights, each rounded once from the
-            # exact value (a BF16 load cast to float16 would round twice and
-            # lose 3 of float16's mantissa bits); any other dtype gets BF16.
-            dtype = torch.float16 if model_config.dtype == torch.float16 else None
-            return weightstream.open(path, device=device, source=o.source, threads=o.threads,
-                                     staging_slots=o.staging_slots, staging_bytes=o.staging_bytes, readers=o.readers,
-                                     ignore_transforms=o.ignore_transforms, cache=o.cache, dtype=dtype)
-        except weightstream.WeightstreamError as e:
-            hint = WHAT_TO_DO_UNSUPPORTED if getattr(e, "kind", "") == "unsupported" else "the file is not a valid checkpoint"
-            raise RuntimeError(f"weightstream cannot load {path}: {e}. {hint}.") from e
+        # A float16 model gets float16 weights, each rounded once from the
+        # exact value (a BF16 load cast to float16 would round twice and
+        # lose 3 of float16's mantissa bits); any other dtype gets BF16.
+        dtype = torch.float16 if model_config.dtype == torch.float16 else None
+        return open_checkpoint(find_checkpoint(model_config.model, self.options), self.options, device, dtype)
 
     def load_model(self, vllm_config: VllmConfig, model_config: ModelConfig, prefix: str = "") -> nn.Module:
         # What this worker has fetched from stores before the load: the log
@@ -207,10 +151,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         target = f"cuda:{device.index or 0}" if device.type == "cuda" else "cpu"
         t0 = time.perf_counter()
         with self._open(model_config, target) as ck:
-            if ck.skipped():
-                logger.warning("weightstream: skipped %s", ck.skipped())
-            for s in ck.sources():
-                logger.info("weightstream: %s read with %s%s", s["path"], s["source"], f" ({s['note']})" if s["note"] else "")
+            log_opened(ck, logger)
             where = parallel.layout(model)
             loaded = self._load(ck, model, model_config, target, where)
         # compressed-tensors' config (keep=quantized with FP4) gives attention
@@ -225,11 +166,11 @@ class WeightstreamModelLoader(BaseModelLoader):
                     "does the checkpoint match the model config?"
                 )
         logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read%s", ck.path, target,
-                    time.perf_counter() - t0, ck.bytes_read, self._fetched(ck, getattr(self, "_fetched0", None)))
+                    time.perf_counter() - t0, ck.bytes_read, fetched_note(ck, getattr(self, "_fetched0", None)))
 
     def _load(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout) -> Optional[set]:
         """Every layout, one rank or many: each weight is first passed through
-        the model's own loaders as a probe (sharding.py), which says what this
+        the model's own loaders as a probe (weightstream.serving.sharding), which says what this
         rank keeps of it and where it goes. Weights that go unchanged into a
         parameter are dequantized straight into it, all in one call of the
         library; the others (GGUF q/k rows un-permuted, fused or transposed
@@ -238,28 +179,16 @@ class WeightstreamModelLoader(BaseModelLoader):
         weight is read, and nothing of the weights it does not hold (other
         stages' layers, other ranks' experts). Returns the parameter names
         loaded (None: the model's load_weights does not report them)."""
-        if ck.format() == "gguf":
-            metadata = ck.metadata(tokenizer=False)
-            names = gguf_names.pairs(ck.keys(), metadata, model_config.hf_config, lambda n: ck.shape(n)[0], model)
-            unpermute = gguf_names.Unpermuter(metadata, model_config.hf_config)
-            rows_per_head = lambda n: unpermute.rows_per_head(n, ck.matrix(n)[0])  # noqa: E731
-            fixup = lambda n, t: unpermute(n, t, ck.matrix(n)[0])  # noqa: E731
-            fixup_into = lambda n, t, dest: unpermute.into(n, t, dest, ck.matrix(n)[0])  # noqa: E731
-        else:
-            names = [(n, n, None) for n in ck.keys()]
-            rows_per_head = lambda n: 0  # noqa: E731
-            fixup = lambda n, t: expert_layout(ck, n, t)  # noqa: E731
-            fixup_into = None  # nothing is transformed but swapped stacks, which are never written in place
-        transforms = lambda n: rows_per_head(n) > 0  # noqa: E731
+        m = Mapping(ck, model_config.hf_config, model)
+        names, rows_per_head, fixup, fixup_into, transforms = m.names, m.rows_per_head, m.fixup, m.fixup_into, m.transforms
         kept_reports = []
         if self._kept:
             names = [n for n in names if n[0] not in self._kept]
             regions = kept_tensors.regions(model, ck, self._kept, self._ct) if where.splits() else {}
-            kept_reports.append(model.load_weights(kept_tensors.tensors(ck, self._kept, regions, rows_per_head, unpermute,
+            kept_reports.append(model.load_weights(kept_tensors.tensors(ck, self._kept, regions, rows_per_head, m.unpermute,
                                                                          target, self._ct)))
         t0 = time.perf_counter()
-        planned = sharding.plan(ck, model, names, rows_per_head,
-                                transposed=lambda n: ck.format() != "gguf" and is_packed_expert_stack(ck, n))
+        planned = sharding.plan(ck, model, names, rows_per_head, transposed=m.transposed)
         probe_s, probed = time.perf_counter() - t0, len(planned)
         if where.splits():
             self._log_shares(ck, planned, where)
@@ -281,20 +210,6 @@ class WeightstreamModelLoader(BaseModelLoader):
                     "%d through the model's loaders in %.3f s", probed, probe_s, len(direct), direct_s,
                     sum(p.note != "skipped" for p in rest), time.perf_counter() - t0)
         return loaded
-
-    @staticmethod
-    def _fetched(ck, before: Optional[dict]) -> str:
-        """From object storage: what this rank really fetched from the store
-        since `before` (weightstream.fetched_total() when the load began;
-        every open's headers included) against the checkpoint's tensor
-        bytes."""
-        if ck.fetched() is None:
-            return ""
-        now = weightstream.fetched_total()
-        f = {k: now[k] - (before or {}).get(k, 0) for k in now}
-        total = sum(ck.slice_bytes(n) for n in ck.keys())
-        return (f"; fetched {f['bytes']} bytes in {f['requests']} ranged GETs from the store "
-                f"({f['bytes'] / max(total, 1):.3f} of the checkpoint's {total} tensor bytes)")
 
     @staticmethod
     def _log_shares(ck, planned: list, where: parallel.Layout) -> None:

@@ -1,7 +1,7 @@
 """This worker's place in vLLM's parallel layout: tensor, pipeline and
 expert parallel ranks, as vLLM's own process groups say (never parsed from
 names). What a rank keeps of each weight is then asked of the model itself
-(sharding.py's probe): its loaders narrow tensor-parallel weights, skip the
+(weightstream.serving.sharding's probe): its loaders narrow tensor-parallel weights, skip the
 layers of other pipeline stages (`is_pp_missing_parameter`, `PPMissingLayer`)
 and the experts another expert-parallel rank holds (FusedMoE's expert map,
 linear or round-robin placement)."""

@@ -1,0 +1,127 @@
+"""weightstream in real SGLang (0.5.23) on the CPU: the plugin registers
+`--load-format weightstream`, and it generates exactly the greedy tokens of
+SGLang's default loader on the BF16 checkpoint of the exact dequantization,
+for GGUF Q8_0 and Q4_0 (llama.cpp's q/k permutation), the real
+llama-quantize's Q4_K_M, a llama-gguf-split set, block FP8, from local
+files and from a real SeaweedFS (tests/s3/seaweed.py).
+
+Engine starts are what costs (about 25-40 s each on 2 cores), so one engine
+serves every checkpoint of one model shape: it starts with weightstream on
+one checkpoint, then `update_weights_from_disk` puts each other checkpoint
+into it, through weightstream or, for the references, through SGLang's
+default loader ("auto"). Two engines in all (sglang_run.py)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+import real_quants
+from seaweed import SeaweedS3
+
+RUNNER = ROOT / "plugins" / "sglang" / "tests" / "sglang_run.py"
+# The references (SGLang's default loader, a BF16 safetensors checkpoint)
+# and what must give their tokens, in the order the shared engine loads them.
+KINDS = ["q8_0", "q4_0", "fp8"]
+
+
+@pytest.fixture(scope="module")
+def results(variants, q4_k_m, tmp_path_factory):
+    """{name: tokens} of every load, from one sglang_run.py process."""
+    split = tmp_path_factory.mktemp("split") / "q4_0"
+    real_quants.split(variants["q4_0"][0] / "model.gguf", split)
+    (split / "config.json").write_bytes((variants["q4_0"][0] / "config.json").read_bytes())
+    with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as s3:
+        s3.make_bucket("models")
+        s3.put_tree("models", "fp8/", variants["fp8"][0])
+        s3.put_file("models", "q4_0/model.gguf", variants["q4_0"][0] / "model.gguf")
+        # Each load's neighbours are other checkpoints (other tokens), so a
+        # reload that changed nothing could not pass (test_each_load_changed_the_weights).
+        q8_0, q4_0, fp8 = (variants[k] for k in KINDS)
+        # The start is the FP8 checkpoint: its quantization_config is dropped
+        # before SGLang builds the model (a GGUF start: the Q4_K_M engine's).
+        loads = [("fp8", fp8[0], "weightstream"), ("q4_0-ref", q4_0[1], "auto"), ("q8_0-ref", q8_0[1], "auto"),
+                 ("q4_0", q4_0[0], "weightstream"), ("fp8-ref", fp8[1], "auto"), ("q4_0-split", split, "weightstream"),
+                 ("q8_0", q8_0[0], "weightstream"), ("q4_0-s3", "s3://models/q4_0/model.gguf", "weightstream"),
+                 ("fp8-s3", "s3://models/fp8/", "weightstream")]
+        specs = [
+            {"model": str(loads[0][1]), "load_format": "weightstream",
+             "reload": [{"model": str(m), "load_format": f} for _, m, f in loads[1:]]},
+            {"model": str(q4_k_m[0]), "load_format": "weightstream", "reload": [{"model": str(q4_k_m[1])}]},
+        ]
+        names = [[n for n, _, _ in loads], ["Q4_K_M", "Q4_K_M-ref"]]
+        env = {**s3.env(), "SGLANG_USE_CPU_ENGINE": "1"}
+        r = subprocess.run([sys.executable, str(RUNNER), json.dumps(specs)], capture_output=True, text=True,
+                           timeout=900, env=env)
+    out, log = {}, r.stdout + r.stderr
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            _, i, body = line.split(" ", 2)
+            res = json.loads(body)
+            assert "error" not in res, f"engine {i}: {res['error']}\n{log[-6000:]}"
+            print(f"engine {i}: started in {res['start_s']} s")
+            for name, toks in zip(names[int(i)], [res["tokens"]] + res["reloads"]):
+                out[name] = toks
+    assert len(out) == sum(map(len, names)), f"runner exited {r.returncode}\n{log[-6000:]}"
+    out["log"] = log
+    out["order"] = names[0]
+    return out
+
+
+def test_the_plugin_registers_the_load_format():
+    code = (
+        "from sglang.srt.plugins import load_plugins; load_plugins(); load_plugins()\n"
+        "from sglang.srt.configs.load_config import LoadConfig\n"
+        "from sglang.srt.model_loader.loader import get_model_loader\n"
+        "from sglang.srt.server_args import LOAD_FORMAT_CHOICES\n"
+        "from weightstream_sglang.loader import WeightstreamModelLoader\n"
+        "assert LOAD_FORMAT_CHOICES.count('weightstream') == 1, LOAD_FORMAT_CHOICES\n"
+        "l = get_model_loader(LoadConfig(load_format='weightstream', model_loader_extra_config={'threads': 2}))\n"
+        "assert isinstance(l, WeightstreamModelLoader), type(l)\n"
+        "assert l.options.threads == 2\n"
+        "assert LoadConfig(load_format='auto').load_format == 'auto'\n"
+        "for extra, want in (({'keep': 'quantized'}, 'keep=quantized'), ({'nope': 1}, 'unknown option')):\n"
+        "    try:\n"
+        "        get_model_loader(LoadConfig(load_format='weightstream', model_loader_extra_config=extra))\n"
+        "        raise SystemExit(f'{extra} was accepted')\n"
+        "    except ValueError as e:\n"
+        "        assert want in str(e), e\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_same_greedy_tokens_as_the_default_loader(results, kind):
+    assert results[kind] == results[f"{kind}-ref"], kind
+
+
+def test_each_load_changed_the_weights(results):
+    """Consecutive loads of the shared engine give other tokens: every
+    reload really replaced the weights (else the token checks could pass on
+    the previous checkpoint's). (The Q4_K_M engine's weightstream load is
+    its start: there are no earlier weights to keep.)"""
+    names = results["order"]
+    for a, b in zip(names, names[1:]):
+        assert results[a] != results[b], (a, b)
+
+
+def test_q4_k_m_from_llama_quantize(results):
+    assert results["Q4_K_M"] == results["Q4_K_M-ref"]
+
+
+def test_a_split_set(results):
+    assert results["q4_0-split"] == results["q4_0-ref"]
+
+
+@pytest.mark.parametrize("kind", ["q4_0", "fp8"])
+def test_from_seaweedfs(results, kind):
+    """A GGUF (one key) and FP8 safetensors (a prefix), read with ranged GETs."""
+    assert results[f"{kind}-s3"] == results[f"{kind}-ref"]
+    assert re.search(rf"weightstream: loaded s3://models/{kind}\S* on cpu .* fetched \d+ bytes in \d+ ranged GETs", results["log"])
