@@ -90,5 +90,5 @@ step leaks scripts/leak_check.sh
 echo "== container images: docker/Dockerfile (vLLM) and docker/Dockerfile.cpu, built with podman"
 step_join images-base
 step images scripts/test_docker.sh
-echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-40} s per target"
-step fuzz scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-40}"
+echo "== fuzzing, ${WEIGHTSTREAM_FUZZ_SECONDS:-20} s per target"
+step fuzz scripts/fuzz.sh "${WEIGHTSTREAM_FUZZ_SECONDS:-20}"

@@ -62,14 +62,38 @@ def cwd_template(variants, tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
-def test_doc_example(block, cwd_template, tmp_path):
+def run_block(block, cwd: Path, tmp_path: Path) -> None:
     env = {**os.environ, **ENV}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # "python": this venv's
     if block.lang in doc_examples.PYTHON:
-        run_python(block.where, block.body, cwd_template, env, tmp_path, SERVER_START_S)
+        run_python(block.where, block.body, cwd, env, tmp_path, SERVER_START_S)
         return
     for i, cmd in enumerate(c for c in block.body.splitlines() if c.strip() and not c.startswith("#")):
         argv = shlex.split(cmd, comments=True)
         assert argv[:3] == SERVER, f"{block.where}: only server lines are run here: {cmd}"
-        serve_and_complete(argv + CPU_ARGS, cwd_template, env, tmp_path / f"server-{i}.log", SERVER_START_S)
+        serve_and_complete(argv + CPU_ARGS, cwd, env, tmp_path / f"server-{i}.log", SERVER_START_S)
+
+
+@pytest.fixture(scope="module")
+def outcomes(cwd_template, tmp_path_factory) -> dict:
+    """{block: None, or the exception it raised}: every block run at once,
+    each in its own processes and directory. Most of a start is one
+    process importing SGLang, one core of two: two side by side take
+    about the time of one (the test command's time budget)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(block):
+        try:
+            run_block(block, cwd_template, tmp_path_factory.mktemp("doc-example"))
+        except BaseException as e:  # noqa: BLE001 (handed to the block's own test)
+            return e
+        return None
+
+    with ThreadPoolExecutor(max_workers=len(BLOCKS)) as pool:
+        return dict(zip([b.where for b in BLOCKS], pool.map(one, BLOCKS)))
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
+def test_doc_example(block, outcomes):
+    if outcomes[block.where] is not None:
+        raise outcomes[block.where]
