@@ -115,7 +115,8 @@ def test_dp2_replicas_with_one_cache_fetch_each_byte_once(s3, variants, tmp_path
     (crates/weightstream-remote/src/fill_lock.rs); the other waits, then
     reads it from the cache. Counted at the store's proxy: the checkpoint
     once (2.00x before the lock), and a completion answers."""
-    from test_vllm_doc_examples import ENV, serve_and_complete, write_tokenizer
+    from doc_servers import serve_and_complete, write_tokenizer
+    from test_vllm_doc_examples import ENV, SERVER_START_S
 
     fp8 = variants["fp8"][0]
     model = config_only(fp8, tmp_path / "config")
@@ -127,7 +128,7 @@ def test_dp2_replicas_with_one_cache_fetch_each_byte_once(s3, variants, tmp_path
     proxy = s3.proxies["dp"]
     proxy.take_log()
     proxy.take_sent()
-    serve_and_complete(argv, tmp_path, {**s3.env(endpoint=proxy.endpoint), **ENV}, tmp_path / "server.log")
+    serve_and_complete(argv, tmp_path, {**s3.env(endpoint=proxy.endpoint), **ENV}, tmp_path / "server.log", SERVER_START_S)
     log = (tmp_path / "server.log").read_text(errors="replace")
     assert log.count("weightstream: loaded s3://models/fp8/") == 2, log[-6000:]
     weights = sum(p.stat().st_size for p in fp8.glob("*.safetensors"))
