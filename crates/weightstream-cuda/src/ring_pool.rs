@@ -74,12 +74,12 @@ impl<K: PartialEq, T> Pool<K, T> {
 /// (device ordinal, ring geometry) -> idle rings.
 static RINGS: Pool<(usize, StagingConfig), StagingRing> = Pool::new(KEEP);
 
-/// A ring for `gpu` of geometry `cfg`: a kept one when there is one
-/// (`true`), else a newly pinned one (`false`).
-pub fn take_ring(gpu: &Gpu, cfg: StagingConfig) -> Result<(StagingRing, bool)> {
+/// A ring for `gpu` of geometry `cfg`: a kept one when there is one, else
+/// a newly pinned one.
+pub fn take_ring(gpu: &Gpu, cfg: StagingConfig) -> Result<StagingRing> {
     match RINGS.take(&(gpu.info().ordinal, cfg)) {
-        Some(r) => Ok((r, true)),
-        None => Ok((StagingRing::new(gpu, cfg)?, false)),
+        Some(r) => Ok(r),
+        None => StagingRing::new(gpu, cfg),
     }
 }
 

@@ -302,7 +302,7 @@ impl GpuExecutor {
         let alloc = t0.elapsed().as_secs_f64();
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         if ring.is_none() {
-            *ring = Some(weightstream_cuda::take_ring(&self.gpu, self.staging).map_err(device_error)?.0);
+            *ring = Some(weightstream_cuda::take_ring(&self.gpu, self.staging).map_err(device_error)?);
         }
         let ring = ring.as_ref().expect("made above");
         let ring_seconds = t0.elapsed().as_secs_f64() - alloc;
