@@ -121,10 +121,7 @@ CONFIG_FIELDS = ("model_type", "vocab_size", "hidden_size", "intermediate_size",
 
 @pytest.mark.parametrize("kind", ["q4_0", "tied-q8_0"])
 def test_config_written_from_gguf_metadata_matches_the_original(variants, tmp_path, kind):
-    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(variants[kind][0] / "model.gguf"),
-                        "-o", str(tmp_path)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    got = json.loads((tmp_path / "config.json").read_text())
+    got = hf_config(variants[kind][0] / "model.gguf", tmp_path)
     want = json.loads((variants[kind][0] / "config.json").read_text())
     assert {k: got[k] for k in CONFIG_FIELDS} == {k: want[k] for k in CONFIG_FIELDS}
     assert got["architectures"] == ["LlamaForCausalLM"]
@@ -147,9 +144,8 @@ def test_a_gguf_alone_serves_with_the_config_from_its_metadata(engines, variants
 def test_hf_config_refuses_a_file_that_is_not_gguf_with_what_to_do(tmp_path):
     bad = tmp_path / "model.gguf"
     bad.write_bytes(b"not a gguf file at all")
-    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(bad), "-o", str(tmp_path / "out")],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 1 and str(bad) in r.stderr and "--hf-config-path" in r.stderr, r.stderr[-3000:]
+    rc, err = hf_config_main(bad, tmp_path / "out")
+    assert rc == 1 and str(bad) in err and "--hf-config-path" in err, err[-3000:]
     assert not (tmp_path / "out" / "config.json").exists()
 
 
@@ -259,10 +255,26 @@ def test_a_split_gguf_set_serves_the_unsplit_files_tokens(engines, variants, tmp
     assert tokens(engines, d, "weightstream") == tokens(engines, reference, "auto")
 
 
+def hf_config_main(start: Path, out: Path) -> tuple[int, str]:
+    """`python -m weightstream_vllm.hf_config START -o OUT` run in this
+    process (its exit status and standard error): the command's own main,
+    without importing transformers anew for each call (about 6 s on 2
+    cores). test_a_gguf_alone_serves_with_the_config_from_its_metadata and
+    the docs' example run the command itself."""
+    import contextlib
+    import io
+
+    from weightstream.serving.hf_config import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main([str(start), "-o", str(out)])
+    return rc, err.getvalue()
+
+
 def hf_config(start: Path, out: Path) -> dict:
-    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(start), "-o", str(out)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    rc, err = hf_config_main(start, out)
+    assert rc == 0, err[-3000:]
     return json.loads((out / "config.json").read_text())
 
 
@@ -278,9 +290,8 @@ def test_hf_config_reads_a_split_set_and_it_serves_without_config_json(engines, 
         assert hf_config(start, tmp_path / f"cfg{i}") == want, start
     assert tokens(engines, files[0].parent, "weightstream", tmp_path / "cfg2") == tokens(engines, reference, "auto")
     files[1].unlink()
-    r = subprocess.run([sys.executable, "-m", "weightstream_vllm.hf_config", str(files[0].parent), "-o", str(tmp_path / "bad")],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 1 and files[1].name in r.stderr and "missing" in r.stderr, r.stderr[-3000:]
+    rc, err = hf_config_main(files[0].parent, tmp_path / "bad")
+    assert rc == 1 and files[1].name in err and "missing" in err, err[-3000:]
     assert not (tmp_path / "bad" / "config.json").exists()
 
 

@@ -24,6 +24,8 @@ tests/python/test_doc_examples.py requires every block to be marked).
   engine process included, stopped and checked the same way); a
   `# logs: TEXT` comment in it must be in its output.
 - The same command (or Python block) in several docs runs once.
+- The Python blocks and the whole servers start when the module's first
+  case does, two at a time (SIDE_BY_SIDE), while the other cases run.
 
 Each runs in a fresh directory where the doc's checkpoint paths are
 generated stand-ins (STAND_INS: tests/fixtures/hf_models.py's tiny models of
@@ -189,8 +191,42 @@ def engine_of(argv: list[str], cwd: Path):
 # -- the cases ----------------------------------------------------------------
 
 
+def own_processes(case) -> bool:
+    """A case that starts vLLM in processes of its own (a Python block, a
+    whole server), not through the engine lanes."""
+    return case[1] in doc_examples.PYTHON or case[0] in FULL_SERVERS
+
+
+# How many own-process cases run at once: most of each is one process
+# importing vLLM on one core, so two side by side take about the time of
+# one (the test command's time budget); more would crowd 24 GiB.
+SIDE_BY_SIDE = 2
+
+
+@pytest.fixture(scope="module")
+def started(stand_ins, engines, tmp_path_factory) -> dict:
+    """{case id: the future of its run}: every own-process case started
+    when the module's first test asks, SIDE_BY_SIDE at a time, each in its
+    own directory, while the other cases go on through the lanes. Each
+    case's test waits for its own and raises what it raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=SIDE_BY_SIDE)
+    futures = {c[0]: pool.submit(run_case, c, stand_ins, engines, tmp_path_factory.mktemp("doc-example"))
+               for c in CASES if own_processes(c)}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_doc_example(case, stand_ins, engines, tmp_path):
+def test_doc_example(case, stand_ins, engines, started, tmp_path):
+    if own_processes(case):
+        started[case[0]].result()  # raises the case's own failure
+    else:
+        run_case(case, stand_ins, engines, tmp_path)
+
+
+def run_case(case, stand_ins, engines, tmp_path: Path) -> None:
     where, lang, steps = case
     cwd = tmp_path / "cwd"
     cwd.mkdir()
