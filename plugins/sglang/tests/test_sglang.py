@@ -49,8 +49,11 @@ def results(variants, q4_k_m, tmp_path_factory):
                  ("q4_0", q4_0[0], "weightstream"), ("fp8-ref", fp8[1], "auto"), ("q4_0-split", split, "weightstream"),
                  ("q8_0", q8_0[0], "weightstream"), ("q4_0-s3", "s3://models/q4_0/model.gguf", "weightstream"),
                  ("fp8-s3", "s3://models/fp8/", "weightstream")]
+        # The start also writes its load's JSON record (load_record.py).
+        record = tmp_path_factory.mktemp("records") / "load-{rank}.json"
         specs = [
             {"model": str(loads[0][1]), "load_format": "weightstream",
+             "model_loader_extra_config": json.dumps({"stats": str(record)}),
              "reload": [{"model": str(m), "load_format": f} for _, m, f in loads[1:]]},
             {"model": str(q4_k_m[0]), "load_format": "weightstream", "reload": [{"model": str(q4_k_m[1])}]},
         ]
@@ -69,6 +72,7 @@ def results(variants, q4_k_m, tmp_path_factory):
                 out[name] = toks
     assert len(out) == sum(map(len, names)), f"runner exited {r.returncode}\n{log[-6000:]}"
     out["log"] = log
+    out["record"] = str(record).format(rank=0)
     out["order"] = names[0]
     return out
 
@@ -125,3 +129,19 @@ def test_from_seaweedfs(results, kind):
     """A GGUF (one key) and FP8 safetensors (a prefix), read with ranged GETs."""
     assert results[f"{kind}-s3"] == results[f"{kind}-ref"]
     assert re.search(rf"weightstream: loaded s3://models/{kind}\S* on cpu .* fetched \d+ bytes in \d+ ranged GETs", results["log"])
+
+
+def test_the_start_writes_its_load_record(results, variants):
+    """model_loader_extra_config {"stats": PATH}: the load's JSON record
+    says what the log line says (the start's load: FP8, local)."""
+    from pathlib import Path
+
+    rec = json.loads(Path(results["record"]).read_text())
+    line = re.search(r"weightstream: loaded (\S+) on cpu in [\d.]+ s \((\d+) tensors: (\d+) dequantized into their "
+                     r"parameters, (\d+) through the model's loaders\), (\d+) file bytes read", results["log"])
+    assert line, results["log"][-3000:]
+    assert rec["checkpoint"] == line.group(1) and Path(rec["checkpoint"]).resolve() == variants["fp8"][0].resolve(), rec
+    t = rec["tensors"]
+    assert (t["planned"], t["into_parameters"], t["through_model"]) == tuple(int(g) for g in line.group(2, 3, 4)), t
+    assert rec["bytes"]["read"] == int(line.group(5)) and rec["bytes"]["share"] == rec["bytes"]["whole"] > 0, rec
+    assert rec["fetched"] is None and rec["device"] == "cpu" and rec["layout"]["tp_size"] == 1, rec

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 import weightstream
-from weightstream.serving import sharding
+from weightstream.serving import load_record, sharding
 from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
                                               log_opened, open_checkpoint)
 from weightstream.serving.options import Options, find_checkpoint, is_url
@@ -122,27 +122,57 @@ class WeightstreamModelLoader(DefaultModelLoader):
 
         target = f"cuda:{torch.cuda.current_device()}" if device.type == "cuda" else "cpu"
         rank, size = get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
+        pp_rank, pp_size = _pp_rank_and_size()
+        record_path = None
+        if self.options.stats is not None:
+            record_path = load_record.path_for(self.options.stats, rank=pp_rank * size + rank, ranks=size * pp_size,
+                                               dp=None, dps=_dp_size())
         t0 = time.perf_counter()
         with self._open(model_config, target) as ck:
             log_opened(ck, logger)
             m = Mapping(ck, model_config.hf_config, model)
             planned = sharding.plan(ck, model, m.names, m.rows_per_head, transposed=m.transposed)
             _check_every_parameter_is_written(model, planned, ck.path)
+            share, full = load_record.share(ck, planned)
             if size > 1:
-                share = sum(p.region.bytes(ck, p.ck_name) if p.region is not None else ck.slice_bytes(p.ck_name)
-                            for p in planned if p.note != "skipped")
                 whole = sorted({p.ck_name for p in planned if p.region is None and p.note not in ("skipped", "replicated")})
                 logger.info("weightstream: tensor-parallel rank %d/%d plans to read %d of %d file bytes%s", rank, size, share,
-                            sum(ck.slice_bytes(n) for n in {p.ck_name for p in planned}),
-                            f" ({len(whole)} read whole: {whole[:5]})" if whole else "")
+                            full, f" ({len(whole)} read whole: {whole[:5]})" if whole else "")
             direct = sharding.bulk_load(ck, model, planned, target, m.rows_per_head, m.fixup_into)
             done = {id(p) for p in direct}
             rest = [p for p in planned if id(p) not in done]
             model.load_weights(sharding.load(ck, rest, target, m.fixup, m.transforms))
+        seconds, through = time.perf_counter() - t0, sum(p.note != "skipped" for p in rest)
         logger.info("weightstream: loaded %s on %s in %.2f s (%d tensors: %d dequantized into their parameters, %d "
-                    "through the model's loaders), %d file bytes read%s", ck.path, target, time.perf_counter() - t0,
-                    len(planned), len(direct), sum(p.note != "skipped" for p in rest), ck.bytes_read,
-                    fetched_note(ck, fetched0))
+                    "through the model's loaders), %d file bytes read%s", ck.path, target, seconds,
+                    len(planned), len(direct), through, ck.bytes_read, fetched_note(ck, fetched0))
+        if record_path is not None:
+            layout = {"tp_rank": rank, "tp_size": size, "pp_rank": pp_rank, "pp_size": pp_size}
+            rec = load_record.record(ck, seconds=seconds, device=target, layout=layout, planned=planned, share=share,
+                                     whole=full, fetched0=fetched0,
+                                     counts={"into_parameters": len(direct), "through_model": through})
+            logger.info("weightstream: load record written to %s", load_record.write(record_path, rec))
+
+
+def _pp_rank_and_size() -> tuple[int, int]:
+    from sglang.srt.distributed.parallel_state import (get_pipeline_model_parallel_rank,
+                                                       get_pipeline_model_parallel_world_size)
+
+    try:
+        return get_pipeline_model_parallel_rank(), get_pipeline_model_parallel_world_size()
+    except AssertionError:  # no pipeline group (a model built outside an engine)
+        return 0, 1
+
+
+def _dp_size() -> int:
+    """SGLang's data-parallel replicas (--dp-size): each a scheduler of its
+    own that does not tell its loader which replica it is."""
+    try:
+        from sglang.srt.runtime_context import get_server_args
+
+        return int(getattr(get_server_args(), "dp_size", 1) or 1)
+    except (ImportError, AttributeError, RuntimeError):
+        return 1
 
 
 def _check_every_parameter_is_written(model: nn.Module, planned: list, path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,8 +60,10 @@ def runs(s3, engines, variants, tmp_path_factory) -> dict:
     fp8, q4_0 = variants["fp8"][0], variants["q4_0"][0]
 
     def from_s3(checkpoint, url, tp):
+        # At TP=2 each rank also writes its load's JSON record (load_record.py).
+        extra = {"file": url, **({"stats": str(work / "records" / "load-{rank}.json")} if tp > 1 else {})}
         return Run.of(config_only(checkpoint, work / checkpoint.name), "weightstream",
-                      env=s3.env(endpoint=s3.proxies[tp].endpoint), model_loader_extra_config={"file": url},
+                      env=s3.env(endpoint=s3.proxies[tp].endpoint), model_loader_extra_config=extra,
                       tensor_parallel_size=tp if tp > 1 else None)
 
     out = {"fp8": Run.of(fp8, "weightstream"), "fp8-s3": from_s3(fp8, S3_MODEL, 1),
@@ -106,6 +109,15 @@ def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(engines
     assert "row-parallel weights fetched as row blocks" in log, log[-3000:]
     for rank, (got, _) in fetched.items():
         assert got <= 1.05 * planned[rank] + heads, (rank, got, planned[rank], heads)
+    # Each rank's JSON record (model_loader_extra_config "stats") says what
+    # its log line says: fetched bytes and GETs, its share, its place.
+    records = dict(runs["fp8-s3-tp2"].llm)["model_loader_extra_config"]
+    for rank, (got, n) in fetched.items():
+        rec = json.loads(Path(json.loads(records)["stats"].format(rank=rank)).read_text())
+        assert rec["fetched"] == {"bytes": got, "requests": n}, (rank, rec["fetched"], got, n)
+        assert rec["bytes"]["share"] == planned[rank] and rec["checkpoint"] == S3_MODEL, rec
+        assert (rec["layout"]["tp_rank"], rec["layout"]["tp_size"], rec["layout"]["dp_size"]) == (rank, 2, 1), rec
+        assert rec["tensors"]["exchanged"] > 0 and rec["seconds"] > 0, rec
 
 
 def test_dp2_replicas_with_one_cache_fetch_each_byte_once(s3, variants, tmp_path):

@@ -21,6 +21,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from typing import Optional
@@ -34,7 +35,7 @@ from vllm.model_executor.model_loader import register_model_loader
 from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 import weightstream
-from weightstream.serving import gguf_names, sharding
+from weightstream.serving import gguf_names, load_record, sharding
 from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
                                               log_opened, open_checkpoint)
 from weightstream.serving.options import Options, find_checkpoint
@@ -59,6 +60,8 @@ class WeightstreamModelLoader(BaseModelLoader):
         # quantized, under compressed-tensors' config where `_ct`.
         self._kept: dict = {}
         self._ct = False
+        # (data-parallel rank, size): from load_model's VllmConfig.
+        self._dp = (0, 1)
 
     def download_model(self, model_config: ModelConfig) -> None:
         find_checkpoint(model_config.model, self.options)
@@ -75,6 +78,10 @@ class WeightstreamModelLoader(BaseModelLoader):
         # gives what every open of the load fetched (the quantization check's
         # too), from this baseline.
         self._fetched0 = weightstream.fetched_total()
+        pc = vllm_config.parallel_config
+        self._dp = (int(getattr(pc, "data_parallel_rank", 0) or 0), int(getattr(pc, "data_parallel_size", 1) or 1))
+        # A stats path that ranks would share is refused before any work.
+        self._record_path(parallel.layout())
         # A checkpoint of weights weightstream dequantizes (FP8, packed NVFP4
         # or MXFP4) becomes a BF16 model: no quantized linear or MoE methods.
         # (vLLM has already accepted the checkpoint's quantization_config; where
@@ -149,11 +156,12 @@ class WeightstreamModelLoader(BaseModelLoader):
         param = next(model.parameters(), None)
         device = param.device if param is not None else torch.device("cpu")
         target = f"cuda:{device.index or 0}" if device.type == "cuda" else "cpu"
+        where = parallel.layout(model)
+        record_path = self._record_path(where)
         t0 = time.perf_counter()
         with self._open(model_config, target) as ck:
             log_opened(ck, logger)
-            where = parallel.layout(model)
-            loaded = self._load(ck, model, model_config, target, where)
+            loaded, facts = self._load(ck, model, model_config, target, where)
         # compressed-tensors' config (keep=quantized with FP4) gives attention
         # layers KV-cache scales, which keep their defaults unless a
         # checkpoint holds some (a GGUF never does).
@@ -165,10 +173,24 @@ class WeightstreamModelLoader(BaseModelLoader):
                     f"weightstream: {len(missing)} model weight(s) were not in the checkpoint (first: {missing[:5]}); "
                     "does the checkpoint match the model config?"
                 )
+        seconds = time.perf_counter() - t0
+        fetched0 = getattr(self, "_fetched0", None)
         logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read%s", ck.path, target,
-                    time.perf_counter() - t0, ck.bytes_read, fetched_note(ck, getattr(self, "_fetched0", None)))
+                    seconds, ck.bytes_read, fetched_note(ck, fetched0))
+        if record_path is not None:
+            layout = {**dataclasses.asdict(where), "dp_rank": self._dp[0], "dp_size": self._dp[1]}
+            rec = load_record.record(ck, seconds=seconds, device=target, layout=layout, fetched0=fetched0, **facts)
+            rec["tensors"]["kept_quantized"] = len(self._kept)
+            logger.info("weightstream: load record written to %s", load_record.write(record_path, rec))
 
-    def _load(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout) -> Optional[set]:
+    def _record_path(self, where: parallel.Layout):
+        """This rank's stats file (None: no "stats" option)."""
+        if self.options.stats is None:
+            return None
+        return load_record.path_for(self.options.stats, rank=where.pp_rank * where.tp_size + where.tp_rank,
+                                    ranks=where.tp_size * where.pp_size, dp=self._dp[0], dps=self._dp[1])
+
+    def _load(self, ck, model, model_config: ModelConfig, target: str, where: parallel.Layout) -> tuple[Optional[set], dict]:
         """Every layout, one rank or many: each weight is first passed through
         the model's own loaders as a probe (weightstream.serving.sharding), which says what this
         rank keeps of it and where it goes. Weights that go unchanged into a
@@ -178,7 +200,8 @@ class WeightstreamModelLoader(BaseModelLoader):
         tensor, pipeline or expert parallelism only this rank's part of each
         weight is read, and nothing of the weights it does not hold (other
         stages' layers, other ranks' experts). Returns the parameter names
-        loaded (None: the model's load_weights does not report them)."""
+        loaded (None: the model's load_weights does not report them) and the
+        load's facts for its record (load_record.record's keywords)."""
         m = Mapping(ck, model_config.hf_config, model)
         names, rows_per_head, fixup, fixup_into, transforms = m.names, m.rows_per_head, m.fixup, m.fixup_into, m.transforms
         kept_reports = []
@@ -190,12 +213,15 @@ class WeightstreamModelLoader(BaseModelLoader):
         t0 = time.perf_counter()
         planned = sharding.plan(ck, model, names, rows_per_head, transposed=m.transposed)
         probe_s, probed = time.perf_counter() - t0, len(planned)
+        share, whole = load_record.share(ck, planned)
+        facts = {"planned": planned, "share": share, "whole": whole, "counts": {}}
         if where.splits():
-            self._log_shares(ck, planned, where)
+            self._log_shares(ck, planned, where, share, whole)
         if where.tp_size > 1 and ck.fetched() is not None:
             # From a store: row-parallel weights as row blocks, columns swapped.
             swapped, swapped_reports = exchange.load(ck, model, planned, target, transforms, logger)
             planned = [p for p in planned if id(p) not in swapped]
+            facts["counts"]["exchanged"] = len(swapped)
             kept_reports += swapped_reports
         t0 = time.perf_counter()
         direct = sharding.bulk_load(ck, model, planned, target, rows_per_head, fixup_into)
@@ -209,21 +235,19 @@ class WeightstreamModelLoader(BaseModelLoader):
         logger.info("weightstream: %d tensors probed in %.3f s; %d dequantized into their parameters in %.3f s, "
                     "%d through the model's loaders in %.3f s", probed, probe_s, len(direct), direct_s,
                     sum(p.note != "skipped" for p in rest), time.perf_counter() - t0)
-        return loaded
+        facts["counts"].update(into_parameters=len(direct), through_model=sum(p.note != "skipped" for p in rest))
+        return loaded, facts
 
     @staticmethod
-    def _log_shares(ck, planned: list, where: parallel.Layout) -> None:
+    def _log_shares(ck, planned: list, where: parallel.Layout, share: int, full: int) -> None:
         whole = [p for p in planned if p.region is None and p.note not in ("skipped", "replicated")]
         for p in whole:
             logger.info("weightstream: %s read whole on every rank: %s", p.ck_name, p.note)
         for p in planned:
             if p.note.startswith("expert read whole"):
                 logger.info("weightstream: %s (%s) %s", p.ck_name, p.hf_name, p.note)
-        share = sum(p.region.bytes(ck, p.ck_name) for p in planned if p.region is not None)
-        full = sum(ck.slice_bytes(n) for n in {p.ck_name for p in planned})
         logger.info("weightstream: %s plans to read %d of %d file bytes (%d tensors sliced, "
                     "%d replicated, %d read whole, %d skipped, %d experts of stacks kept)", where.describe(),
-                    share + sum(ck.slice_bytes(p.ck_name) for p in planned if p.region is None and p.note != "skipped"),
-                    full, sum(p.region is not None and not p.note.startswith("expert") for p in planned),
+                    share, full, sum(p.region is not None and not p.note.startswith("expert") for p in planned),
                     sum(p.note == "replicated" for p in planned),
                     len(whole), sum(p.note == "skipped" for p in planned), sum(p.note.startswith("expert") for p in planned))

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers", "ignore_transforms", "keep", "cache"}
+KNOWN = {"file", "source", "threads", "staging_slots", "staging_bytes", "readers", "ignore_transforms", "keep", "cache",
+         "stats"}
 KEEP = ("bf16", "quantized")
 
 
@@ -39,6 +40,10 @@ class Options:
     #: the next load of the same object version (default:
     #: $WEIGHTSTREAM_CACHE_DIR). Tensor-parallel ranks of one host share it.
     cache: Optional[str] = None
+    #: A JSON record of each rank's load written to this path (it may hold
+    #: {rank}, {dp}, {pid}): seconds, bytes read, bytes and GETs fetched
+    #: from a store, the rank's share (load_record.py).
+    stats: Optional[str] = None
 
     @classmethod
     def parse(cls, extra: Any) -> "Options":
@@ -51,6 +56,10 @@ class Options:
             )
         if extra.get("keep", "bf16") not in KEEP:
             raise ValueError(f"--model-loader-extra-config: keep is one of {list(KEEP)}, not {extra['keep']!r}")
+        if "stats" in extra:
+            from .load_record import check_template
+
+            check_template(extra["stats"])
         return cls(**extra)
 
 
