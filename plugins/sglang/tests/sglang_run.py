@@ -10,7 +10,9 @@ for every `reload` entry ({"model": DIR, "load_format": "auto"}) the tokens
 and the seconds of `update_weights_from_disk` putting that checkpoint into
 the same engine, through weightstream or SGLang's default loader ("auto":
 the BF16 reference of the exact dequantization; same config, one engine
-start fewer). A failed run prints
+start fewer). An entry with "fails": true must be refused: its
+(ok, message) goes in "failed", and the tokens after it in "reloads" as
+any other. A failed run prints
 "RESULT i {"error": ...}" and the next still runs.
 """
 import json
@@ -50,7 +52,9 @@ def run(spec: dict) -> dict:
             t0 = time.perf_counter()
             ok, message = engine.update_weights_from_disk(r["model"], r.get("load_format", "auto"))[:2]
             out["reload_s"].append(round(time.perf_counter() - t0, 3))
-            if not ok:
+            if r.get("fails"):  # must fail, and the engine must go on
+                out.setdefault("failed", []).append({"model": r["model"], "ok": ok, "message": message})
+            elif not ok:
                 raise RuntimeError(f"update_weights_from_disk({r['model']}): {message}")
             out["reloads"].append(tokens(engine))
     finally:

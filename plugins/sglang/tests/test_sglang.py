@@ -33,6 +33,11 @@ KINDS = ["q8_0", "q4_0", "fp8"]
 @pytest.fixture(scope="module")
 def results(variants, q4_k_m, tmp_path_factory):
     """{name: tokens} of every load, from one sglang_run.py process."""
+    # A checkpoint cut short: the update must fail and leave the weights.
+    truncated = tmp_path_factory.mktemp("truncated")
+    whole = (q4_k_m[0] / "model.gguf").read_bytes()
+    (truncated / "model.gguf").write_bytes(whole[: len(whole) * 2 // 3])
+    (truncated / "config.json").write_bytes((q4_k_m[0] / "config.json").read_bytes())
     split = tmp_path_factory.mktemp("split") / "q4_0"
     real_quants.split(variants["q4_0"][0] / "model.gguf", split)
     (split / "config.json").write_bytes((variants["q4_0"][0] / "config.json").read_bytes())
@@ -55,9 +60,10 @@ def results(variants, q4_k_m, tmp_path_factory):
             {"model": str(loads[0][1]), "load_format": "weightstream",
              "model_loader_extra_config": json.dumps({"stats": str(record)}),
              "reload": [{"model": str(m), "load_format": f} for _, m, f in loads[1:]]},
-            {"model": str(q4_k_m[0]), "load_format": "weightstream", "reload": [{"model": str(q4_k_m[1])}]},
+            {"model": str(q4_k_m[0]), "load_format": "weightstream",
+             "reload": [{"model": str(truncated), "load_format": "weightstream", "fails": True}, {"model": str(q4_k_m[1])}]},
         ]
-        names = [[n for n, _, _ in loads], ["Q4_K_M", "Q4_K_M-ref"]]
+        names = [[n for n, _, _ in loads], ["Q4_K_M", "Q4_K_M-after-failed", "Q4_K_M-ref"]]
         env = {**s3.env(), "SGLANG_USE_CPU_ENGINE": "1"}
         r = subprocess.run([sys.executable, str(RUNNER), json.dumps(specs)], capture_output=True, text=True,
                            timeout=900, env=env)
@@ -70,7 +76,8 @@ def results(variants, q4_k_m, tmp_path_factory):
             print(f"engine {i}: started in {res['start_s']} s")
             for name, toks in zip(names[int(i)], [res["tokens"]] + res["reloads"]):
                 out[name] = toks
-    assert len(out) == sum(map(len, names)), f"runner exited {r.returncode}\n{log[-6000:]}"
+            out.setdefault("failed", []).extend(res.get("failed", []))
+    assert len(out) == sum(map(len, names)) + 1, f"runner exited {r.returncode}\n{log[-6000:]}"
     out["log"] = log
     out["record"] = str(record).format(rank=0)
     out["order"] = names[0]
@@ -95,6 +102,18 @@ def test_the_plugin_registers_the_load_format():
         "        raise SystemExit(f'{extra} was accepted')\n"
         "    except ValueError as e:\n"
         "        assert want in str(e), e\n"
+        # The rollback that follows a failed update (test_a_failed_update_keeps_the_weights_and_the_server
+        # runs the case where nothing was written): refused where weights were already replaced.
+        "import types, torch\n"
+        "from sglang.srt.model_loader.loader import DefaultModelLoader\n"
+        "from weightstream_sglang.loader import FAILED_UPDATE\n"
+        "m, src = torch.nn.Linear(2, 2), DefaultModelLoader.Source('/m', None, model_config=types.SimpleNamespace(model_path='/m'))\n"
+        "m.__dict__[FAILED_UPDATE] = {'path': '/m', 'wrote': True}\n"
+        "try:\n"
+        "    l.load_weights_and_postprocess(m, src, torch.device('cpu'))\n"
+        "    raise SystemExit('a rollback over replaced weights was taken')\n"
+        "except RuntimeError as e:\n"
+        "    assert 'refusing to serve a mix' in str(e) and FAILED_UPDATE not in m.__dict__, e\n"
         "print('ok')\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -145,3 +164,16 @@ def test_the_start_writes_its_load_record(results, variants):
     assert (t["planned"], t["into_parameters"], t["through_model"]) == tuple(int(g) for g in line.group(2, 3, 4)), t
     assert rec["bytes"]["read"] == int(line.group(5)) and rec["bytes"]["share"] == rec["bytes"]["whole"] > 0, rec
     assert rec["fetched"] is None and rec["device"] == "cpu" and rec["layout"]["tp_size"] == 1, rec
+
+
+def test_a_failed_update_keeps_the_weights_and_the_server(results):
+    """update_weights_from_disk from a truncated GGUF: refused with the
+    file's error before any weight is written, and SGLang's rollback (which
+    loads the failed path again) leaves the weights as they were, where it
+    used to fail again and take the server down. The engine then serves
+    the same tokens and takes the next update."""
+    (failed,) = results["failed"]
+    assert failed["ok"] is False, failed
+    assert "lies outside the" in failed["message"] and failed["model"] in failed["message"], failed
+    assert results["Q4_K_M-after-failed"] == results["Q4_K_M"]
+    assert f"the failed update from {failed['model']} wrote no weight" in results["log"], results["log"][-3000:]

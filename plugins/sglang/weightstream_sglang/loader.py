@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Optional
 
 import torch
 from torch import nn
@@ -37,6 +38,10 @@ from sglang.srt.model_loader.loader import BaseModelLoader, DefaultModelLoader, 
 from sglang.srt.model_loader.utils import set_default_torch_dtype
 
 logger = logging.getLogger("sglang.plugins.weightstream")
+
+# Set on the model (its __dict__) by an update_weights_from_disk load that
+# failed: {"path", "wrote"} (load_weights_and_postprocess).
+FAILED_UPDATE = "_weightstream_failed_update"
 
 # What the vLLM plugin has and SGLang cannot take through this loader.
 NOT_IN_SGLANG = {"keep": "keep=quantized hands GGUF blocks to vLLM's GPTQ kernels; SGLang's CPU and GPU "
@@ -66,9 +71,36 @@ class WeightstreamModelLoader(DefaultModelLoader):
         return source
 
     def load_weights_and_postprocess(self, model, weights, target_device):
+        """update_weights_from_disk's load. A failed update is refused
+        whole where it can be: SGLang 0.5.23 "rolls back" by loading again
+        the path that just failed (weight_updater.py sets model_path before
+        loading), which fails again and takes the server down, or, after a
+        transient fault, serves the new weights while reporting the
+        original ones restored. So the call that follows a failed update of
+        the same path is taken as that rollback: where the failure came
+        before any weight was written (a missing, truncated or mismatched
+        checkpoint: every check runs first), the weights are the original
+        ones and stay; where weights were already replaced, the original
+        cannot be restored here and the rollback is refused, naming why."""
         if not isinstance(weights, DefaultModelLoader.Source):
             raise TypeError("weightstream (SGLang): update_weights_from_disk with a weight name filter is not supported")
-        self.load_weights(model, weights.model_config, target_device, weightstream.fetched_total())
+        path = str(weights.model_config.model_path)
+        failed = model.__dict__.pop(FAILED_UPDATE, None)
+        if failed is not None and failed["path"] == path:
+            if failed["wrote"]:
+                raise RuntimeError(f"weightstream (SGLang): the failed update from {path} had already replaced some "
+                                   "weights, and SGLang's rollback would load the same checkpoint again, not the "
+                                   "original: refusing to serve a mix; restart the server")
+            logger.warning("weightstream: the failed update from %s wrote no weight: the engine keeps the weights it "
+                           "had", path)
+            DefaultModelLoader.postprocess_weights(model, target_device)
+            return
+        progress = {"wrote": False}
+        try:
+            self.load_weights(model, weights.model_config, target_device, weightstream.fetched_total(), progress)
+        except BaseException:
+            model.__dict__[FAILED_UPDATE] = {"path": path, "wrote": progress["wrote"]}
+            raise
         DefaultModelLoader.postprocess_weights(model, target_device)
 
     def _checkpoint(self, model_config: ModelConfig):
@@ -115,7 +147,11 @@ class WeightstreamModelLoader(DefaultModelLoader):
             DefaultModelLoader.postprocess_weights(model, target_device)
         return model.eval()
 
-    def load_weights(self, model: nn.Module, model_config: ModelConfig, device: torch.device, fetched0=None) -> None:
+    def load_weights(self, model: nn.Module, model_config: ModelConfig, device: torch.device, fetched0=None,
+                     progress: Optional[dict] = None) -> None:
+        """The load; `progress["wrote"]` turns True when the first weight
+        is about to be written (every check of the checkpoint against the
+        model comes before)."""
         # (Not from sglang.srt.distributed: that import fails in 0.5.23.)
         from sglang.srt.distributed.parallel_state import (get_tensor_model_parallel_rank,
                                                            get_tensor_model_parallel_world_size)
@@ -138,6 +174,8 @@ class WeightstreamModelLoader(DefaultModelLoader):
                 whole = sorted({p.ck_name for p in planned if p.region is None and p.note not in ("skipped", "replicated")})
                 logger.info("weightstream: tensor-parallel rank %d/%d plans to read %d of %d file bytes%s", rank, size, share,
                             full, f" ({len(whole)} read whole: {whole[:5]})" if whole else "")
+            if progress is not None:
+                progress["wrote"] = True
             direct = sharding.bulk_load(ck, model, planned, target, m.rows_per_head, m.fixup_into)
             done = {id(p) for p in direct}
             rest = [p for p in planned if id(p) not in done]
