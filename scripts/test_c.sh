@@ -142,16 +142,19 @@ done
 echo "test_c: weightstream convert --to gguf against convert_hf_to_gguf.py: every key, every tensor's bytes"
 mkdir -p "$tmp/conv"
 n=0
+: >"$tmp/conv/pairs"
 while read -r model; do
   name=$(basename "$model")
   target/release/weightstream convert "$model" -o "$tmp/conv/$name.gguf" >/dev/null
-  ignore=()
-  [[ $name == *-bf16 ]] || ignore=(--ignore general.name)
-  PYTHONPATH="$LLAMA/../src/gguf-py" "$VLLM_PY" plugins/llamacpp/tests/compare_gguf.py "$tmp/conv/$name.gguf" "$model.ref-bf16.gguf" "${ignore[@]}" \
-    || { echo "test_c: convert --to gguf of $name differs from convert_hf_to_gguf.py's"; exit 1; }
+  ignore=""
+  [[ $name == *-bf16 ]] || ignore=general.name
+  echo "$tmp/conv/$name.gguf $model.ref-bf16.gguf $ignore" >>"$tmp/conv/pairs"
   n=$((n + 1))
 done < <(grep "^$tmp/hf/" "$tmp/hf.list")
 [ "$n" -eq 27 ] || { echo "test_c: $n checkpoints converted to GGUF, expected 27"; exit 1; }
+# Every pair in one process (gguf-py imported once).
+PYTHONPATH="$LLAMA/../src/gguf-py" "$VLLM_PY" plugins/llamacpp/tests/compare_gguf.py --pairs "$tmp/conv/pairs" \
+  || { echo "test_c: a convert --to gguf differs from convert_hf_to_gguf.py's (above)"; exit 1; }
 for refused in "unsupported-arch Gemma2ForCausalLM" "unsupported-reranker reranker" "unsupported-pooling modules.json" \
                "unsupported-tensor model.layers.0.mlp.extra_proj.weight" "hostile-heads num_attention_heads" "hostile-vocab tokens" \
                "hostile-experts num_experts"; do
@@ -202,18 +205,28 @@ cc -std=c11 -O1 -g -Wall -Wextra -Werror -o "$tmp/test_adapter_vg" plugins/llama
   -L"$LLAMA/lib" -L"$LIB" -lllama -lggml -lggml-base -lweightstream_c \
   -Wl,--disable-new-dtags -Wl,-rpath,"$LLAMA/lib-valgrind" -Wl,-rpath,"$LLAMA/lib" -Wl,-rpath,"$LIB"
 VG=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
-for pair in "${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
-            "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf" \
-            "$tmp/hf/llama-nvfp4-ct $tmp/hf/llama-nvfp4-ct.ref-bf16.gguf $tmp/hf/unsupported-tensor model.layers.0.mlp.extra_proj.weight" \
-            "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM" \
-            "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf $tmp/hf/unsupported-reranker reranker" \
-            "$tmp/hf/phi3-fp8 $tmp/hf/phi3-fp8.ref-bf16.gguf $tmp/hf/unsupported-pooling modules.json"; do
-  # (Not phi3longrope: with partial rotary, ggml's rope_cache_init reads
-  # freq_factors for the whole head, past the rope_factors tensor, into the
-  # unwritten rest of the adapter's buffer; those lanes are not rotated.)
+pairs=("${shards[0]} $tmp/models/tiny-llama-q4_k_m.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf"
+       "$tmp/models/tiny-llama-q8_0-tied.gguf $tmp/models/tiny-llama-q8_0-tied.ref-bf16.gguf $tmp/models/tiny-llama-unsupported.gguf"
+       "$tmp/hf/llama-nvfp4-ct $tmp/hf/llama-nvfp4-ct.ref-bf16.gguf $tmp/hf/unsupported-tensor model.layers.0.mlp.extra_proj.weight"
+       "$tmp/hf/qwen3moe-fp8 $tmp/hf/qwen3moe-fp8.ref-bf16.gguf $tmp/hf/unsupported-arch Gemma2ForCausalLM"
+       "$tmp/hf/mistral-fp8 $tmp/hf/mistral-fp8.ref-bf16.gguf $tmp/hf/unsupported-reranker reranker"
+       "$tmp/hf/phi3-fp8 $tmp/hf/phi3-fp8.ref-bf16.gguf $tmp/hf/unsupported-pooling modules.json")
+# (Not phi3longrope: with partial rotary, ggml's rope_cache_init reads
+# freq_factors for the whole head, past the rope_factors tensor, into the
+# unwritten rest of the adapter's buffer; those lanes are not rotated.)
+# valgrind runs a program on one core: one run per core at a time, each
+# with its own output, log and exit status, reported in order.
+for i in "${!pairs[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
   # shellcheck disable=SC2086
-  "${VG[@]}" "$tmp/test_adapter_vg" $pair 2>"$tmp/vg.log" | tr '\n' ' ' \
-    || { echo; grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg.log" | tail -40; exit 1; }
+  ( "${VG[@]}" "$tmp/test_adapter_vg" ${pairs[$i]} >"$tmp/vg$i.out" 2>"$tmp/vg$i.log"; echo $? >"$tmp/vg$i.rc" ) &
+done
+wait
+for i in "${!pairs[@]}"; do
+  tr '\n' ' ' <"$tmp/vg$i.out"
   echo
+  [ "$(cat "$tmp/vg$i.rc")" = 0 ] \
+    || { echo "test_c: under valgrind, failed ($(cat "$tmp/vg$i.rc")): ${pairs[$i]}"
+         grep -v "^llama_\|^load\|^print_info\|^graph\|^sched" "$tmp/vg$i.log" | tail -40; exit 1; }
 done
 echo "test_c: passed"

@@ -4,8 +4,11 @@ tensor (name, type, shape, bytes): `weightstream convert --to gguf`'s output
 against convert_hf_to_gguf.py's, as scripts/test_c.sh runs it:
 
     python plugins/llamacpp/tests/compare_gguf.py OURS.gguf REFERENCE.gguf [--ignore KEY ...]
+    python plugins/llamacpp/tests/compare_gguf.py --pairs LIST   # a line each: OURS REFERENCE [KEY to ignore ...]
 
-Prints each difference and exits 1 if there is any. The tensor order may
+Prints each difference (with --pairs, after the pair's file) and exits 1
+if there is any. --pairs compares many in one process (gguf-py imported
+once: the test command's time). The tensor order may
 differ (llama.cpp looks tensors up by name); the key order may too.
 """
 from __future__ import annotations
@@ -35,19 +38,15 @@ def fields(reader) -> dict:
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("ours")
-    ap.add_argument("reference")
-    ap.add_argument("--ignore", action="append", default=[], help="a key to leave out of the comparison")
-    args = ap.parse_args()
+def compare(ours: str, reference: str, ignore: list[str]) -> list[str]:
+    """Every difference of `ours` from `reference`, keys in `ignore` aside."""
     import gguf
 
-    a, b = gguf.GGUFReader(args.ours), gguf.GGUFReader(args.reference)
+    a, b = gguf.GGUFReader(ours), gguf.GGUFReader(reference)
     fa, fb = fields(a), fields(b)
     diffs = []
     for k in sorted(set(fa) | set(fb)):
-        if k in args.ignore:
+        if k in ignore:
             continue
         if k not in fa:
             diffs.append(f"key {k}: missing (reference: {fb[k][0]} {str(fb[k][1])[:80]})")
@@ -76,9 +75,33 @@ def main() -> int:
             xb, yb = x.data.view(np.uint8).ravel(), y.data.view(np.uint8).ravel()
             i = int(np.nonzero(xb != yb)[0][0])
             diffs.append(f"tensor {n}: bytes differ from byte {i}")
-    for d in diffs:
-        print(d)
-    return 1 if diffs else 0
+    return diffs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("ours", nargs="?")
+    ap.add_argument("reference", nargs="?")
+    ap.add_argument("--ignore", action="append", default=[], help="a key to leave out of the comparison")
+    ap.add_argument("--pairs", help="a file of lines OURS REFERENCE [KEY to ignore ...]")
+    args = ap.parse_args()
+    if args.pairs:
+        pairs = [line.split() for line in open(args.pairs) if line.strip()]
+        if not pairs or args.ours or any(len(p) < 2 for p in pairs):
+            ap.error("--pairs takes a non-empty file of OURS REFERENCE [KEY ...] lines, and no files of its own")
+    elif args.ours and args.reference:
+        pairs = [[args.ours, args.reference]]
+    else:
+        ap.error("give OURS and REFERENCE, or --pairs LIST")
+    failed = 0
+    for ours, reference, *ignore in pairs:
+        diffs = compare(ours, reference, args.ignore + ignore)
+        for d in diffs:
+            print(f"{ours}: {d}" if args.pairs else d)
+        failed += bool(diffs)
+    if args.pairs:
+        print(f"compare_gguf: {len(pairs) - failed} of {len(pairs)} pairs identical")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
