@@ -116,7 +116,7 @@ def test_tp2_from_s3_gives_the_local_tokens_and_ranks_fetch_their_slices(engines
         rec = json.loads(Path(json.loads(records)["stats"].format(rank=rank)).read_text())
         assert rec["fetched"] == {"bytes": got, "requests": n}, (rank, rec["fetched"], got, n)
         assert rec["bytes"]["share"] == planned[rank] and rec["checkpoint"] == S3_MODEL, rec
-        assert (rec["layout"]["tp_rank"], rec["layout"]["tp_size"], rec["layout"]["dp_size"]) == (rank, 2, 1), rec
+        assert (rec["layout"]["tp_rank"], rec["layout"]["tp_size"], rec["layout"]["dp_rank"]) == (rank, 2, 0), rec
         assert rec["tensors"]["exchanged"] > 0 and rec["seconds"] > 0, rec
 
 
@@ -133,7 +133,8 @@ def test_dp2_replicas_with_one_cache_fetch_each_byte_once(s3, variants, tmp_path
     fp8 = variants["fp8"][0]
     model = config_only(fp8, tmp_path / "config")
     write_tokenizer(model, json.loads((fp8 / "config.json").read_text())["vocab_size"])
-    extra = {"file": S3_MODEL, "cache": str(tmp_path / "cache")}
+    records = tmp_path / "records"
+    extra = {"file": S3_MODEL, "cache": str(tmp_path / "cache"), "stats": str(records / "load-{dp}-{rank}.json")}
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
             "--load-format", "weightstream", "--model-loader-extra-config", json.dumps(extra),
             "--data-parallel-size", "2", "--dtype", "bfloat16", "--max-model-len", "128", "--enforce-eager"]
@@ -150,3 +151,9 @@ def test_dp2_replicas_with_one_cache_fetch_each_byte_once(s3, variants, tmp_path
     # nothing); together, what the proxy counted.
     fetched = [int(b) for b in re.findall(r"weightstream: loaded .*; fetched (\d+) bytes", log)]
     assert sum(fetched) == sent, (fetched, sent)
+    # Each replica's JSON record ({dp} in the path: one file each) says
+    # the same as its line.
+    recs = [json.loads((records / f"load-{dp}-0.json").read_text()) for dp in (0, 1)]
+    assert sorted(p.name for p in records.iterdir()) == ["load-0-0.json", "load-1-0.json"]
+    assert [r["layout"]["dp_rank"] for r in recs] == [0, 1], recs
+    assert sorted(r["fetched"]["bytes"] for r in recs) == sorted(fetched), (recs, fetched)

@@ -60,7 +60,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         # quantized, under compressed-tensors' config where `_ct`.
         self._kept: dict = {}
         self._ct = False
-        # (data-parallel rank, size): from load_model's VllmConfig.
+        # (data-parallel replica, replicas at least): from load_model's VllmConfig.
         self._dp = (0, 1)
 
     def download_model(self, model_config: ModelConfig) -> None:
@@ -78,8 +78,13 @@ class WeightstreamModelLoader(BaseModelLoader):
         # gives what every open of the load fetched (the quantization check's
         # too), from this baseline.
         self._fetched0 = weightstream.fetched_total()
+        # The replica: data_parallel_index, since vLLM makes each replica of
+        # a dense model an independent DP=1 engine (data_parallel_rank 0,
+        # data_parallel_size 1; EngineCoreProc), keeping only the index.
+        # So the replica count is known only to be above the index there.
         pc = vllm_config.parallel_config
-        self._dp = (int(getattr(pc, "data_parallel_rank", 0) or 0), int(getattr(pc, "data_parallel_size", 1) or 1))
+        dp = int(getattr(pc, "data_parallel_index", getattr(pc, "data_parallel_rank", 0)) or 0)
+        self._dp = (dp, max(int(getattr(pc, "data_parallel_size", 1) or 1), dp + 1))
         # A stats path that ranks would share is refused before any work.
         self._record_path(parallel.layout())
         # A checkpoint of weights weightstream dequantizes (FP8, packed NVFP4
@@ -178,7 +183,7 @@ class WeightstreamModelLoader(BaseModelLoader):
         logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read%s", ck.path, target,
                     seconds, ck.bytes_read, fetched_note(ck, fetched0))
         if record_path is not None:
-            layout = {**dataclasses.asdict(where), "dp_rank": self._dp[0], "dp_size": self._dp[1]}
+            layout = {**dataclasses.asdict(where), "dp_rank": self._dp[0]}
             rec = load_record.record(ck, seconds=seconds, device=target, layout=layout, fetched0=fetched0, **facts)
             rec["tensors"]["kept_quantized"] = len(self._kept)
             logger.info("weightstream: load record written to %s", load_record.write(record_path, rec))
