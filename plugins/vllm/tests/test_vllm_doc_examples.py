@@ -204,16 +204,19 @@ SIDE_BY_SIDE = 2
 
 
 @pytest.fixture(scope="module")
-def started(stand_ins, engines, tmp_path_factory) -> dict:
-    """{case id: the future of its run}: every own-process case started
-    when the module's first test asks, SIDE_BY_SIDE at a time, each in its
-    own directory, while the other cases go on through the lanes. Each
-    case's test waits for its own and raises what it raised."""
+def started(request, stand_ins, engines, tmp_path_factory) -> dict:
+    """{case id: the future of its run}: every own-process case this
+    session runs (`-k` may pick a few) started when the module's first
+    test asks, SIDE_BY_SIDE at a time, each in its own directory, while the
+    other cases go on through the lanes. Each case's test waits for its
+    own and raises what it raised."""
     from concurrent.futures import ThreadPoolExecutor
 
+    selected = {item.callspec.params["case"][0] for item in request.session.items
+                if item.module is request.module and "case" in getattr(getattr(item, "callspec", None), "params", {})}
     pool = ThreadPoolExecutor(max_workers=SIDE_BY_SIDE)
     futures = {c[0]: pool.submit(run_case, c, stand_ins, engines, tmp_path_factory.mktemp("doc-example"))
-               for c in CASES if own_processes(c)}
+               for c in CASES if own_processes(c) and c[0] in selected}
     yield futures
     pool.shutdown(wait=True, cancel_futures=True)
 
