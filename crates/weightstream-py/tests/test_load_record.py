@@ -59,7 +59,7 @@ def test_the_record_says_what_the_load_read_and_planned(fixtures, tmp_path):
         mine, whole = share(ck, planned)
         ck.load(names[1:])
         rec = load_record.record(ck, seconds=0.25, device="cpu", layout={"tp_rank": 0, "tp_size": 1}, planned=planned,
-                                 share=mine, whole=whole, fetched0=None, counts={"into_parameters": len(names) - 1})
+                                 share=mine, whole=whole, fetched=None, counts={"into_parameters": len(names) - 1})
         read = ck.bytes_read
     assert mine == sum(ck.slice_bytes(n) for n in names[1:]) and whole == mine + ck.slice_bytes(names[0])
     path = load_record.write(tmp_path / "records" / "load-0.json", rec)

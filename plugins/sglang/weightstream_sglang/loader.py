@@ -28,7 +28,7 @@ from torch import nn
 import weightstream
 from weightstream.serving import load_record, sharding
 from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
-                                              log_opened, open_checkpoint)
+                                              fetched_since, log_opened, open_checkpoint)
 from weightstream.serving.options import Options, find_checkpoint, is_url
 
 from sglang.srt.configs.device_config import DeviceConfig
@@ -181,13 +181,14 @@ class WeightstreamModelLoader(DefaultModelLoader):
             rest = [p for p in planned if id(p) not in done]
             model.load_weights(sharding.load(ck, rest, target, m.fixup, m.transforms))
         seconds, through = time.perf_counter() - t0, sum(p.note != "skipped" for p in rest)
+        fetched = fetched_since(ck, fetched0)
         logger.info("weightstream: loaded %s on %s in %.2f s (%d tensors: %d dequantized into their parameters, %d "
                     "through the model's loaders), %d file bytes read%s", ck.path, target, seconds,
-                    len(planned), len(direct), through, ck.bytes_read, fetched_note(ck, fetched0))
+                    len(planned), len(direct), through, ck.bytes_read, fetched_note(ck, fetched))
         if record_path is not None:
             layout = {"tp_rank": rank, "tp_size": size, "pp_rank": pp_rank, "pp_size": pp_size}
             rec = load_record.record(ck, seconds=seconds, device=target, layout=layout, planned=planned, share=share,
-                                     whole=full, fetched0=fetched0,
+                                     whole=full, fetched=fetched,
                                      counts={"into_parameters": len(direct), "through_model": through})
             logger.info("weightstream: load record written to %s", load_record.write(record_path, rec))
 

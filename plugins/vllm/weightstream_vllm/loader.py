@@ -37,7 +37,7 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 import weightstream
 from weightstream.serving import gguf_names, load_record, sharding
 from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
-                                              log_opened, open_checkpoint)
+                                              fetched_since, log_opened, open_checkpoint)
 from weightstream.serving.options import Options, find_checkpoint
 
 from . import LOAD_FORMAT, exchange, heap, keep_quantized, kept_tensors, parallel
@@ -179,12 +179,12 @@ class WeightstreamModelLoader(BaseModelLoader):
                     "does the checkpoint match the model config?"
                 )
         seconds = time.perf_counter() - t0
-        fetched0 = getattr(self, "_fetched0", None)
+        fetched = fetched_since(ck, getattr(self, "_fetched0", None))
         logger.info("weightstream: loaded %s on %s in %.2f s, %d file bytes read%s", ck.path, target,
-                    seconds, ck.bytes_read, fetched_note(ck, fetched0))
+                    seconds, ck.bytes_read, fetched_note(ck, fetched))
         if record_path is not None:
             layout = {**dataclasses.asdict(where), "dp_rank": self._dp[0]}
-            rec = load_record.record(ck, seconds=seconds, device=target, layout=layout, fetched0=fetched0, **facts)
+            rec = load_record.record(ck, seconds=seconds, device=target, layout=layout, fetched=fetched, **facts)
             rec["tensors"]["kept_quantized"] = len(self._kept)
             logger.info("weightstream: load record written to %s", load_record.write(record_path, rec))
 

@@ -105,17 +105,23 @@ def open_checkpoint(path, o, device: str, dtype=None):
         raise RuntimeError(f"weightstream cannot load {path}: {e}. {hint}.") from e
 
 
-def fetched_note(ck, before: Optional[dict]) -> str:
-    """From object storage: what this rank really fetched from the store
-    since `before` (weightstream.fetched_total() when the load began;
-    every open's headers included) against the checkpoint's tensor
-    bytes ("" for a local checkpoint)."""
+def fetched_since(ck, before: Optional[dict]) -> Optional[dict]:
+    """{"bytes", "requests"}: what this process really fetched from stores
+    since `before` (weightstream.fetched_total() when the load began; every
+    open's headers included); None for a local checkpoint."""
     import weightstream
 
     if ck.fetched() is None:
-        return ""
+        return None
     now = weightstream.fetched_total()
-    f = {k: now[k] - (before or {}).get(k, 0) for k in now}
+    return {k: now[k] - (before or {}).get(k, 0) for k in now}
+
+
+def fetched_note(ck, f: Optional[dict]) -> str:
+    """`fetched_since`'s count `f` against the checkpoint's tensor bytes,
+    for the load's log line ("" for a local checkpoint)."""
+    if f is None:
+        return ""
     total = sum(ck.slice_bytes(n) for n in ck.keys())
     return (f"; fetched {f['bytes']} bytes in {f['requests']} ranged GETs from the store "
             f"({f['bytes'] / max(total, 1):.3f} of the checkpoint's {total} tensor bytes)")

@@ -61,16 +61,11 @@ def share(ck, planned: list) -> tuple[int, int]:
 
 
 def record(ck, *, seconds: float, device: str, layout: dict, planned: list, share: int, whole: int,
-           fetched0: Optional[dict], counts: dict) -> dict:
+           fetched: Optional[dict], counts: dict) -> dict:
     """The record of one rank's load of checkpoint `ck` (weightstream.Checkpoint):
     `planned` its sharding plan, `counts` how many tensors took each way
-    into the model ({"into_parameters": n, "through_model": n, ...})."""
-    import weightstream
-
-    fetched = None
-    if ck.fetched() is not None:
-        now = weightstream.fetched_total()
-        fetched = {k: now[k] - (fetched0 or {}).get(k, 0) for k in now}
+    into the model ({"into_parameters": n, "through_model": n, ...}),
+    `fetched` checkpoints.fetched_since's count (the log line's)."""
     return {
         "checkpoint": str(ck.path),
         "format": ck.format(),
