@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 import weightstream
+from weightstream._native import source_name
 from weightstream.serving import load_record, sharding
 from weightstream.serving.checkpoints import (Mapping, dequantized_kinds, drop_hf_quantization_config, fetched_note,
                                               fetched_since, log_opened, open_checkpoint)
@@ -85,14 +86,16 @@ class WeightstreamModelLoader(DefaultModelLoader):
         if not isinstance(weights, DefaultModelLoader.Source):
             raise TypeError("weightstream (SGLang): update_weights_from_disk with a weight name filter is not supported")
         path = str(weights.model_config.model_path)
+        # Named without a URL's query (a presigned URL's is its credential).
+        shown = source_name(path)
         failed = model.__dict__.pop(FAILED_UPDATE, None)
         if failed is not None and failed["path"] == path:
             if failed["wrote"]:
-                raise RuntimeError(f"weightstream (SGLang): the failed update from {path} had already replaced some "
+                raise RuntimeError(f"weightstream (SGLang): the failed update from {shown} had already replaced some "
                                    "weights, and SGLang's rollback would load the same checkpoint again, not the "
                                    "original: refusing to serve a mix; restart the server")
             logger.warning("weightstream: the failed update from %s wrote no weight: the engine keeps the weights it "
-                           "had", path)
+                           "had", shown)
             DefaultModelLoader.postprocess_weights(model, target_device)
             return
         progress = {"wrote": False}
